@@ -1,0 +1,66 @@
+# oipkit — one Makefile for building, testing and generating.
+# `make test` is the test command (.ci/run calls it); `make demo` is the main job.
+
+GO          ?= go
+BIN         := bin
+TOOLS       := $(CURDIR)/.tools/bin
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GRPCURL_VERSION            := v1.9.3
+GINKGO_VERSION             := v2.34.0
+FUZZTIME    ?= 5s
+
+export PATH := $(TOOLS):$(PATH)
+
+.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/oipkit ./cmd/oipkit
+
+# tools installs pinned Go tools into .tools/bin and protoc from Debian when missing.
+tools: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
+$(TOOLS)/protoc-gen-go:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(TOOLS)/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+$(TOOLS)/grpcurl:
+	GOBIN=$(TOOLS) $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
+$(TOOLS)/ginkgo:
+	GOBIN=$(TOOLS) $(GO) install github.com/onsi/ginkgo/v2/ginkgo@$(GINKGO_VERSION)
+
+# proto regenerates specs/inferencepb from specs/proto/inference.proto.
+proto: tools
+	@command -v protoc >/dev/null || scripts/install-protoc.sh
+	protoc -I specs/proto \
+		--go_out=specs/inferencepb --go_opt=paths=source_relative \
+		--go-grpc_out=specs/inferencepb --go-grpc_opt=paths=source_relative \
+		specs/proto/inference.proto
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -count=1 ./...
+
+race:
+	$(GO) test -count=1 -race ./tensor/... ./oip/... ./client/... ./reference/... ./loadgen/...
+
+# fuzz runs each fuzz target briefly; `make fuzz FUZZTIME=1m` for longer.
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME)
+
+test: vet unit race fuzz
+
+demo: build
+	scripts/demo.sh
+
+serve: build
+	$(BIN)/oipkit serve
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./tensor/ ./oip/ ./reference/
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,11 @@
+// Package client is oipkit's Open Inference Protocol client: one [Client]
+// interface with three transports — REST JSON, REST with the binary-data
+// extension ([NewREST]) and gRPC with typed or raw tensor contents
+// ([NewGRPC]).
+//
+// Calls return typed errors ([*Error]) carrying the HTTP status or gRPC code
+// and the server's error text, with the raw response kept for callers such as
+// the conformance suites that must inspect exactly what came back. Response
+// bodies are read with a size limit and every call has a timeout, so a
+// misbehaving server cannot hang or exhaust the caller.
+package client

@@ -1,0 +1,265 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrRawSize reports raw contents whose size does not match the shape and
+// datatype.
+var ErrRawSize = errors.New("raw size mismatch")
+
+// RawSize is the number of bytes AppendRaw writes for t, or 0 when t.Data
+// does not have the Go type of t.Datatype (AppendRaw then fails).
+func RawSize(t Tensor) int {
+	if !dataMatches(t.Datatype, t.Data) {
+		return 0
+	}
+	if b, ok := t.Data.([][]byte); ok {
+		n := 0
+		for _, e := range b {
+			n += 4 + len(e)
+		}
+		return n
+	}
+	return t.Len() * t.Datatype.Size()
+}
+
+// EncodeRaw returns the raw little-endian encoding of t's elements.
+func EncodeRaw(t Tensor) ([]byte, error) {
+	return AppendRaw(make([]byte, 0, RawSize(t)), t)
+}
+
+// AppendRaw appends the raw little-endian encoding of t's elements to dst:
+// the native element size without padding, BOOL as one byte 0 or 1, and BYTES
+// as a 4-byte little-endian length followed by the bytes. On error dst is
+// returned unchanged.
+func AppendRaw(dst []byte, t Tensor) ([]byte, error) {
+	start := len(dst)
+	if !dataMatches(t.Datatype, t.Data) {
+		return dst, fmt.Errorf("tensor %q: %s data held as %T", t.Name, t.Datatype, t.Data)
+	}
+	le := binary.LittleEndian
+	switch v := t.Data.(type) {
+	case []bool:
+		for _, e := range v {
+			if e {
+				dst = append(dst, 1)
+			} else {
+				dst = append(dst, 0)
+			}
+		}
+	case []uint8:
+		dst = append(dst, v...)
+	case []int8:
+		for _, e := range v {
+			dst = append(dst, byte(e))
+		}
+	case []uint16:
+		for _, e := range v {
+			dst = le.AppendUint16(dst, e)
+		}
+	case []int16:
+		for _, e := range v {
+			dst = le.AppendUint16(dst, uint16(e))
+		}
+	case []Float16:
+		for _, e := range v {
+			dst = le.AppendUint16(dst, uint16(e))
+		}
+	case []BFloat16:
+		for _, e := range v {
+			dst = le.AppendUint16(dst, uint16(e))
+		}
+	case []uint32:
+		for _, e := range v {
+			dst = le.AppendUint32(dst, e)
+		}
+	case []int32:
+		for _, e := range v {
+			dst = le.AppendUint32(dst, uint32(e))
+		}
+	case []float32:
+		for _, e := range v {
+			dst = le.AppendUint32(dst, math.Float32bits(e))
+		}
+	case []uint64:
+		for _, e := range v {
+			dst = le.AppendUint64(dst, e)
+		}
+	case []int64:
+		for _, e := range v {
+			dst = le.AppendUint64(dst, uint64(e))
+		}
+	case []float64:
+		for _, e := range v {
+			dst = le.AppendUint64(dst, math.Float64bits(e))
+		}
+	case [][]byte:
+		for i, e := range v {
+			if uint64(len(e)) > math.MaxUint32 {
+				return dst[:start], fmt.Errorf("tensor %q: BYTES element %d is longer than 2^32-1 bytes", t.Name, i)
+			}
+			dst = le.AppendUint32(dst, uint32(len(e)))
+			dst = append(dst, e...)
+		}
+	}
+	return dst, nil
+}
+
+// DecodeRaw decodes raw little-endian contents into a tensor of datatype d and
+// concrete shape. The byte count must match the shape exactly (for BYTES: the
+// framed elements must consume every byte and number exactly the element
+// count). Allocation is bounded by len(raw), never by the declared shape, so a
+// hostile shape cannot make the decoder allocate more than it was sent. BYTES
+// elements alias raw; other datatypes are copied.
+func DecodeRaw(name string, d Datatype, shape []int64, raw []byte) (Tensor, error) {
+	n, err := ElementCount(shape)
+	if err != nil {
+		return Tensor{}, fmt.Errorf("tensor %q: %w", name, err)
+	}
+	t := Tensor{Name: name, Datatype: d, Shape: shape}
+	if d == Bytes {
+		elems, err := splitBytes(raw, n)
+		if err != nil {
+			return Tensor{}, fmt.Errorf("tensor %q: %w", name, err)
+		}
+		t.Data = elems
+		return t, nil
+	}
+	size := d.Size()
+	if size < 0 {
+		return Tensor{}, fmt.Errorf("tensor %q: unknown datatype %q", name, d)
+	}
+	if int64(len(raw))/int64(size) != n || len(raw)%size != 0 {
+		return Tensor{}, fmt.Errorf("tensor %q: %w: shape %v of %s needs %s bytes, got %d",
+			name, ErrRawSize, shape, d, byteCountText(d, n), len(raw))
+	}
+	le := binary.LittleEndian
+	switch d {
+	case Bool:
+		v := make([]bool, n)
+		for i, b := range raw {
+			switch b {
+			case 0:
+			case 1:
+				v[i] = true
+			default:
+				return Tensor{}, fmt.Errorf("tensor %q: BOOL element %d is byte 0x%02x, want 0x00 or 0x01", name, i, b)
+			}
+		}
+		t.Data = v
+	case Uint8:
+		t.Data = append([]uint8(nil), raw...)
+	case Int8:
+		v := make([]int8, n)
+		for i, b := range raw {
+			v[i] = int8(b)
+		}
+		t.Data = v
+	case Uint16:
+		v := make([]uint16, n)
+		for i := range v {
+			v[i] = le.Uint16(raw[2*i:])
+		}
+		t.Data = v
+	case Int16:
+		v := make([]int16, n)
+		for i := range v {
+			v[i] = int16(le.Uint16(raw[2*i:]))
+		}
+		t.Data = v
+	case FP16:
+		v := make([]Float16, n)
+		for i := range v {
+			v[i] = Float16(le.Uint16(raw[2*i:]))
+		}
+		t.Data = v
+	case BF16:
+		v := make([]BFloat16, n)
+		for i := range v {
+			v[i] = BFloat16(le.Uint16(raw[2*i:]))
+		}
+		t.Data = v
+	case Uint32:
+		v := make([]uint32, n)
+		for i := range v {
+			v[i] = le.Uint32(raw[4*i:])
+		}
+		t.Data = v
+	case Int32:
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(le.Uint32(raw[4*i:]))
+		}
+		t.Data = v
+	case FP32:
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
+		}
+		t.Data = v
+	case Uint64:
+		v := make([]uint64, n)
+		for i := range v {
+			v[i] = le.Uint64(raw[8*i:])
+		}
+		t.Data = v
+	case Int64:
+		v := make([]int64, n)
+		for i := range v {
+			v[i] = int64(le.Uint64(raw[8*i:]))
+		}
+		t.Data = v
+	case FP64:
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = math.Float64frombits(le.Uint64(raw[8*i:]))
+		}
+		t.Data = v
+	}
+	return t, nil
+}
+
+func byteCountText(d Datatype, n int64) string {
+	b, err := ByteSize(d, n)
+	if err != nil {
+		return "more than 2^63"
+	}
+	return fmt.Sprint(b)
+}
+
+// splitBytes splits length-prefixed BYTES elements. It refuses to allocate
+// more element headers than the input could possibly hold (4 bytes each).
+func splitBytes(raw []byte, n int64) ([][]byte, error) {
+	if n > int64(len(raw))/4 {
+		return nil, fmt.Errorf("%w: %d BYTES elements need at least %s bytes, got %d", ErrRawSize, n, fourTimes(n), len(raw))
+	}
+	elems := make([][]byte, n)
+	off := 0
+	for i := range elems {
+		if len(raw)-off < 4 {
+			return nil, fmt.Errorf("%w: BYTES element %d: length prefix truncated at byte %d", ErrRawSize, i, off)
+		}
+		l := binary.LittleEndian.Uint32(raw[off:])
+		off += 4
+		if uint64(l) > uint64(len(raw)-off) {
+			return nil, fmt.Errorf("%w: BYTES element %d declares %d bytes, %d remain", ErrRawSize, i, l, len(raw)-off)
+		}
+		elems[i] = raw[off : off+int(l) : off+int(l)]
+		off += int(l)
+	}
+	if off != len(raw) {
+		return nil, fmt.Errorf("%w: %d trailing bytes after %d BYTES elements", ErrRawSize, len(raw)-off, n)
+	}
+	return elems, nil
+}
+
+func fourTimes(n int64) string {
+	if n > math.MaxInt64/4 {
+		return "more than 2^63"
+	}
+	return fmt.Sprint(4 * n)
+}
