@@ -8,4 +8,10 @@
 // the conformance suites that must inspect exactly what came back. Response
 // bodies are read with a size limit and every call has a timeout, so a
 // misbehaving server cannot hang or exhaust the caller.
+//
+// Below the Client interface, [REST.Do] sends arbitrary HTTP requests,
+// [REST.PostInfer] and [DecodeInferResponse] split Infer into a send of a
+// pre-encoded body and a decode (the load generator's hot path), and
+// [GRPC.Stub], [GRPC.Conn] and [GRPC.Context] give hand-built messages the
+// client's connections, timeout and metadata.
 package client

@@ -1,5 +1,12 @@
 package oip
 
+import (
+	"errors"
+	"fmt"
+
+	"github.com/oipkit/oipkit/tensor"
+)
+
 // REST JSON and binary-data-extension encodings of inference messages.
 
 // RESTEncoding chooses how a request is written.
@@ -18,7 +25,117 @@ type RESTEncoding struct {
 // Inference-Header-Content-Length), and -1 for a pure JSON body. Model and
 // Version are not part of the body; they belong in the URL.
 func EncodeRESTRequest(req *InferRequest, enc RESTEncoding) (body []byte, headerLen int, err error) {
-	panic("TODO")
+	return encodeRESTRequest(req, func(int) bool { return enc.BinaryInputs }, enc.BinaryOutputs)
+}
+
+// encodeRESTRequest is EncodeRESTRequest with the binary choice made per
+// input (by index), which lets tests build mixed JSON/binary requests.
+func encodeRESTRequest(req *InferRequest, binaryInput func(i int) bool, binaryOutputs bool) ([]byte, int, error) {
+	if req == nil {
+		return nil, 0, errors.New("encode REST request: nil request")
+	}
+	binary := make([]bool, len(req.Inputs))
+	anyBinary := false
+	hint, tailSize := 64+len(req.ID)+64*len(req.Parameters), 0
+	for i := range req.Inputs {
+		in := &req.Inputs[i]
+		if err := in.Validate(); err != nil {
+			return nil, 0, fmt.Errorf("encode REST request: %w", err)
+		}
+		hint += 96 + len(in.Name) + 64*len(in.Parameters)
+		if binaryInput(i) {
+			binary[i], anyBinary = true, true
+			tailSize += tensor.RawSize(in.Tensor)
+		} else {
+			hint += jsonDataSizeHint(in.Tensor)
+		}
+	}
+	b := make([]byte, 0, hint+tailSize)
+	b = append(b, '{')
+	if req.ID != "" {
+		b = appendKey(b, 0, "id")
+		b = appendJSONString(b, req.ID)
+	}
+	var extra paramField
+	if binaryOutputs {
+		extra = paramField{ParamBinaryDataOutput, true}
+	}
+	b, err := appendParametersField(b, 0, req.Parameters, "", extra)
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode REST request: %w", err)
+	}
+	b = appendKey(b, 0, "inputs")
+	b = append(b, '[')
+	for i := range req.Inputs {
+		in := &req.Inputs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var extra paramField
+		if binary[i] {
+			extra = paramField{ParamBinaryDataSize, int64(tensor.RawSize(in.Tensor))}
+		}
+		if b, err = appendRESTTensor(b, in.Tensor, in.Parameters, extra, !binary[i]); err != nil {
+			return nil, 0, fmt.Errorf("encode REST request: input %q: %w", in.Name, err)
+		}
+	}
+	b = append(b, ']')
+	if len(req.Outputs) > 0 {
+		b = appendKey(b, 0, "outputs")
+		b = append(b, '[')
+		for i, o := range req.Outputs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			start := len(b)
+			b = append(b, '{')
+			b = appendKey(b, start, "name")
+			b = appendJSONString(b, o.Name)
+			if b, err = appendParametersField(b, start, o.Parameters, "", paramField{}); err != nil {
+				return nil, 0, fmt.Errorf("encode REST request: output %q: %w", o.Name, err)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, '}')
+	if !anyBinary {
+		return b, -1, nil
+	}
+	headerLen := len(b)
+	for i := range req.Inputs {
+		if binary[i] {
+			if b, err = tensor.AppendRaw(b, req.Inputs[i].Tensor); err != nil {
+				return nil, 0, fmt.Errorf("encode REST request: %w", err)
+			}
+		}
+	}
+	return b, headerLen, nil
+}
+
+// appendRESTTensor appends one input or output object. binary_data_size in
+// params is always dropped (it is framing the encoder controls); extra adds
+// it back for binary tensors. withData writes the JSON "data" array.
+func appendRESTTensor(b []byte, t tensor.Tensor, params Parameters, extra paramField, withData bool) ([]byte, error) {
+	start := len(b)
+	b = append(b, '{')
+	b = appendKey(b, start, "name")
+	b = appendJSONString(b, t.Name)
+	b = appendKey(b, start, "shape")
+	b = appendShape(b, t.Shape)
+	b = appendKey(b, start, "datatype")
+	b = appendJSONString(b, string(t.Datatype))
+	b, err := appendParametersField(b, start, params, ParamBinaryDataSize, extra)
+	if err != nil {
+		return b, err
+	}
+	if withData {
+		b = appendKey(b, start, "data")
+		if b, err = tensor.AppendJSONData(b, t); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // DecodeRESTRequest parses a REST inference body. headerLen is the value of
@@ -27,8 +144,79 @@ func EncodeRESTRequest(req *InferRequest, enc RESTEncoding) (body []byte, header
 // slices of the binary tail in input order; the sizes must add up to the tail
 // exactly. Errors wrap ErrInvalid or ErrTooLarge. The returned request's
 // Model and Version are empty; the caller fills them from the URL.
+//
+// BYTES elements of binary inputs alias body.
 func DecodeRESTRequest(body []byte, headerLen int, lim Limits) (*InferRequest, error) {
-	panic("TODO")
+	header, tail, err := splitBody(body, headerLen, true)
+	if err != nil {
+		return nil, err
+	}
+	var j restRequestJSON
+	if err := unmarshalHeader(header, &j); err != nil {
+		return nil, err
+	}
+	if j.Inputs == nil {
+		return nil, invalidf("missing inputs")
+	}
+	req := &InferRequest{}
+	if !absent(j.ID) {
+		if req.ID, err = parseString(j.ID, "id"); err != nil {
+			return nil, invalidf("%w", err)
+		}
+	}
+	if req.Parameters, err = parseParameters(j.Parameters, "parameters"); err != nil {
+		return nil, invalidf("%w", err)
+	}
+	ts := make([]restTensor, len(j.Inputs))
+	for i := range j.Inputs {
+		if ts[i], err = parseRESTTensor(&j.Inputs[i], "input", i); err != nil {
+			return nil, err
+		}
+		if lim.MaxElements > 0 && ts[i].count > lim.MaxElements {
+			return nil, tooLargef("input %q: shape %v has %d elements; the limit is %d",
+				ts[i].name, ts[i].shape, ts[i].count, lim.MaxElements)
+		}
+	}
+	if len(j.Outputs) > 0 {
+		req.Outputs = make([]RequestedOutput, len(j.Outputs))
+		for i := range j.Outputs {
+			o := &j.Outputs[i]
+			if absent(o.Name) {
+				return nil, invalidf("output %d: missing name", i)
+			}
+			name, err := parseString(o.Name, "name")
+			if err != nil {
+				return nil, invalidf("output %d: %w", i, err)
+			}
+			if name == "" {
+				return nil, invalidf("output %d: name is empty", i)
+			}
+			p, err := parseParameters(o.Parameters, "parameters")
+			if err != nil {
+				return nil, invalidf("output %q: %w", name, err)
+			}
+			req.Outputs[i] = RequestedOutput{Name: name, Parameters: p}
+		}
+	}
+	parts, err := splitBinary(ts, tail, headerLen >= 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) > 0 {
+		req.Inputs = make([]InferInput, len(ts))
+	}
+	for i := range ts {
+		var part []byte
+		if parts != nil {
+			part = parts[i]
+		}
+		t, err := decodeTensorData(&ts[i], part, lim.MaxElements)
+		if err != nil {
+			return nil, invalidf("input %q: %w", ts[i].name, err)
+		}
+		req.Inputs[i] = InferInput{Tensor: t, Parameters: ts[i].params}
+	}
+	return req, nil
 }
 
 // EncodeRESTResponse writes resp as a REST inference body. Outputs for which
@@ -36,13 +224,131 @@ func DecodeRESTRequest(body []byte, headerLen int, lim Limits) (*InferRequest, e
 // parameters.binary_data_size and no "data". headerLen is -1 when no output is
 // binary.
 func EncodeRESTResponse(resp *InferResponse, binary func(output string) bool) (body []byte, headerLen int, err error) {
-	panic("TODO")
+	if resp == nil {
+		return nil, 0, errors.New("encode REST response: nil response")
+	}
+	isBinary := make([]bool, len(resp.Outputs))
+	anyBinary := false
+	hint := 96 + len(resp.Model) + len(resp.Version) + len(resp.ID) + 64*len(resp.Parameters)
+	tailSize := 0
+	for i := range resp.Outputs {
+		o := &resp.Outputs[i]
+		if err := o.Validate(); err != nil {
+			return nil, 0, fmt.Errorf("encode REST response: %w", err)
+		}
+		hint += 96 + len(o.Name) + 64*len(o.Parameters)
+		if binary != nil && binary(o.Name) {
+			isBinary[i], anyBinary = true, true
+			tailSize += tensor.RawSize(o.Tensor)
+		} else {
+			hint += jsonDataSizeHint(o.Tensor)
+		}
+	}
+	b := make([]byte, 0, hint+tailSize)
+	b = append(b, '{')
+	b = appendKey(b, 0, "model_name")
+	b = appendJSONString(b, resp.Model)
+	if resp.Version != "" {
+		b = appendKey(b, 0, "model_version")
+		b = appendJSONString(b, resp.Version)
+	}
+	if resp.ID != "" {
+		b = appendKey(b, 0, "id")
+		b = appendJSONString(b, resp.ID)
+	}
+	if b, err = appendParametersField(b, 0, resp.Parameters, "", paramField{}); err != nil {
+		return nil, 0, fmt.Errorf("encode REST response: %w", err)
+	}
+	b = appendKey(b, 0, "outputs")
+	b = append(b, '[')
+	for i := range resp.Outputs {
+		o := &resp.Outputs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var extra paramField
+		if isBinary[i] {
+			extra = paramField{ParamBinaryDataSize, int64(tensor.RawSize(o.Tensor))}
+		}
+		if b, err = appendRESTTensor(b, o.Tensor, o.Parameters, extra, !isBinary[i]); err != nil {
+			return nil, 0, fmt.Errorf("encode REST response: output %q: %w", o.Name, err)
+		}
+	}
+	b = append(b, ']', '}')
+	if !anyBinary {
+		return b, -1, nil
+	}
+	headerLen = len(b)
+	for i := range resp.Outputs {
+		if isBinary[i] {
+			if b, err = tensor.AppendRaw(b, resp.Outputs[i].Tensor); err != nil {
+				return nil, 0, fmt.Errorf("encode REST response: %w", err)
+			}
+		}
+	}
+	return b, headerLen, nil
 }
 
 // DecodeRESTResponse parses a REST inference response body; headerLen as for
-// DecodeRESTRequest.
+// DecodeRESTRequest. The decode is permissive where the protocol allows variation: unknown
+// members are ignored and parameter values of any JSON kind are kept. Errors
+// wrap ErrInvalid. BYTES elements of binary outputs alias body.
 func DecodeRESTResponse(body []byte, headerLen int) (*InferResponse, error) {
-	panic("TODO")
+	header, tail, err := splitBody(body, headerLen, false)
+	if err != nil {
+		return nil, err
+	}
+	var j restResponseJSON
+	if err := unmarshalHeader(header, &j); err != nil {
+		return nil, err
+	}
+	if j.Outputs == nil {
+		return nil, invalidf("missing outputs")
+	}
+	resp := &InferResponse{}
+	for _, f := range []struct {
+		raw  []byte
+		name string
+		dst  *string
+	}{
+		{j.ModelName, "model_name", &resp.Model},
+		{j.ModelVersion, "model_version", &resp.Version},
+		{j.ID, "id", &resp.ID},
+	} {
+		if !absent(f.raw) {
+			if *f.dst, err = parseString(f.raw, f.name); err != nil {
+				return nil, invalidf("%w", err)
+			}
+		}
+	}
+	if resp.Parameters, err = parseParameters(j.Parameters, "parameters"); err != nil {
+		return nil, invalidf("%w", err)
+	}
+	ts := make([]restTensor, len(j.Outputs))
+	for i := range j.Outputs {
+		if ts[i], err = parseRESTTensor(&j.Outputs[i], "output", i); err != nil {
+			return nil, err
+		}
+	}
+	parts, err := splitBinary(ts, tail, headerLen >= 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) > 0 {
+		resp.Outputs = make([]InferOutput, len(ts))
+	}
+	for i := range ts {
+		var part []byte
+		if parts != nil {
+			part = parts[i]
+		}
+		t, err := decodeTensorData(&ts[i], part, 0)
+		if err != nil {
+			return nil, invalidf("output %q: %w", ts[i].name, err)
+		}
+		resp.Outputs[i] = InferOutput{Tensor: t, Parameters: ts[i].params}
+	}
+	return resp, nil
 }
 
 // BinaryOutput reports whether the REST binary-data extension asks for output

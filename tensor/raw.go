@@ -152,7 +152,9 @@ func DecodeRaw(name string, d Datatype, shape []int64, raw []byte) (Tensor, erro
 		}
 		t.Data = v
 	case Uint8:
-		t.Data = append([]uint8(nil), raw...)
+		v := make([]uint8, n)
+		copy(v, raw)
+		t.Data = v
 	case Int8:
 		v := make([]int8, n)
 		for i, b := range raw {

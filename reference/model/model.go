@@ -1,11 +1,8 @@
-// Package model is the reference server's native (pure Go) executor: the
-// [Model] interface through which models plug in, a [Repository] of loaded
-// models and versions, and the fixture models of the oipkit fixture contract
-// (add_sub, identity_<t>, versioned, delay).
 package model
 
 import (
 	"context"
+	"errors"
 
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/tensor"
@@ -20,6 +17,16 @@ type Model interface {
 	Metadata() oip.ModelMetadata
 	// Infer computes every output. inputs holds one tensor per declared
 	// input; params are the request-level parameters. The server drops
-	// outputs that were not requested.
+	// outputs that were not requested. Errors wrapping ErrInvalidInput are
+	// the client's fault (HTTP 400, INVALID_ARGUMENT); any other error is a
+	// server fault.
 	Infer(ctx context.Context, inputs map[string]tensor.Tensor, params oip.Parameters) ([]tensor.Tensor, error)
 }
+
+// ErrInvalidInput marks inputs or parameters that passed metadata validation
+// but that the model still cannot use, such as two inputs whose variable
+// dimensions disagree or a malformed model-specific parameter.
+var ErrInvalidInput = errors.New("invalid input")
+
+// Platform is the platform name reported by every native model.
+const Platform = "oipkit_native"

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/oipkit/oipkit/conformance"
+	"github.com/oipkit/oipkit/reference"
+	"github.com/oipkit/oipkit/reports"
+)
+
+func init() {
+	register(command{Name: "conform", Summary: "run the OIP conformance suite against a server (default: the bundled reference server)", Run: runConform})
+}
+
+// Exit statuses of oipkit conform, beyond 0 (every selected profile passed)
+// and 1 (a blocking requirement failed).
+const (
+	exitIncomplete = 2 // the run could not start or complete (or a usage error)
+	exitPartial    = 3 // nothing failed, but some applicable specs were skipped
+)
+
+// osExit is os.Exit; conform needs exit statuses 2 and 3, which the command
+// dispatcher does not express.
+var osExit = os.Exit
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// ginkgoT receives ginkgo's overall pass/fail; the report decides the exit
+// status, so it only has to exist.
+type ginkgoT struct{ failed bool }
+
+func (t *ginkgoT) Fail() { t.failed = true }
+
+func runConform(ctx context.Context, args []string) error {
+	fs := newFlagSet("conform", "conform [--http URL] [--grpc host:port] [flags]", `
+Run the Open Inference Protocol conformance suite. With neither --http nor
+--grpc it starts the bundled reference server on free loopback ports and
+tests that.
+
+Supported extensions are read from the server's metadata ("extensions")
+unless --features names them. Each requirement of the catalog is reported
+as passed, failed, warning, skipped, not-supported or not-covered; a
+profile passes when none of its MUST requirements failed and none of its
+specs were skipped.
+
+Exit status: 0 every selected profile passed; 1 a blocking requirement
+failed; 2 the run could not start or complete (unreachable target, usage
+error, server stopped answering); 3 partial (specs were skipped, e.g. a
+fixture model is not deployed).`)
+	var opts conformance.Options
+	var headers, profiles listFlag
+	features := fs.String("features", "", "comma-separated `list` of supported extensions, overriding the advertised ones (\"none\" for no extension)")
+	fs.StringVar(&opts.HTTPURL, "http", "", "REST base `URL` of the server under test")
+	fs.StringVar(&opts.GRPCAddr, "grpc", "", "gRPC `host:port` of the server under test")
+	fs.Var(&headers, "header", "`\"Key: Value\"` HTTP header / gRPC metadata sent with every call (repeatable)")
+	fs.StringVar(&opts.Host, "host", "", "override the HTTP Host header and gRPC :authority")
+	fs.BoolVar(&opts.Strict, "strict", false, "grade every failed check as a failure (warnings included)")
+	fs.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "timeout of each call")
+	fs.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", conformance.DefaultMaxResponseBytes, "largest response accepted, in `bytes`")
+	fs.StringVar(&opts.ReportDir, "report-dir", "", "`directory` for report.json, report.md and junit.xml")
+	fs.Var(&profiles, "profile", "profile `name` whose verdict decides the exit status (repeatable; default all targeted)")
+	fs.StringVar(&opts.ImplementationName, "name", "", "implementation name for the report (default: from server metadata)")
+	fs.StringVar(&opts.LabelFilter, "label-filter", "", "extra ginkgo label filter `expression`, ANDed with the feature/transport filter")
+	fs.BoolVar(&opts.Verbose, "v", false, "print every spec as it runs")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	var err error
+	if opts.Header, err = conformance.ParseHeaders(headers); err != nil {
+		return fmt.Errorf("%w: --header: %v", errUsage, err)
+	}
+	for _, p := range profiles {
+		opts.Profiles = append(opts.Profiles, strings.Split(p, ",")...)
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "features" {
+			opts.Features = []conformance.Feature{}
+		}
+	})
+	if *features != "" && *features != "none" {
+		if opts.Features, err = conformance.ParseFeatures(*features); err != nil {
+			return fmt.Errorf("%w: --features: %v", errUsage, err)
+		}
+	}
+
+	if opts.HTTPURL == "" && opts.GRPCAddr == "" {
+		srv, err := startReference(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+		}()
+		opts.HTTPURL, opts.GRPCAddr = srv.HTTPURL(), srv.GRPCAddr()
+		fmt.Printf("oipkit conform: testing the bundled reference server at %s and %s\n", opts.HTTPURL, opts.GRPCAddr)
+	}
+
+	rep, err := conformance.Run(&ginkgoT{}, opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "oipkit conform: %v\n", err)
+		if rep == nil {
+			osExit(exitIncomplete)
+			return nil
+		}
+	}
+	fmt.Println()
+	if werr := reports.WriteText(os.Stdout, rep); werr != nil {
+		return werr
+	}
+	if opts.ReportDir != "" {
+		fmt.Printf("reports written to %s (report.json, report.md, junit.xml)\n", opts.ReportDir)
+	}
+	switch code := rep.ExitCode(); code {
+	case 0:
+		return nil
+	case 1:
+		return errors.New("conformance failed: a blocking requirement failed")
+	default:
+		osExit(code)
+	}
+	return nil
+}
+
+// startReference starts the bundled reference server on free loopback ports.
+func startReference(ctx context.Context) (*reference.Server, error) {
+	cfg := reference.DefaultConfig()
+	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
+	srv, err := reference.New(cfg, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reference server: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := srv.Start(sctx); err != nil {
+		return nil, fmt.Errorf("reference server: %w", err)
+	}
+	return srv, nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/oipkit/oipkit/reference"
+	"github.com/oipkit/oipkit/version"
+)
+
+func init() {
+	register(command{Name: "serve", Summary: "run the reference OIP server (REST + gRPC) with the fixture models", Run: runServe})
+}
+
+func runServe(ctx context.Context, args []string) error {
+	def := reference.DefaultConfig()
+	fs := newFlagSet("serve", "serve [flags]", `
+Run the reference Open Inference Protocol server with every fixture model
+loaded. An empty --http or --grpc address disables that protocol. SIGINT or
+SIGTERM shuts the server down gracefully (in-flight requests finish, 30s
+at most).`)
+	cfg := def
+	fs.StringVar(&cfg.HTTPAddr, "http", def.HTTPAddr, "REST listen `address` (\"\" disables REST)")
+	fs.StringVar(&cfg.GRPCAddr, "grpc", def.GRPCAddr, "gRPC listen `address` (\"\" disables gRPC)")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", def.MaxBodyBytes, "largest REST request body in `bytes` (larger: 413)")
+	fs.Int64Var(&cfg.MaxTensorElements, "max-elements", def.MaxTensorElements, "largest element `count` of one input tensor")
+	fs.IntVar(&cfg.GRPCMaxMessageBytes, "grpc-max-message-bytes", def.GRPCMaxMessageBytes, "largest received gRPC message in `bytes` (larger: RESOURCE_EXHAUSTED)")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", def.ReadTimeout, "REST `timeout` for reading a whole request")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", def.WriteTimeout, "REST `timeout` for writing a response")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", def.IdleTimeout, "`timeout` after which idle REST and gRPC connections are closed")
+	fs.DurationVar(&cfg.DefaultDelay, "delay", def.DefaultDelay, "`duration` the delay model sleeps when a request has no delay_ms parameter")
+	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
+	}
+	for name, v := range map[string]int64{"--max-body-bytes": cfg.MaxBodyBytes, "--max-elements": cfg.MaxTensorElements, "--grpc-max-message-bytes": int64(cfg.GRPCMaxMessageBytes)} {
+		if v <= 0 {
+			return fmt.Errorf("%w: %s must be positive, got %d", errUsage, name, v)
+		}
+	}
+	if cfg.DefaultDelay == 0 {
+		cfg.DefaultDelay = -1 // the Config zero value means "default"; the flag's 0 means none
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	srv, err := reference.New(cfg, nil)
+	if err != nil {
+		return err
+	}
+	cfg.Logger.Info("starting oipkit reference server", "version", version.Version,
+		"models", strings.Join(srv.Repository().Names(), " "))
+	return srv.Serve(ctx)
+}

@@ -1,0 +1,178 @@
+package conformance
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options configure a conformance run. The CLI fills them from flags and the
+// go test wrapper from environment variables ([OptionsFromEnv]); zero values
+// mean the defaults.
+type Options struct {
+	// HTTPURL is the REST base URL, e.g. "http://127.0.0.1:8000". Empty
+	// means REST is not tested.
+	HTTPURL string
+	// GRPCAddr is the gRPC "host:port". Empty means gRPC is not tested.
+	GRPCAddr string
+	// Features, when non-nil, overrides the features discovered from the
+	// server's advertised extensions.
+	Features []Feature
+	// Header is sent with every HTTP request and as gRPC metadata.
+	Header http.Header
+	// Host overrides the HTTP Host header and the gRPC :authority.
+	Host string
+	// Timeout bounds each call (default 10s).
+	Timeout time.Duration
+	// Strict grades every failed check as a failure, warnings included.
+	Strict bool
+	// MaxResponseBytes caps each response (default 16 MiB).
+	MaxResponseBytes int64
+	// ReportDir receives report.json, report.md and junit.xml; empty means
+	// no files are written (the report is still returned).
+	ReportDir string
+	// Profiles selects the profiles whose verdicts decide the exit code;
+	// empty means every profile whose transport is targeted.
+	Profiles []string
+	// ImplementationName names the server in the report; empty means the
+	// name from server metadata.
+	ImplementationName string
+	// LabelFilter is an extra ginkgo label filter ANDed with the one
+	// derived from features and transports.
+	LabelFilter string
+	// Verbose makes ginkgo print every spec.
+	Verbose bool
+}
+
+// Defaults for zero Options fields.
+const (
+	DefaultTimeout          = 10 * time.Second
+	DefaultMaxResponseBytes = 16 << 20
+)
+
+func (o Options) normalize() (Options, error) {
+	if o.HTTPURL == "" && o.GRPCAddr == "" {
+		return o, fmt.Errorf("no target: set an HTTP URL, a gRPC address or both")
+	}
+	if o.HTTPURL != "" && !strings.Contains(o.HTTPURL, "://") {
+		o.HTTPURL = "http://" + o.HTTPURL
+	}
+	o.HTTPURL = strings.TrimRight(o.HTTPURL, "/")
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	o.Header = o.Header.Clone()
+	for _, name := range o.Profiles {
+		if _, err := findProfile(name); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// transports lists the targeted transports.
+func (o Options) transports() []Transport {
+	var ts []Transport
+	if o.HTTPURL != "" {
+		ts = append(ts, TransportREST)
+	}
+	if o.GRPCAddr != "" {
+		ts = append(ts, TransportGRPC)
+	}
+	return ts
+}
+
+// Environment variables read by [OptionsFromEnv].
+const (
+	EnvHTTP      = "OIPKIT_HTTP"       // REST base URL
+	EnvGRPC      = "OIPKIT_GRPC"       // gRPC host:port
+	EnvFeatures  = "OIPKIT_FEATURES"   // comma-separated feature override
+	EnvHeaders   = "OIPKIT_HEADERS"    // newline- or ';'-separated "K: V" headers
+	EnvStrict    = "OIPKIT_STRICT"     // "1"/"true" for strict grading
+	EnvReportDir = "OIPKIT_REPORT_DIR" // report directory
+	EnvTimeout   = "OIPKIT_TIMEOUT"    // per-call timeout, e.g. "10s"
+	EnvProfiles  = "OIPKIT_PROFILES"   // comma-separated profile names
+)
+
+// OptionsFromEnv builds Options from the OIPKIT_* environment variables, for
+// `go test ./conformance/`. ok is false when neither target is set.
+func OptionsFromEnv() (opts Options, ok bool, err error) {
+	opts.HTTPURL = os.Getenv(EnvHTTP)
+	opts.GRPCAddr = os.Getenv(EnvGRPC)
+	if opts.HTTPURL == "" && opts.GRPCAddr == "" {
+		return opts, false, nil
+	}
+	if v := os.Getenv(EnvFeatures); v != "" {
+		if opts.Features, err = ParseFeatures(v); err != nil {
+			return opts, true, fmt.Errorf("%s: %w", EnvFeatures, err)
+		}
+	}
+	if v := os.Getenv(EnvHeaders); v != "" {
+		lines := strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == ';' })
+		if opts.Header, err = ParseHeaders(lines); err != nil {
+			return opts, true, fmt.Errorf("%s: %w", EnvHeaders, err)
+		}
+	}
+	if v := os.Getenv(EnvStrict); v != "" {
+		if opts.Strict, err = strconv.ParseBool(v); err != nil {
+			return opts, true, fmt.Errorf("%s: %w", EnvStrict, err)
+		}
+	}
+	if v := os.Getenv(EnvTimeout); v != "" {
+		if opts.Timeout, err = time.ParseDuration(v); err != nil {
+			return opts, true, fmt.Errorf("%s: %w", EnvTimeout, err)
+		}
+	}
+	if v := os.Getenv(EnvProfiles); v != "" {
+		opts.Profiles = splitList(v)
+	}
+	opts.ReportDir = os.Getenv(EnvReportDir)
+	return opts, true, nil
+}
+
+// ParseFeatures parses a comma-separated feature list. The empty string is
+// an explicit empty set (no features), which differs from a nil override.
+func ParseFeatures(s string) ([]Feature, error) {
+	fs := []Feature{}
+	for _, name := range splitList(s) {
+		f, err := ParseFeature(name)
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, f)
+	}
+	return fs, nil
+}
+
+// ParseHeaders parses "Key: Value" lines into a header.
+func ParseHeaders(lines []string) (http.Header, error) {
+	h := http.Header{}
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("header %q: want \"Key: Value\"", l)
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	return h, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/oipkit/oipkit/client"
+)
+
+// A tally is what one shard recorded during one interval.
+//
+// Histogram membership: response, service and send lag hold every request
+// that succeeded or timed out. A timeout is a right-censored sample — the
+// true latency is at least what was measured — so it stays in the
+// distribution (recorded at its elapsed time, which is >= the timeout)
+// instead of vanishing from it; reports mark percentiles at or above the
+// timeout as lower bounds. Requests that failed with an answer (an HTTP
+// error status, a gRPC code, a transport or validation failure) are counted
+// by code and their response times go to the separate failed histogram, so
+// that fast errors cannot make the latency of good requests look better.
+type tally struct {
+	response *hdr.Histogram // completion − intended start
+	service  *hdr.Histogram // completion − actual send
+	lag      *hdr.Histogram // actual send − intended start
+	failed   *hdr.Histogram // completion − intended start, failed requests
+	ok       int64
+	timeouts int64
+	errors   int64
+	clamped  int64 // values above the histogram range, recorded as its maximum
+	codes    map[errorKey]int64
+}
+
+func newTally() *tally {
+	return &tally{
+		response: newHist(), service: newHist(), lag: newHist(), failed: newHist(),
+		codes: make(map[errorKey]int64),
+	}
+}
+
+func (t *tally) reset() {
+	t.response.Reset()
+	t.service.Reset()
+	t.lag.Reset()
+	t.failed.Reset()
+	t.ok, t.timeouts, t.errors, t.clamped = 0, 0, 0, 0
+	clear(t.codes)
+}
+
+// add merges o into t and returns how many histogram values were dropped by
+// Merge (which cannot happen between tallies of the same geometry, but is
+// checked rather than assumed).
+func (t *tally) add(o *tally) (dropped int64) {
+	dropped += t.response.Merge(o.response)
+	dropped += t.service.Merge(o.service)
+	dropped += t.lag.Merge(o.lag)
+	dropped += t.failed.Merge(o.failed)
+	t.ok += o.ok
+	t.timeouts += o.timeouts
+	t.errors += o.errors
+	t.clamped += o.clamped
+	for k, v := range o.codes {
+		t.codes[k] += v
+	}
+	return dropped
+}
+
+// A shard is the recorder of a group of workers: the hot path takes its
+// uncontended mutex, and the interval collector takes it once per interval
+// to swap the tally. Workers are spread over a few shards rather than given
+// a recorder each because an open-loop run may grow thousands of workers,
+// and a tally is about 1 MB of dense histograms.
+type shard struct {
+	mu    sync.Mutex
+	cur   *tally
+	spare *tally // owned by the collector between swaps
+	_     [64]byte
+}
+
+func newShards(n int) []*shard {
+	s := make([]*shard, n)
+	for i := range s {
+		s[i] = &shard{cur: newTally(), spare: newTally()}
+	}
+	return s
+}
+
+// shardCount is how many shards a run with up to workers workers uses.
+func shardCount(workers int) int {
+	return max(1, min(workers, 2*runtime.GOMAXPROCS(0)))
+}
+
+// record accounts for one finished request; times are monotonic nanoseconds.
+// It does not allocate for successful requests.
+func (s *shard) record(due, sent, done int64, err error) {
+	var key errorKey
+	if err != nil {
+		key = classify(err)
+	}
+	s.mu.Lock()
+	t := s.cur
+	switch {
+	case err == nil || key.kind == kindTimeout:
+		if err == nil {
+			t.ok++
+		} else {
+			t.timeouts++
+		}
+		t.clamped += recordClamped(t.response, done-due)
+		t.clamped += recordClamped(t.service, done-sent)
+		t.clamped += recordClamped(t.lag, sent-due)
+	default:
+		t.errors++
+		t.codes[key]++
+		t.clamped += recordClamped(t.failed, done-due)
+		t.clamped += recordClamped(t.lag, sent-due)
+	}
+	s.mu.Unlock()
+}
+
+// swap hands the current tally to the caller and starts a fresh one. The
+// caller must reset the returned tally and give it back with giveBack.
+func (s *shard) swap() *tally {
+	s.mu.Lock()
+	old := s.cur
+	s.cur = s.spare
+	s.spare = nil
+	s.mu.Unlock()
+	return old
+}
+
+func (s *shard) giveBack(t *tally) {
+	t.reset()
+	s.mu.Lock()
+	s.spare = t
+	s.mu.Unlock()
+}
+
+// errorKind is the class of a failed request.
+type errorKind uint8
+
+const (
+	kindOther      errorKind = iota
+	kindTimeout              // the per-request timeout expired
+	kindHTTP                 // an HTTP status outside 2xx
+	kindGRPC                 // a gRPC status other than OK
+	kindTransport            // no answer: connection refused, reset, ...
+	kindValidation           // the answer did not match the expected outputs
+)
+
+// errorKey identifies a failure class in the errors-by-code table; it is
+// comparable and built without allocating so the map update is cheap.
+type errorKey struct {
+	kind errorKind
+	code int32
+}
+
+// String is the key used in results: "http_503", "grpc_Unavailable",
+// "timeout", "transport", "validation" or "other".
+func (k errorKey) String() string {
+	switch k.kind {
+	case kindTimeout:
+		return "timeout"
+	case kindHTTP:
+		return fmt.Sprintf("http_%d", k.code)
+	case kindGRPC:
+		return "grpc_" + codes.Code(k.code).String()
+	case kindTransport:
+		return "transport"
+	case kindValidation:
+		return "validation"
+	}
+	return "other"
+}
+
+// ValidationError reports a response whose outputs differ from the expected
+// ones.
+type ValidationError struct {
+	Detail string
+}
+
+func (e *ValidationError) Error() string { return "validation: " + e.Detail }
+
+// HTTPStatusError is a REST answer with a status outside 2xx.
+type HTTPStatusError struct {
+	Status int
+}
+
+func (e *HTTPStatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Status) }
+
+// classify maps a request's error to its class. Timeouts are recognised by
+// the context's DeadlineExceeded (the client wraps it for REST and gRPC), by
+// gRPC DEADLINE_EXCEEDED and by net timeouts.
+func classify(err error) errorKey {
+	var hs *HTTPStatusError
+	if errors.As(err, &hs) {
+		return errorKey{kindHTTP, int32(hs.Status)}
+	}
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return errorKey{kind: kindValidation}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errorKey{kind: kindTimeout}
+	}
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		switch {
+		case ce.HTTPStatus != 0:
+			return errorKey{kindHTTP, int32(ce.HTTPStatus)}
+		case ce.GRPCCode == codes.DeadlineExceeded:
+			return errorKey{kind: kindTimeout}
+		case ce.GRPCCode != codes.OK:
+			return errorKey{kindGRPC, int32(ce.GRPCCode)}
+		}
+	}
+	if st, ok := status.FromError(err); ok && st.Code() != codes.OK {
+		if st.Code() == codes.DeadlineExceeded {
+			return errorKey{kind: kindTimeout}
+		}
+		return errorKey{kindGRPC, int32(st.Code())}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return errorKey{kind: kindTimeout}
+	}
+	if ce != nil {
+		return errorKey{kind: kindTransport}
+	}
+	return errorKey{kind: kindOther}
+}

@@ -1,0 +1,265 @@
+package loadgen
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// A Reporter writes a rendering of a result. Reporters are pure functions
+// of the [Result]: a saved result renders the same as the live one.
+type Reporter func(io.Writer) error
+
+// SummaryPercentiles are the percentiles of the human summary.
+var SummaryPercentiles = []float64{50, 90, 99, 99.9, 99.99}
+
+// NewJSONReporter renders r as indented JSON.
+func NewJSONReporter(r *Result) Reporter { return r.WriteJSON }
+
+// NewTextReporter renders a human summary: what ran, counts and rates, the
+// percentile table of the three histograms, errors by code, the
+// generator's self-check and threshold verdicts.
+//
+// A percentile marked "≥" is at least the request timeout: timed-out
+// requests are in the histogram at their elapsed time, which is only a
+// lower bound. A "*" marks a percentile with fewer than 10 samples above
+// it, so its value rests on very few requests.
+func NewTextReporter(r *Result) Reporter {
+	return func(w io.Writer) error {
+		p := &printer{w: w}
+		c := r.Config
+		target := c.Target.HTTP
+		if target == "" {
+			target = c.Target.GRPC
+		}
+		p.f("oipkit %s load: model %s", r.Tool.Version, c.Target.Model)
+		if c.Target.ModelVersion != "" {
+			p.f(" version %s", c.Target.ModelVersion)
+		}
+		p.f(" over %s at %s\n", c.Target.Protocol, target)
+		if r.OpenLoop() {
+			p.f("load:     open loop, rate %s/s, %s arrivals, max in flight %d\n", c.Load.Rate, c.Load.Arrival, c.Load.MaxInFlight)
+		} else {
+			p.f("load:     closed loop, concurrency %d\n", c.Load.Concurrency)
+		}
+		if len(r.Sources) > 1 {
+			p.f("merged:   %d results: %s\n", len(r.Sources), strings.Join(r.Sources, ", "))
+		}
+		p.f("run:      started %s, %s, window %s, elapsed %s", r.Start.Format(time.RFC3339), r.EndReason,
+			round(r.Duration.D()), round(r.Elapsed.D()))
+		if r.Warmup.Requests > 0 {
+			p.f(", warm-up %d requests in %s (not recorded)", r.Warmup.Requests, round(r.Warmup.Duration.D()))
+		}
+		p.f("\n")
+		if r.Error != "" {
+			p.f("error:    %s\n", r.Error)
+		}
+		n := r.Counts
+		p.f("requests: scheduled %d, sent %d, completed %d (ok %d, errors %d, timeouts %d), dropped %d, unsent %d\n",
+			n.Scheduled, n.Sent, n.Completed, n.OK, n.Errors, n.Timeouts, n.Dropped, n.Unsent)
+		p.f("rates:    ")
+		if r.OpenLoop() {
+			p.f("requested %.1f/s, ", r.Rates.Requested)
+		}
+		p.f("offered %.1f/s, completed %.1f/s, error rate %.3g%%\n", r.Rates.Offered, r.Rates.Completed, 100*r.ErrorRate())
+		if n.Clamped > 0 || n.MergeDropped > 0 {
+			p.f("warning:  %d values above the histogram range were recorded as its maximum, %d lost in merges\n", n.Clamped, n.MergeDropped)
+		}
+
+		p.f("\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "latency\t")
+		for _, q := range SummaryPercentiles {
+			fmt.Fprintf(tw, "p%s\t", strconv.FormatFloat(q, 'f', -1, 64))
+		}
+		fmt.Fprint(tw, "max\tmean\tcount\t\n")
+		timeout := c.Target.Timeout.D()
+		for _, row := range []struct {
+			name string
+			h    *Histogram
+		}{
+			{"response time", r.Histograms.Response},
+			{"service time", r.Histograms.Service},
+			{"send lag", r.Histograms.SendLag},
+			{"failed (response)", r.Histograms.Failed},
+		} {
+			if row.h == nil || (row.name == "failed (response)" && row.h.Count() == 0) {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t", row.name)
+			for _, q := range SummaryPercentiles {
+				fmt.Fprintf(tw, "%s\t", percentileCell(row.h, q, timeout, row.name != "send lag"))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t\n", formatDuration(row.h.Max()), formatDuration(row.h.Mean()), row.h.Count())
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		p.f("(response time from the intended start; service time from the actual send; ≥ marks censored values at or above the %s timeout; * marks fewer than 10 samples above)\n", timeout)
+
+		if len(r.Errors) > 0 {
+			p.f("\nerrors:   ")
+			for i, k := range slices.Sorted(maps.Keys(r.Errors)) {
+				if i > 0 {
+					p.f(", ")
+				}
+				p.f("%s %d", k, r.Errors[k])
+			}
+			p.f("\n")
+		}
+
+		ck := r.Checks
+		p.f("\ngenerator: ")
+		if ck.GeneratorBound {
+			p.f("GENERATOR-BOUND — these numbers measure the load generator, not the server\n")
+			for _, reason := range ck.Reasons {
+				p.f("  - %s\n", reason)
+			}
+		} else {
+			p.f("ok\n")
+		}
+		p.f("  send-lag p99 %s (tolerance %s), dispatched %.2f%% of schedule, GC pauses %d (max %s), hiccup p99 %s (max %s), CPU %.2fs (%.0f%% of %d cores)\n",
+			formatDuration(time.Duration(ck.SendLagP99)), ck.LagTolerance, 100*ck.DispatchRatio, ck.GCPauses.Count,
+			formatDuration(time.Duration(ck.GCPauses.Max)), formatDuration(time.Duration(ck.HiccupP99)),
+			formatDuration(time.Duration(ck.HiccupMax)), ck.CPUSeconds, 100*ck.CPUUtilization, ck.GOMAXPROCS)
+		for _, wn := range append(slices.Clone(ck.Warnings), r.Warnings...) {
+			p.f("  warning: %s\n", wn)
+		}
+
+		if len(r.Thresholds) > 0 {
+			p.f("\nthresholds:\n")
+			for _, t := range r.Thresholds {
+				verdict := "PASS"
+				if !t.Pass {
+					verdict = "FAIL"
+				}
+				p.f("  %s  %-24s actual %s\n", verdict, t.Threshold, t.ActualStr)
+			}
+		}
+		return p.err
+	}
+}
+
+func percentileCell(h *Histogram, q float64, timeout time.Duration, censorable bool) string {
+	if h.Count() == 0 {
+		return "-"
+	}
+	v := h.Quantile(q)
+	s := formatDuration(v)
+	if censorable && timeout > 0 && v >= timeout {
+		s = "≥" + s
+	}
+	if float64(h.Count())*(100-q)/100 < 10 {
+		s += "*"
+	}
+	return s
+}
+
+// NewIntervalCSVReporter writes one CSV row per interval. Latencies are in
+// microseconds:
+//
+//	start_s,length_s,requested_rate,sent,dropped,completed,ok,errors,timeouts,
+//	in_flight,rate,response_p50_us,response_p99_us,response_max_us,
+//	service_p50_us,service_p99_us,send_lag_p99_us
+func NewIntervalCSVReporter(r *Result) Reporter {
+	return func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		_ = cw.Write([]string{"start_s", "length_s", "requested_rate", "sent", "dropped", "completed", "ok", "errors", "timeouts",
+			"in_flight", "rate", "response_p50_us", "response_p99_us", "response_max_us", "service_p50_us", "service_p99_us", "send_lag_p99_us"})
+		for _, iv := range r.Intervals {
+			_ = cw.Write([]string{
+				ff(iv.Start, 3), ff(iv.Length, 3), ff(iv.RequestedRate, 1),
+				fi(iv.Sent), fi(iv.Dropped), fi(iv.Completed), fi(iv.OK), fi(iv.Errors), fi(iv.Timeouts),
+				fi(iv.InFlight), ff(iv.Rate, 1),
+				us(iv.ResponseP50), us(iv.ResponseP99), us(iv.ResponseMax), us(iv.ServiceP50), us(iv.ServiceP99), us(iv.SendLagP99),
+			})
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+}
+
+// NewSummaryCSVReporter writes one row in the shape of perf_analyzer's -f
+// CSV so its consumers can read it: "Concurrency", "Inferences/Second" and
+// the "p50/p90/p95/p99 latency" and "Avg latency" columns in microseconds,
+// taken from the response-time histogram. perf_analyzer's client and
+// server breakdown columns (Client Send, Server Queue, ...) are omitted;
+// oipkit's own columns follow: the request rate, service time, send lag,
+// errors, timeouts and dropped requests.
+func NewSummaryCSVReporter(r *Result) Reporter {
+	return func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		h := r.Histograms
+		_ = cw.Write([]string{"Concurrency", "Request Rate", "Inferences/Second", "p50 latency", "p90 latency", "p95 latency",
+			"p99 latency", "Avg latency", "Service p50", "Service p99", "Send Lag p99", "Errors", "Timeouts", "Dropped"})
+		conc := ""
+		if !r.OpenLoop() {
+			conc = strconv.Itoa(r.Config.Load.Concurrency)
+		}
+		_ = cw.Write([]string{conc, ff(r.Rates.Requested, 1), ff(r.Rates.Completed, 1),
+			us(int64(h.Response.Quantile(50))), us(int64(h.Response.Quantile(90))), us(int64(h.Response.Quantile(95))),
+			us(int64(h.Response.Quantile(99))), us(int64(h.Response.Mean())),
+			us(int64(h.Service.Quantile(50))), us(int64(h.Service.Quantile(99))), us(int64(h.SendLag.Quantile(99))),
+			fi(r.Counts.Errors), fi(r.Counts.Timeouts), fi(r.Counts.Dropped)})
+		cw.Flush()
+		return cw.Error()
+	}
+}
+
+// NewPercentilesReporter writes the full percentile spectrum of the
+// response-time histogram in HdrHistogram's .hgrm text form (values in
+// milliseconds), which HdrHistogram's plotFiles page reads.
+func NewPercentilesReporter(r *Result) Reporter {
+	return func(w io.Writer) error {
+		_, err := r.Histograms.Response.HDR().PercentilesPrint(w, 5, 1e6)
+		return err
+	}
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+// formatDuration prints d with three significant digits in a fitting unit.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", d)
+	case d < time.Millisecond:
+		return sig3(float64(d)/1e3) + "µs"
+	case d < time.Second:
+		return sig3(float64(d)/1e6) + "ms"
+	}
+	return sig3(d.Seconds()) + "s"
+}
+
+func sig3(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+func ff(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+func fi(v int64) string             { return strconv.FormatInt(v, 10) }
+func us(ns int64) string            { return strconv.FormatFloat(float64(ns)/1e3, 'f', 1, 64) }

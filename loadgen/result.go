@@ -1,0 +1,309 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/oipkit/oipkit/version"
+)
+
+// Result identification.
+const (
+	APIVersion = "loadgen.oipkit.dev/v1alpha1"
+	ResultKind = "LoadResult"
+)
+
+// EndReason says why a run ended.
+type EndReason string
+
+// The end reasons.
+const (
+	EndCompleted EndReason = "completed" // the configured duration elapsed
+	EndCanceled  EndReason = "canceled"  // the caller cancelled (e.g. Ctrl-C)
+	EndDeadline  EndReason = "deadline"  // the caller's context deadline expired
+	EndError     EndReason = "error"     // the run could not go on (see Error)
+)
+
+// A Result is a self-describing record of one run, or of several merged:
+// what was asked for (Config), by which tool, when, why it ended, what was
+// observed, and every histogram, so that any percentile can be recomputed
+// and results merged later without re-running.
+//
+// Rates: Requested is the schedule's mean rate over the window (open loop
+// only); Offered is Sent / Duration; Completed is Counts.Completed /
+// Elapsed. Duration is the measured window (dispatching stopped at its
+// end); Elapsed adds the drain of requests still in flight.
+type Result struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Tool       Tool   `json:"tool"`
+	Config     Config `json:"config"`
+	// Target describes the server, model and payloads the run was sent to.
+	Target    *TargetInfo `json:"target,omitempty"`
+	Start     time.Time   `json:"start"`
+	EndReason EndReason   `json:"endReason"`
+	Error     string      `json:"error,omitempty"`
+	// Sources lists the files a merged result was made from.
+	Sources []string `json:"sources,omitempty"`
+
+	Warmup   WarmupStats `json:"warmup"`
+	Duration Duration    `json:"duration"`
+	Elapsed  Duration    `json:"elapsed"`
+	Rates    Rates       `json:"rates"`
+	Counts   Counts      `json:"counts"`
+	// Errors counts failed requests by class: "http_503",
+	// "grpc_Unavailable", "timeout", "transport", "validation", "other".
+	Errors     map[string]int64  `json:"errors"`
+	Histograms Histograms        `json:"histograms"`
+	Intervals  []IntervalStats   `json:"intervals,omitempty"`
+	Checks     Checks            `json:"checks"`
+	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
+	Warnings   []string          `json:"warnings,omitempty"`
+}
+
+// Tool names the program that produced a result.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// WarmupStats describes the unrecorded warm-up.
+type WarmupStats struct {
+	Requests int64    `json:"requests"`
+	Duration Duration `json:"duration"`
+}
+
+// Rates are in requests per second.
+type Rates struct {
+	Requested float64 `json:"requested,omitempty"`
+	Offered   float64 `json:"offered"`
+	Completed float64 `json:"completed"`
+}
+
+// Counts of requests in the measured window.
+//
+// Scheduled = Sent + Dropped + Unsent. Completed = OK + Errors + Timeouts
+// (every sent request completes, unless the run was cancelled).
+type Counts struct {
+	Scheduled int64 `json:"scheduled"`
+	Sent      int64 `json:"sent"`
+	Completed int64 `json:"completed"`
+	OK        int64 `json:"ok"`
+	Errors    int64 `json:"errors"`   // failed with an answer or a transport error
+	Timeouts  int64 `json:"timeouts"` // right-censored: latency >= the timeout
+	// Dropped requests were due while MaxInFlight requests were in flight;
+	// they were never sent and have no latency.
+	Dropped int64 `json:"dropped"`
+	// Unsent requests were due in the window but the dispatcher was so far
+	// behind that the window closed first (the run is generator-bound).
+	Unsent int64 `json:"unsent"`
+	// Clamped values exceeded the histogram range and were recorded as its
+	// maximum; MergeDropped values were lost merging histograms of
+	// different ranges. Both should be zero.
+	Clamped      int64 `json:"clamped"`
+	MergeDropped int64 `json:"mergeDropped"`
+}
+
+// Histograms are the run's latency distributions, in nanoseconds.
+// Response, Service and SendLag hold successful and timed-out requests
+// (timeouts as censored values); Failed holds the response times of the
+// other failed requests.
+type Histograms struct {
+	Response *Histogram `json:"response"` // completion − intended start
+	Service  *Histogram `json:"service"`  // completion − actual send
+	SendLag  *Histogram `json:"sendLag"`  // actual send − intended start
+	Failed   *Histogram `json:"failed"`
+}
+
+func newResult(cfg Config) *Result {
+	cfg.Target.Headers = redactHeaders(cfg.Target.Headers)
+	return &Result{
+		APIVersion: APIVersion,
+		Kind:       ResultKind,
+		Tool:       Tool{Name: "oipkit", Version: version.Version},
+		Config:     cfg,
+		Errors:     map[string]int64{},
+		Histograms: Histograms{Response: NewHistogram(), Service: NewHistogram(), SendLag: NewHistogram(), Failed: NewHistogram()},
+	}
+}
+
+// NewErrorResult returns the result of a run that could not start or go on,
+// so that even a failed run leaves a self-describing record.
+func NewErrorResult(cfg Config, start time.Time, err error) *Result {
+	r := newResult(cfg)
+	r.Start = start
+	r.EndReason = EndError
+	r.Error = err.Error()
+	return r
+}
+
+func redactHeaders(hs []string) []string {
+	var out []string
+	for _, h := range hs {
+		k, _, _ := strings.Cut(h, ":")
+		out = append(out, strings.TrimSpace(k)+": <redacted>")
+	}
+	return out
+}
+
+func (r *Result) computeRates() {
+	if d := r.Duration.D().Seconds(); d > 0 {
+		r.Rates.Offered = float64(r.Counts.Sent) / d
+	}
+	if e := r.Elapsed.D().Seconds(); e > 0 {
+		r.Rates.Completed = float64(r.Counts.Completed) / e
+	}
+}
+
+// ErrorRate is the fraction of completed requests that failed or timed out.
+func (r *Result) ErrorRate() float64 {
+	if r.Counts.Completed == 0 {
+		return 0
+	}
+	return float64(r.Counts.Errors+r.Counts.Timeouts) / float64(r.Counts.Completed)
+}
+
+// OpenLoop reports whether the result comes from an open-loop run.
+func (r *Result) OpenLoop() bool { return r.Config.Load.Rate != "" }
+
+// WriteJSON writes r as indented JSON.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// ReadResult reads a result written by WriteJSON.
+func ReadResult(rd io.Reader) (*Result, error) {
+	var r Result
+	dec := json.NewDecoder(rd)
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("read result: %w", err)
+	}
+	if r.Kind != ResultKind || r.APIVersion != APIVersion {
+		return nil, fmt.Errorf("read result: kind %q apiVersion %q, want %s %s", r.Kind, r.APIVersion, ResultKind, APIVersion)
+	}
+	h := &r.Histograms
+	for _, p := range []**Histogram{&h.Response, &h.Service, &h.SendLag, &h.Failed} {
+		if *p == nil || (*p).h == nil {
+			*p = NewHistogram()
+		}
+	}
+	if r.Errors == nil {
+		r.Errors = map[string]int64{}
+	}
+	return &r, nil
+}
+
+// Merge combines results by merging their histograms and adding their
+// counts — never by averaging percentiles. Results whose measured windows
+// overlap in wall-clock time are treated as parallel generators (for
+// example several agents against one server), so their rates add up;
+// otherwise the runs are sequential and rates are totals over the summed
+// durations. The merged result keeps the first result's config; per-interval
+// summaries are dropped (they cannot be merged meaningfully). The merged
+// run is generator-bound if any input was.
+func Merge(results ...*Result) (*Result, error) {
+	if len(results) == 0 {
+		return nil, errors.New("merge: no results")
+	}
+	m := newResult(results[0].Config)
+	m.Config = results[0].Config
+	m.Start = results[0].Start
+	m.EndReason = EndCompleted
+	var sumDur, sumElapsed time.Duration
+	var winStart, winEnd, elEnd time.Time
+	var requested float64 // requests the schedules asked for
+	for i, r := range results {
+		if r.Start.Before(m.Start) {
+			m.Start = r.Start
+		}
+		if r.EndReason != EndCompleted && m.EndReason == EndCompleted {
+			m.EndReason = r.EndReason
+			m.Error = r.Error
+		}
+		m.Sources = append(m.Sources, r.Sources...)
+		if i == 0 || r.Start.Before(winStart) {
+			winStart = r.Start
+		}
+		if e := r.Start.Add(r.Duration.D()); e.After(winEnd) {
+			winEnd = e
+		}
+		if e := r.Start.Add(r.Elapsed.D()); e.After(elEnd) {
+			elEnd = e
+		}
+		sumDur += r.Duration.D()
+		sumElapsed += r.Elapsed.D()
+		requested += r.Rates.Requested * r.Duration.D().Seconds()
+
+		c, rc := &m.Counts, r.Counts
+		c.Scheduled += rc.Scheduled
+		c.Sent += rc.Sent
+		c.Completed += rc.Completed
+		c.OK += rc.OK
+		c.Errors += rc.Errors
+		c.Timeouts += rc.Timeouts
+		c.Dropped += rc.Dropped
+		c.Unsent += rc.Unsent
+		c.Clamped += rc.Clamped
+		c.MergeDropped += rc.MergeDropped
+		for k, v := range r.Errors {
+			m.Errors[k] += v
+		}
+		h, rh := &m.Histograms, r.Histograms
+		c.MergeDropped += h.Response.Merge(rh.Response) + h.Service.Merge(rh.Service) +
+			h.SendLag.Merge(rh.SendLag) + h.Failed.Merge(rh.Failed)
+		m.Warmup.Requests += r.Warmup.Requests
+		m.Warnings = append(m.Warnings, r.Warnings...)
+		if r.Checks.GeneratorBound {
+			m.Checks.Reasons = append(m.Checks.Reasons, r.Checks.Reasons...)
+		}
+		m.Checks.Warnings = append(m.Checks.Warnings, r.Checks.Warnings...)
+		m.Checks.CPUSeconds += r.Checks.CPUSeconds
+		m.Checks.GCPauses = maxPause(m.Checks.GCPauses, r.Checks.GCPauses)
+		m.Checks.SchedLatency = maxPause(m.Checks.SchedLatency, r.Checks.SchedLatency)
+		m.Checks.HiccupP99 = max(m.Checks.HiccupP99, r.Checks.HiccupP99)
+		m.Checks.HiccupMax = max(m.Checks.HiccupMax, r.Checks.HiccupMax)
+	}
+	if overlapping(results) {
+		m.Duration = Duration(winEnd.Sub(winStart))
+		m.Elapsed = Duration(elEnd.Sub(winStart))
+	} else {
+		m.Duration, m.Elapsed = Duration(sumDur), Duration(sumElapsed)
+	}
+	if s := m.Duration.D().Seconds(); s > 0 {
+		m.Rates.Requested = requested / s
+	}
+	m.computeRates()
+	m.Checks.LagTolerance = results[0].Checks.LagTolerance
+	m.Checks.RateTolerance = results[0].Checks.RateTolerance
+	m.Checks.DispatchRatio = 1
+	if m.Counts.Scheduled > 0 && m.OpenLoop() {
+		m.Checks.DispatchRatio = float64(m.Counts.Sent+m.Counts.Dropped) / float64(m.Counts.Scheduled)
+	}
+	m.Checks.SendLagP99 = int64(m.Histograms.SendLag.Quantile(99))
+	m.Checks.GeneratorBound = len(m.Checks.Reasons) > 0
+	m.Checks.Reasons = slices.Compact(m.Checks.Reasons)
+	return m, nil
+}
+
+// overlapping reports whether any two results' windows overlap in time.
+func overlapping(rs []*Result) bool {
+	for i, a := range rs {
+		for _, b := range rs[i+1:] {
+			if a.Start.Before(b.Start.Add(b.Duration.D())) && b.Start.Before(a.Start.Add(a.Duration.D())) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func maxPause(a, b PauseStats) PauseStats {
+	return PauseStats{Count: a.Count + b.Count, Total: a.Total + b.Total, P99: max(a.P99, b.P99), Max: max(a.Max, b.Max)}
+}

@@ -1,0 +1,297 @@
+package loadgen
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// A Target sends one request. Do is called concurrently from many
+// goroutines and must be safe for that. seq numbers the request within the
+// run (from 0) and selects which pre-serialized payload to send, so Do does
+// no encoding. Do returns nil for a successful answer, or an error that
+// [classify] understands: a [*client.Error], a gRPC status, an
+// [*HTTPStatusError], a [*ValidationError], or one wrapping
+// context.DeadlineExceeded for a timeout.
+type Target interface {
+	Do(ctx context.Context, seq uint64) error
+}
+
+// Run executes the load described by cfg against t and returns its result.
+// It returns an error wrapping ErrConfig for an invalid configuration;
+// failures of individual requests are counted in the result, never
+// returned. Cancelling ctx ends the run early with EndReason canceled (or
+// deadline when ctx's deadline expired) and a result covering what ran.
+func Run(ctx context.Context, t Target, cfg Config) (*Result, error) {
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
+	}
+	r := &runner{target: t, cfg: cfg, base: time.Now()}
+	if cfg.OpenLoop() {
+		p, _ := ParseRate(cfg.Load.Rate) // checked by Normalize
+		r.profile = &p
+	}
+	return r.run(ctx), nil
+}
+
+// runner holds one run's state. Times are monotonic nanoseconds since base.
+type runner struct {
+	target  Target
+	cfg     Config
+	profile *RateProfile // nil for a closed loop
+	base    time.Time
+	shards  []*shard
+
+	sent     atomic.Uint64 // requests handed to Target.Do (also the next seq)
+	dropped  atomic.Int64  // open loop: due while MaxInFlight were in flight
+	inflight atomic.Int64
+}
+
+func (r *runner) now() int64 { return int64(time.Since(r.base)) }
+
+func (r *runner) workers() int {
+	if r.profile == nil {
+		return r.cfg.Load.Concurrency
+	}
+	return r.cfg.Load.MaxInFlight
+}
+
+func (r *runner) run(ctx context.Context) *Result {
+	r.shards = newShards(shardCount(r.workers()))
+	l := r.cfg.Load
+	res := newResult(r.cfg)
+
+	// Warm-up: the same load, recorded into the same shards and then thrown
+	// away, so connections, pools and the server's caches are warm.
+	if l.Warmup > 0 || l.WarmupRequests > 0 {
+		start := r.now()
+		r.phase(ctx, l.Warmup.D(), uint64(l.WarmupRequests))
+		res.Warmup = WarmupStats{Requests: int64(r.sent.Load()), Duration: Duration(r.now() - start)}
+		for _, s := range r.shards {
+			s.giveBack(s.swap())
+		}
+		r.sent.Store(0)
+		r.dropped.Store(0)
+	}
+
+	res.Start = time.Now()
+	meter := startMeter()
+	col := newCollector(r, res.Start)
+	t0 := r.now()
+	col.start(t0)
+	ph := r.phase(ctx, l.Duration.D(), 0)
+	end := r.now()
+	col.stop(end)
+	meter.stop()
+
+	res.EndReason = EndCompleted
+	if err := ctx.Err(); err != nil {
+		res.EndReason = EndCanceled
+		if err == context.DeadlineExceeded {
+			res.EndReason = EndDeadline
+		}
+	}
+	res.Duration = Duration(ph.windowEnd - t0)
+	res.Elapsed = Duration(end - t0)
+	col.fill(res)
+	res.Counts.Sent = int64(r.sent.Load())
+	res.Counts.Dropped = r.dropped.Load()
+	res.Counts.Unsent = ph.unsent
+	res.Counts.Scheduled = res.Counts.Sent + res.Counts.Dropped + res.Counts.Unsent
+	if r.profile != nil {
+		res.Rates.Requested = r.profile.Expected(res.Duration.D()) / res.Duration.D().Seconds()
+	}
+	res.computeRates()
+	res.Checks = r.checks(res, meter)
+	return res
+}
+
+// phaseEnd describes how a phase ended.
+type phaseEnd struct {
+	windowEnd int64 // when dispatching stopped
+	unsent    int64 // open loop: due within the window but never dispatched
+}
+
+// phase sends load for dur (0: no limit) or until limit requests were sent
+// (0: no limit), then waits for requests in flight to finish.
+func (r *runner) phase(ctx context.Context, dur time.Duration, limit uint64) phaseEnd {
+	if dur <= 0 || dur > 100*365*24*time.Hour {
+		dur = 100 * 365 * 24 * time.Hour // no time limit
+	}
+	if r.profile == nil {
+		return r.closedLoop(ctx, dur, limit)
+	}
+	return r.openLoop(ctx, dur, limit)
+}
+
+// closedLoop runs Concurrency workers that each send the next request as
+// soon as the previous one finished. The intended start of a request is its
+// actual send, so response and service time coincide and send lag is zero.
+func (r *runner) closedLoop(ctx context.Context, dur time.Duration, limit uint64) phaseEnd {
+	var wg sync.WaitGroup
+	end := r.now() + int64(dur)
+	for w := range r.cfg.Load.Concurrency {
+		sh := r.shards[w%len(r.shards)]
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				now := r.now()
+				if now >= end {
+					return
+				}
+				seq := r.sent.Add(1) - 1
+				if limit > 0 && seq >= limit {
+					r.sent.Add(^uint64(0)) // not sent after all
+					return
+				}
+				r.do(ctx, sh, seq, now)
+			}
+		})
+	}
+	wg.Wait()
+	return phaseEnd{windowEnd: min(end, r.now())}
+}
+
+// slot is one scheduled request handed from the dispatcher to a worker.
+type slot struct {
+	seq uint64
+	due int64
+}
+
+// openLoop dispatches requests at the schedule's intended start times. One
+// dispatcher goroutine walks the schedule and hands each slot to an idle
+// worker over an unbuffered channel; when none is idle it starts another
+// worker, up to MaxInFlight, and past that drops the slot and counts it.
+// A late dispatcher does not shift later slots (they are computed from the
+// schedule alone); it sends them at once and the lag shows in the response
+// time and the send-lag histogram.
+func (r *runner) openLoop(ctx context.Context, dur time.Duration, limit uint64) phaseEnd {
+	sched := NewSchedule(*r.profile, r.cfg.Load.Arrival, r.cfg.Inputs.Seed)
+	slots := make(chan slot)
+	var wg sync.WaitGroup
+	workers := 0
+	w := newWaiter()
+	defer w.stop()
+
+	t0 := r.now()
+	windowEnd := t0 + int64(dur)
+	var out phaseEnd
+	for ctx.Err() == nil {
+		off, ok := sched.Next()
+		if !ok || off >= dur {
+			break
+		}
+		if limit > 0 && r.sent.Load()+uint64(r.dropped.Load()) >= limit {
+			break
+		}
+		due := t0 + int64(off)
+		if !w.until(ctx, r, due) {
+			break
+		}
+		if r.now() >= windowEnd { // so far behind that the window closed
+			out.unsent = 1 + countBefore(sched, dur)
+			break
+		}
+		s := slot{seq: r.sent.Load(), due: due}
+		select {
+		case slots <- s:
+			r.sent.Add(1)
+		default:
+			if workers >= r.cfg.Load.MaxInFlight {
+				r.dropped.Add(1)
+				continue
+			}
+			r.sent.Add(1)
+			sh := r.shards[workers%len(r.shards)]
+			workers++
+			wg.Go(func() { r.worker(ctx, sh, slots, s) })
+		}
+	}
+	out.windowEnd = min(windowEnd, r.now())
+	close(slots)
+	wg.Wait()
+	return out
+}
+
+// worker runs first and then every slot it receives until slots is closed.
+func (r *runner) worker(ctx context.Context, sh *shard, slots <-chan slot, first slot) {
+	for s, ok := first, true; ok; s, ok = <-slots {
+		r.do(ctx, sh, s.seq, s.due)
+	}
+}
+
+// do sends request seq intended to start at due and records it. Requests
+// cut short because the run itself was cancelled are not recorded.
+func (r *runner) do(ctx context.Context, sh *shard, seq uint64, due int64) {
+	r.inflight.Add(1)
+	sent := r.now()
+	err := r.target.Do(ctx, seq)
+	done := r.now()
+	r.inflight.Add(-1)
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	sh.record(due, sent, done, err)
+}
+
+// countBefore counts the schedule's remaining slots before dur.
+func countBefore(s *Schedule, dur time.Duration) int64 {
+	var n int64
+	for {
+		off, ok := s.Next()
+		if !ok || off >= dur {
+			return n
+		}
+		n++
+	}
+}
+
+// waiter blocks the dispatcher until an intended start time with low
+// jitter. Go timers on Linux wake late by up to about a millisecond for
+// short waits (the netpoller sleeps in whole milliseconds), so long waits
+// use a timer that aims spinAhead+timerSlack early, the rest a
+// nanosleep of the dispatcher's thread that aims spinAhead early (hrtimer
+// wake-ups are late by ~50–100 µs), and the last stretch yields in a loop.
+type waiter struct {
+	timer *time.Timer
+}
+
+const (
+	spinAhead  = 100 * time.Microsecond // yield-spin this close to the due time
+	timerSlack = 2 * time.Millisecond   // Go timer wake-ups can be this late
+)
+
+func newWaiter() *waiter {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &waiter{timer: t}
+}
+
+func (w *waiter) stop() { w.timer.Stop() }
+
+// until waits until the runner's clock reaches due and reports false if ctx
+// ended first. It does not allocate.
+func (w *waiter) until(ctx context.Context, r *runner, due int64) bool {
+	for {
+		rem := time.Duration(due - r.now())
+		switch {
+		case rem <= 0:
+			return true
+		case rem > timerSlack+spinAhead:
+			w.timer.Reset(rem - timerSlack)
+			select {
+			case <-ctx.Done():
+				w.timer.Stop()
+				return false
+			case <-w.timer.C:
+			}
+		case rem > spinAhead:
+			ts := syscall.NsecToTimespec(int64(rem - spinAhead))
+			_ = syscall.Nanosleep(&ts, nil) // EINTR only shortens the sleep
+		default:
+			runtime.Gosched()
+		}
+	}
+}

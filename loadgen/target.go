@@ -1,0 +1,330 @@
+package loadgen
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/oipkit/oipkit/client"
+	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
+)
+
+// ErrNotReady marks a target that could not be reached, or whose server or
+// model did not become ready within the ready timeout; the CLI maps it to
+// exit code 2.
+var ErrNotReady = errors.New("target not ready")
+
+// OIPTarget is the [Target] of an Open Inference Protocol server: it sends
+// one model's inference requests, serialized once when the target is made,
+// over REST (JSON or binary) or gRPC (typed or raw contents).
+type OIPTarget struct {
+	cfg      TargetConfig
+	ctl      client.Client // readiness and metadata
+	rest     *client.REST
+	conn     grpc.ClientConnInterface // gRPC hot path, with the pre-encoded codec
+	md       metadata.MD              // gRPC metadata from --header
+	callOpts []grpc.CallOption
+	payloads []payload
+	validate bool
+	info     TargetInfo
+}
+
+// payload is one distinct request, ready to send.
+type payload struct {
+	body      []byte // REST body
+	headerLen int    // REST Inference-Header-Content-Length, -1 for pure JSON
+	msg       *preEncoded
+	expect    []tensor.Tensor // outputs to validate against; nil: none
+}
+
+// TargetInfo describes what a run was sent to; it goes into the result.
+type TargetInfo struct {
+	Server   oip.ServerMetadata `json:"server"`
+	Model    oip.ModelMetadata  `json:"model"`
+	Inputs   []TensorInfo       `json:"inputs"`
+	Payloads int                `json:"payloads"` // distinct requests, sent round-robin
+	Bytes    []int              `json:"bytes"`    // serialized size of each
+	// Validation is where expected outputs came from: "", "validation_data"
+	// or "fixture".
+	Validation string `json:"validation,omitempty"`
+}
+
+// TensorInfo describes one input of the first payload.
+type TensorInfo struct {
+	Name     string          `json:"name"`
+	Datatype tensor.Datatype `json:"datatype"`
+	Shape    []int64         `json:"shape"`
+}
+
+// NewTarget connects to the server in cfg, waits until the server and the
+// model are ready (at most cfg.Target.ReadyTimeout), reads the model
+// metadata, builds the inputs and serializes every distinct request once.
+// Errors wrap ErrConfig (bad flags or input file) or ErrNotReady. The caller
+// must Close the target.
+func NewTarget(ctx context.Context, cfg Config) (*OIPTarget, error) {
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
+	}
+	tc := cfg.Target
+	opts, err := clientOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t := &OIPTarget{cfg: tc, validate: cfg.Inputs.Validate}
+	addr := tc.HTTP
+	if tc.Protocol.IsGRPC() {
+		addr = tc.GRPC
+	}
+	c, err := client.New(addr, tc.Protocol, opts)
+	if err != nil {
+		return nil, configErr("%v", err)
+	}
+	t.ctl = c
+	switch c := c.(type) {
+	case *client.REST:
+		t.rest = c
+	case *client.GRPC:
+		t.conn = c.Conn()
+		t.callOpts = []grpc.CallOption{grpc.ForceCodecV2(preEncodedCodec{})}
+		if len(opts.Header) > 0 {
+			// The client's Context adds its metadata; take it from there
+			// once rather than re-deriving it per request.
+			cctx, cancel := c.Context(context.Background())
+			t.md, _ = metadata.FromOutgoingContext(cctx)
+			cancel()
+		}
+	}
+	if err := t.setup(ctx, cfg); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func clientOptions(cfg Config) (client.Options, error) {
+	tc := cfg.Target
+	opts := client.Options{Timeout: tc.Timeout.D(), Host: tc.Host, Connections: tc.Connections}
+	if opts.Connections == 0 && !tc.Protocol.IsGRPC() {
+		// One keep-alive connection per worker that can be in flight.
+		w := cfg.Load.Concurrency
+		if cfg.OpenLoop() {
+			w = cfg.Load.MaxInFlight
+		}
+		opts.Connections = min(w, 1024)
+	}
+	for _, h := range tc.Headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return opts, configErr("header %q: want 'Key: Value'", h)
+		}
+		if opts.Header == nil {
+			opts.Header = http.Header{}
+		}
+		opts.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	if tc.TLS || tc.CA != "" || tc.InsecureSkipVerify {
+		tcfg := &tls.Config{InsecureSkipVerify: tc.InsecureSkipVerify} //nolint:gosec // opt-in flag for test servers
+		if tc.CA != "" {
+			pem, err := os.ReadFile(tc.CA)
+			if err != nil {
+				return opts, configErr("--ca: %v", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return opts, configErr("--ca %s: no PEM certificates", tc.CA)
+			}
+			tcfg.RootCAs = pool
+		}
+		opts.TLS = tcfg
+	}
+	return opts, nil
+}
+
+func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
+	if err := t.waitReady(ctx, cfg.Target.ReadyTimeout.D()); err != nil {
+		return err
+	}
+	tc := cfg.Target
+	mctx, cancel := context.WithTimeout(ctx, tc.Timeout.D())
+	defer cancel()
+	sm, err := t.ctl.ServerMetadata(mctx)
+	if err != nil {
+		return fmt.Errorf("%w: server metadata: %v", ErrNotReady, err)
+	}
+	meta, err := t.ctl.ModelMetadata(mctx, tc.Model, tc.ModelVersion)
+	if err != nil {
+		return fmt.Errorf("%w: model metadata: %v", ErrNotReady, err)
+	}
+	t.info.Server, t.info.Model = *sm, *meta
+
+	var sets []inputSet
+	if cfg.Inputs.File != "" {
+		sets, err = readInputFile(cfg.Inputs.File, meta, cfg.Inputs)
+		t.info.Validation = "validation_data"
+	} else {
+		sets, err = synthesize(meta, cfg.Inputs)
+	}
+	if err != nil {
+		return err
+	}
+	params, err := parseParameters(cfg.Inputs.Parameters)
+	if err != nil {
+		return err
+	}
+	if t.validate && (len(sets) == 0 || sets[0].expect == nil) {
+		if err := fixtureExpectations(ctx, meta, tc.ModelVersion, params, sets); err != nil {
+			return err
+		}
+		t.info.Validation = "fixture"
+	}
+	for _, in := range sets[0].inputs {
+		t.info.Inputs = append(t.info.Inputs, TensorInfo{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape})
+	}
+	for i, set := range sets {
+		p, err := t.encode(set, params)
+		if err != nil {
+			return configErr("request %d: %v", i, err)
+		}
+		t.payloads = append(t.payloads, p)
+		n := len(p.body)
+		if p.msg != nil {
+			n = p.msg.buf.Len()
+		}
+		t.info.Bytes = append(t.info.Bytes, n)
+	}
+	t.info.Payloads = len(t.payloads)
+	return nil
+}
+
+// waitReady polls server and model readiness until both hold.
+func (t *OIPTarget) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wait := 50 * time.Millisecond
+	var last error
+	for {
+		ok, err := t.ctl.ServerReady(ctx)
+		if err == nil && !ok {
+			err = errors.New("server is not ready")
+		}
+		if err == nil {
+			ok, err = t.ctl.ModelReady(ctx, t.cfg.Model, t.cfg.ModelVersion)
+			if err == nil && !ok {
+				err = fmt.Errorf("model %q is not ready", t.cfg.Model)
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w after %v: %v", ErrNotReady, timeout, last)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// encode serializes one request for the target's protocol.
+func (t *OIPTarget) encode(set inputSet, params oip.Parameters) (payload, error) {
+	req := &oip.InferRequest{Model: t.cfg.Model, Version: t.cfg.ModelVersion, Parameters: params}
+	for _, in := range set.inputs {
+		req.Inputs = append(req.Inputs, oip.InferInput{Tensor: in})
+	}
+	p := payload{expect: set.expect}
+	switch t.cfg.Protocol {
+	case client.ProtocolHTTP, client.ProtocolHTTPBinary:
+		bin := t.cfg.Protocol == client.ProtocolHTTPBinary
+		body, hl, err := oip.EncodeRESTRequest(req, oip.RESTEncoding{BinaryInputs: bin, BinaryOutputs: bin})
+		if err != nil {
+			return p, err
+		}
+		p.body, p.headerLen = body, hl
+	default:
+		pb, err := oip.ToProtoRequest(req, t.cfg.Protocol == client.ProtocolGRPCRaw)
+		if err != nil {
+			return p, err
+		}
+		b, err := proto.Marshal(pb)
+		if err != nil {
+			return p, fmt.Errorf("marshal ModelInferRequest: %w", err)
+		}
+		p.msg = newPreEncoded(b)
+	}
+	return p, nil
+}
+
+// Info describes the server, model and payloads.
+func (t *OIPTarget) Info() TargetInfo { return t.info }
+
+// Do sends request seq: payload seq mod the number of payloads.
+func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
+	p := &t.payloads[seq%uint64(len(t.payloads))]
+	if t.rest != nil {
+		resp, err := t.rest.PostInfer(ctx, t.cfg.Model, t.cfg.ModelVersion, p.body, p.headerLen)
+		if err != nil {
+			return err
+		}
+		if resp.Status < 200 || resp.Status > 299 {
+			return &HTTPStatusError{Status: resp.Status}
+		}
+		if t.validate && p.expect != nil {
+			return t.checkREST(p, resp)
+		}
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout.D())
+	defer cancel()
+	if t.md != nil {
+		cctx = metadata.NewOutgoingContext(cctx, t.md)
+	}
+	if !t.validate || p.expect == nil {
+		return t.conn.Invoke(cctx, modelInferMethod, p.msg, discardReply, t.callOpts...)
+	}
+	var resp inferencepb.ModelInferResponse
+	if err := t.conn.Invoke(cctx, modelInferMethod, p.msg, &resp, t.callOpts...); err != nil {
+		return err
+	}
+	r, err := oip.FromProtoResponse(&resp)
+	if err != nil {
+		return &ValidationError{Detail: err.Error()}
+	}
+	return checkOutputs(p.expect, r)
+}
+
+const modelInferMethod = inferencepb.GRPCInferenceService_ModelInfer_FullMethodName
+
+func (t *OIPTarget) checkREST(p *payload, resp *client.RawResponse) error {
+	hl := -1
+	if v := resp.Header.Get(oip.HeaderInferenceHeaderContentLength); v != "" {
+		if _, err := fmt.Sscan(v, &hl); err != nil {
+			return &ValidationError{Detail: "bad " + oip.HeaderInferenceHeaderContentLength + ": " + v}
+		}
+	}
+	r, err := oip.DecodeRESTResponse(resp.Body, hl)
+	if err != nil {
+		return &ValidationError{Detail: err.Error()}
+	}
+	return checkOutputs(p.expect, r)
+}
+
+// Close releases the target's connections.
+func (t *OIPTarget) Close() error {
+	if t.ctl == nil {
+		return nil
+	}
+	return t.ctl.Close()
+}

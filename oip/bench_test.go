@@ -1,0 +1,97 @@
+package oip
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
+)
+
+// benchRequest has one 1 MiB FP32 input of values in [-1, 1).
+func benchRequest(b *testing.B) *InferRequest {
+	const n = 1 << 20 / 4
+	r := rand.New(rand.NewPCG(1, 2))
+	data := make([]float32, n)
+	for i := range data {
+		data[i] = r.Float32()*2 - 1
+	}
+	t, err := tensor.New("INPUT0", tensor.FP32, []int64{1, n}, data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &InferRequest{ID: "bench", Inputs: []InferInput{{Tensor: t}}}
+}
+
+func benchEncode(b *testing.B, enc RESTEncoding) {
+	req := benchRequest(b)
+	body, _, err := EncodeRESTRequest(req, enc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := EncodeRESTRequest(req, enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchDecode(b *testing.B, enc RESTEncoding) {
+	body, hl, err := EncodeRESTRequest(benchRequest(b), enc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeRESTRequest(body, hl, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRESTDecodeJSON(b *testing.B)   { benchDecode(b, RESTEncoding{}) }
+func BenchmarkRESTEncodeJSON(b *testing.B)   { benchEncode(b, RESTEncoding{}) }
+func BenchmarkRESTDecodeBinary(b *testing.B) { benchDecode(b, RESTEncoding{BinaryInputs: true}) }
+func BenchmarkRESTEncodeBinary(b *testing.B) { benchEncode(b, RESTEncoding{BinaryInputs: true}) }
+
+func BenchmarkGRPCRawFromProto(b *testing.B) {
+	pb, err := ToProtoRequest(benchRequest(b), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wire, err := proto.Marshal(pb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var msg inferencepb.ModelInferRequest
+	if err := proto.Unmarshal(wire, &msg); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(wire)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := FromProtoRequest(&msg, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGRPCRawToProto(b *testing.B) {
+	req := benchRequest(b)
+	pb, err := ToProtoRequest(req, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(proto.Size(pb)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ToProtoRequest(req, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

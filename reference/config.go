@@ -1,0 +1,115 @@
+package reference
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config configures a Server. Start from DefaultConfig: an empty address
+// disables that protocol, and zero limits and timeouts are replaced by the
+// defaults below when the server is created.
+type Config struct {
+	// HTTPAddr is the REST listen address (default 127.0.0.1:8000); "" disables
+	// REST. Port 0 picks a free port; Server.HTTPAddr reports it.
+	HTTPAddr string
+	// GRPCAddr is the gRPC listen address (default 127.0.0.1:8001); ""
+	// disables gRPC.
+	GRPCAddr string
+
+	// MaxBodyBytes caps a REST request body (default 64 MiB); larger bodies
+	// get 413.
+	MaxBodyBytes int64
+	// MaxTensorElements caps the element count of any one input tensor
+	// (default 1<<24).
+	MaxTensorElements int64
+	// GRPCMaxMessageBytes caps a received gRPC message (default 64 MiB);
+	// larger messages get RESOURCE_EXHAUSTED.
+	GRPCMaxMessageBytes int
+
+	// REST timeouts, as in net/http.Server (defaults 10s, 60s, 60s, 120s).
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+
+	// DefaultDelay is the delay fixture's sleep when a request carries no
+	// delay_ms (default 10ms; negative means no sleep). It is used only when
+	// New builds the fixture repository itself.
+	DefaultDelay time.Duration
+
+	// ShutdownTimeout bounds the graceful shutdown done by Serve when its
+	// context ends (default 30s).
+	ShutdownTimeout time.Duration
+
+	// Logger receives server logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultHTTPAddr            = "127.0.0.1:8000"
+	DefaultGRPCAddr            = "127.0.0.1:8001"
+	DefaultMaxBodyBytes        = 64 << 20
+	DefaultMaxTensorElements   = 1 << 24
+	DefaultGRPCMaxMessageBytes = 64 << 20
+	DefaultReadHeaderTimeout   = 10 * time.Second
+	DefaultReadTimeout         = 60 * time.Second
+	DefaultWriteTimeout        = 60 * time.Second
+	DefaultIdleTimeout         = 120 * time.Second
+	DefaultDelay               = 10 * time.Millisecond
+	DefaultShutdownTimeout     = 30 * time.Second
+)
+
+// DefaultConfig returns the default configuration: REST on 127.0.0.1:8000 and
+// gRPC on 127.0.0.1:8001.
+func DefaultConfig() Config {
+	return Config{
+		HTTPAddr:            DefaultHTTPAddr,
+		GRPCAddr:            DefaultGRPCAddr,
+		MaxBodyBytes:        DefaultMaxBodyBytes,
+		MaxTensorElements:   DefaultMaxTensorElements,
+		GRPCMaxMessageBytes: DefaultGRPCMaxMessageBytes,
+		ReadHeaderTimeout:   DefaultReadHeaderTimeout,
+		ReadTimeout:         DefaultReadTimeout,
+		WriteTimeout:        DefaultWriteTimeout,
+		IdleTimeout:         DefaultIdleTimeout,
+		DefaultDelay:        DefaultDelay,
+		ShutdownTimeout:     DefaultShutdownTimeout,
+	}
+}
+
+// withDefaults fills zero fields and rejects negative limits.
+func (c Config) withDefaults() (Config, error) {
+	if c.HTTPAddr == "" && c.GRPCAddr == "" {
+		return c, errors.New("both HTTP and gRPC are disabled")
+	}
+	if c.MaxBodyBytes < 0 || c.MaxTensorElements < 0 || c.GRPCMaxMessageBytes < 0 {
+		return c, fmt.Errorf("negative limit: max body bytes %d, max tensor elements %d, gRPC max message bytes %d",
+			c.MaxBodyBytes, c.MaxTensorElements, c.GRPCMaxMessageBytes)
+	}
+	if c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 {
+		return c, errors.New("negative timeout")
+	}
+	setDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&c.MaxTensorElements, DefaultMaxTensorElements)
+	setDefault(&c.GRPCMaxMessageBytes, DefaultGRPCMaxMessageBytes)
+	setDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDefault(&c.ReadTimeout, DefaultReadTimeout)
+	setDefault(&c.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.DefaultDelay, DefaultDelay)
+	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}

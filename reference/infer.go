@@ -1,0 +1,85 @@
+package reference
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/reference/model"
+	"github.com/oipkit/oipkit/tensor"
+)
+
+// infer runs a decoded request on m (the resolved version of req.Model) and
+// builds the response: it validates the request against the metadata, runs
+// the model with panics recovered, and keeps the requested outputs in the
+// requested order (all outputs in metadata order when none were requested).
+// REST and gRPC share it, so both protocols behave identically.
+func (s *Server) infer(ctx context.Context, m model.Model, version string, req *oip.InferRequest) (*oip.InferResponse, error) {
+	md := m.Metadata()
+	inputs, err := validateRequest(&md, req)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := s.runModel(ctx, m, md.Name, inputs, req.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	resp := &oip.InferResponse{Model: md.Name, Version: version, ID: req.ID}
+	if len(req.Outputs) > 0 {
+		resp.Outputs = make([]oip.InferOutput, 0, len(req.Outputs))
+		for _, want := range req.Outputs {
+			t, err := producedOutput(&md, outs, want.Name)
+			if err != nil {
+				return nil, err
+			}
+			resp.Outputs = append(resp.Outputs, oip.InferOutput{Tensor: t})
+		}
+		return resp, nil
+	}
+	resp.Outputs = make([]oip.InferOutput, 0, len(md.Outputs))
+	for _, meta := range md.Outputs {
+		t, err := producedOutput(&md, outs, meta.Name)
+		if err != nil {
+			return nil, err
+		}
+		resp.Outputs = append(resp.Outputs, oip.InferOutput{Tensor: t})
+	}
+	return resp, nil
+}
+
+// runModel calls m.Infer, turning a panic into a panicError so that one bad
+// model cannot take the server down.
+func (s *Server) runModel(ctx context.Context, m model.Model, name string, inputs map[string]tensor.Tensor, params oip.Parameters) (outs []tensor.Tensor, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("model panicked", "model", name, "panic", p, "stack", string(debug.Stack()))
+			err = &panicError{where: fmt.Sprintf("model %q", name), value: p}
+		}
+	}()
+	outs, err = m.Infer(ctx, inputs, params)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", name, err)
+	}
+	return outs, nil
+}
+
+// producedOutput finds output name among the model's results and checks it
+// against the metadata; a mismatch is the model's fault (a server error).
+func producedOutput(md *oip.ModelMetadata, outs []tensor.Tensor, name string) (tensor.Tensor, error) {
+	meta := findTensor(md.Outputs, name)
+	for _, t := range outs {
+		if t.Name != name {
+			continue
+		}
+		if err := t.Validate(); err != nil {
+			return tensor.Tensor{}, fmt.Errorf("model %q produced a bad output: %w", md.Name, err)
+		}
+		if meta == nil || t.Datatype != meta.Datatype || !tensor.ShapeMatches(meta.Shape, t.Shape) {
+			return tensor.Tensor{}, fmt.Errorf("model %q produced output %q as %s %v, which its metadata does not declare",
+				md.Name, name, t.Datatype, t.Shape)
+		}
+		return t, nil
+	}
+	return tensor.Tensor{}, fmt.Errorf("model %q did not produce output %q", md.Name, name)
+}

@@ -1,0 +1,340 @@
+package reference
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oipkit/oipkit/oip"
+)
+
+// REST front end. Routing is done by hand rather than with http.ServeMux so
+// that model names are taken verbatim from one path segment (dots and escaped
+// slashes included) and so that 404 and 405 answers carry the protocol's JSON
+// error body.
+
+type routeKind int
+
+const (
+	routeServerMetadata routeKind = iota + 1
+	routeServerLive
+	routeServerReady
+	routeModelMetadata
+	routeModelReady
+	routeModelInfer
+	routeMetrics
+)
+
+// route is a matched REST route; model and version are unescaped.
+type route struct {
+	kind           routeKind
+	model, version string
+}
+
+// allow is the Allow header value of the route.
+func (r route) allow() string {
+	if r.kind == routeModelInfer {
+		return "POST"
+	}
+	return "GET, HEAD"
+}
+
+func (r route) allows(method string) bool {
+	if r.kind == routeModelInfer {
+		return method == http.MethodPost
+	}
+	return method == http.MethodGet || method == http.MethodHead
+}
+
+// matchRoute maps an escaped URL path to a route.
+func matchRoute(escapedPath string) (route, bool) {
+	if !strings.HasPrefix(escapedPath, "/") {
+		return route{}, false
+	}
+	raw := strings.Split(escapedPath[1:], "/")
+	segs := make([]string, len(raw))
+	for i, r := range raw {
+		s, err := url.PathUnescape(r)
+		if err != nil {
+			return route{}, false
+		}
+		segs[i] = s
+	}
+	switch {
+	case len(segs) == 1 && segs[0] == "metrics":
+		return route{kind: routeMetrics}, true
+	case len(segs) == 0 || segs[0] != "v2":
+		return route{}, false
+	case len(segs) == 1, len(segs) == 2 && segs[1] == "": // /v2 and OIP-YAML's /v2/
+		return route{kind: routeServerMetadata}, true
+	case len(segs) == 3 && segs[1] == "health" && segs[2] == "live":
+		return route{kind: routeServerLive}, true
+	case len(segs) == 3 && segs[1] == "health" && segs[2] == "ready":
+		return route{kind: routeServerReady}, true
+	case len(segs) < 3 || segs[1] != "models" || segs[2] == "":
+		return route{}, false
+	}
+	r := route{model: segs[2]}
+	rest := segs[3:]
+	if len(rest) >= 2 && rest[0] == "versions" {
+		if rest[1] == "" {
+			return route{}, false
+		}
+		r.version = rest[1]
+		rest = rest[2:]
+	}
+	switch {
+	case len(rest) == 0:
+		r.kind = routeModelMetadata
+	case len(rest) == 1 && rest[0] == "ready":
+		r.kind = routeModelReady
+	case len(rest) == 1 && rest[0] == "infer":
+		r.kind = routeModelInfer
+	default:
+		return route{}, false
+	}
+	return r, true
+}
+
+// statusWriter remembers the status code for metrics and for panic recovery.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
+	w := &statusWriter{ResponseWriter: rw}
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		if p == http.ErrAbortHandler {
+			panic(p)
+		}
+		s.log.Error("REST handler panicked", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+		if w.status == 0 {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("internal error: handler panicked: %v", p))
+		}
+	}()
+
+	rt, ok := matchRoute(r.URL.EscapedPath())
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %q", r.Method, r.URL.Path))
+		return
+	}
+	if !rt.allows(r.Method) {
+		w.Header().Set("Allow", rt.allow())
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %q; allowed: %s", r.Method, r.URL.Path, rt.allow()))
+		return
+	}
+	switch rt.kind {
+	case routeServerMetadata:
+		writeJSONBytes(w, http.StatusOK, s.serverMetaJSON)
+	case routeServerLive:
+		writeJSON(w, http.StatusOK, map[string]bool{"live": true})
+	case routeServerReady:
+		// Every model in the repository is loaded when the server starts.
+		writeJSON(w, http.StatusOK, map[string]bool{"ready": true})
+	case routeModelReady:
+		if _, _, err := s.repo.Lookup(rt.model, rt.version); err != nil {
+			writeError(w, httpStatus(err), err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Name  string `json:"name"`
+			Ready bool   `json:"ready"`
+		}{rt.model, true})
+	case routeModelMetadata:
+		md, err := s.repo.Metadata(rt.model, rt.version)
+		if err != nil {
+			writeError(w, httpStatus(err), err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, md)
+	case routeModelInfer:
+		s.serveInfer(w, r, rt)
+	case routeMetrics:
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		s.metrics.write(w)
+	}
+}
+
+// serveInfer handles POST /v2/models/{m}[/versions/{v}]/infer.
+func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
+	start := time.Now()
+	s.metrics.inflight.Add(1)
+	label := s.modelLabel(rt.model)
+	defer func() {
+		s.metrics.inflight.Add(-1)
+		status := w.status
+		if status == 0 {
+			status = http.StatusInternalServerError // a panic before any answer
+		}
+		s.metrics.observe(label, "rest", strconv.Itoa(status), time.Since(start))
+	}()
+
+	fail := func(err error) {
+		status := httpStatus(err)
+		if status >= 500 {
+			s.log.Error("REST inference failed", "model", rt.model, "version", rt.version, "status", status, "err", err)
+		} else {
+			s.log.Debug("REST inference rejected", "model", rt.model, "version", rt.version, "status", status, "err", err)
+		}
+		writeError(w, status, err.Error())
+	}
+
+	m, version, err := s.repo.Lookup(rt.model, rt.version)
+	if err != nil {
+		fail(err)
+		return
+	}
+	headerLen, err := parseHeaderLength(r.Header)
+	if err != nil {
+		fail(err)
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if headerLen > len(body) {
+		fail(invalidf("%s %q is larger than the %d-byte body", oip.HeaderInferenceHeaderContentLength,
+			r.Header.Get(oip.HeaderInferenceHeaderContentLength), len(body)))
+		return
+	}
+	req, err := oip.DecodeRESTRequest(body, headerLen, oip.Limits{MaxElements: s.cfg.MaxTensorElements})
+	if err != nil {
+		fail(fmt.Errorf("decode request: %w", err))
+		return
+	}
+	req.Model, req.Version = rt.model, version
+	resp, err := s.infer(r.Context(), m, version, req)
+	if err != nil {
+		fail(err)
+		return
+	}
+	out, outHeaderLen, err := oip.EncodeRESTResponse(resp, req.BinaryOutput)
+	if err != nil {
+		fail(fmt.Errorf("encode response: %w", err))
+		return
+	}
+	h := w.Header()
+	if outHeaderLen >= 0 {
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set(oip.HeaderInferenceHeaderContentLength, strconv.Itoa(outHeaderLen))
+	} else {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(out)
+}
+
+// parseHeaderLength reads Inference-Header-Content-Length: -1 when absent, a
+// non-negative integer otherwise. 0 would announce Triton's "raw binary
+// request" (the body is the single input's bytes), which this server does
+// not implement.
+func parseHeaderLength(h http.Header) (int, error) {
+	vals := h.Values(oip.HeaderInferenceHeaderContentLength)
+	switch len(vals) {
+	case 0:
+		return -1, nil
+	case 1:
+	default:
+		return 0, invalidf("%s given %d times", oip.HeaderInferenceHeaderContentLength, len(vals))
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(vals[0]))
+	if err != nil || n < 0 {
+		return 0, invalidf("invalid %s %q: want a non-negative integer no larger than the body",
+			oip.HeaderInferenceHeaderContentLength, vals[0])
+	}
+	if n == 0 {
+		return 0, invalidf("%s %q: raw binary requests (no JSON header) are not supported",
+			oip.HeaderInferenceHeaderContentLength, vals[0])
+	}
+	return n, nil
+}
+
+// readBody reads the whole request body, at most MaxBodyBytes. The buffer
+// grows with what actually arrives rather than with what Content-Length
+// promises, so a client cannot reserve memory it never sends.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	limit := s.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, fmt.Errorf("request body of %d bytes exceeds the %d-byte limit: %w", r.ContentLength, limit, &http.MaxBytesError{Limit: limit})
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(min(r.ContentLength, 1<<20)))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	var maxBytes *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxBytes):
+		return nil, fmt.Errorf("request body exceeds the %d-byte limit: %w", limit, err)
+	case err != nil:
+		return nil, invalidf("read request body: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("encode response: %v", err))
+		return
+	}
+	writeJSONBytes(w, status, b)
+}
+
+func writeJSONBytes(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// writeError writes the protocol's error body {"error": msg}.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+	}{msg}) // marshalling a string cannot fail
+	writeJSONBytes(w, status, b)
+}
+
+// modelLabel is the metrics label for a model name: the name when the model
+// exists, "" otherwise, so unknown names sent by clients cannot grow the
+// metrics without bound.
+func (s *Server) modelLabel(name string) string {
+	if _, _, err := s.repo.Lookup(name, ""); err != nil {
+		return ""
+	}
+	return name
+}

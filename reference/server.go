@@ -1,0 +1,265 @@
+package reference
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/reference/model"
+	"github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/version"
+)
+
+// ServerName is the name the server reports in its metadata.
+const ServerName = "oipkit-reference"
+
+// Extensions lists the protocol extensions the server implements and
+// advertises in its metadata.
+var Extensions = []string{"binary_tensor_data"}
+
+// Server is the reference OIP server: REST and gRPC front ends over one
+// model repository.
+type Server struct {
+	cfg     Config
+	repo    *model.Repository
+	log     *slog.Logger
+	metrics *metrics
+
+	serverMeta     oip.ServerMetadata
+	serverMetaJSON []byte
+
+	httpSrv *http.Server // nil when REST is disabled
+	grpcSrv *grpc.Server // nil when gRPC is disabled
+	health  *health.Server
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	httpLn   net.Listener
+	grpcLn   net.Listener
+	serveErr chan error // failures of the serving goroutines
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// New returns a server for repo, or for the fixture models when repo is nil.
+// It does not listen until Start or Serve.
+func New(cfg Config, repo *model.Repository) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("reference server config: %w", err)
+	}
+	if repo == nil {
+		repo = model.Fixtures(model.FixtureConfig{DefaultDelay: cfg.DefaultDelay})
+	}
+	s := &Server{
+		cfg:      cfg,
+		repo:     repo,
+		log:      cfg.Logger,
+		metrics:  newMetrics(),
+		health:   health.NewServer(),
+		serveErr: make(chan error, 2),
+		serverMeta: oip.ServerMetadata{
+			Name:       ServerName,
+			Version:    version.Version,
+			Extensions: Extensions,
+		},
+	}
+	if s.serverMetaJSON, err = json.Marshal(s.serverMeta); err != nil {
+		return nil, fmt.Errorf("encode server metadata: %w", err)
+	}
+	if cfg.HTTPAddr != "" {
+		s.httpSrv = &http.Server{
+			Addr:              cfg.HTTPAddr,
+			Handler:           http.HandlerFunc(s.serveHTTP),
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			ReadTimeout:       cfg.ReadTimeout,
+			WriteTimeout:      cfg.WriteTimeout,
+			IdleTimeout:       cfg.IdleTimeout,
+			MaxHeaderBytes:    1 << 20,
+			ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		}
+	}
+	if cfg.GRPCAddr != "" {
+		s.grpcSrv = grpc.NewServer(
+			grpc.MaxRecvMsgSize(cfg.GRPCMaxMessageBytes),
+			// Clients may ping, but not more often than every 5s; idle
+			// connections are closed after IdleTimeout like REST ones.
+			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+				MinTime:             5 * time.Second,
+				PermitWithoutStream: true,
+			}),
+			grpc.KeepaliveParams(keepalive.ServerParameters{
+				MaxConnectionIdle: cfg.IdleTimeout,
+				Time:              2 * time.Minute,
+				Timeout:           20 * time.Second,
+			}),
+			grpc.ChainUnaryInterceptor(s.metricsInterceptor, s.recoverInterceptor),
+			grpc.ChainStreamInterceptor(s.recoverStreamInterceptor),
+		)
+		inferencepb.RegisterGRPCInferenceServiceServer(s.grpcSrv, &grpcService{s: s})
+		healthpb.RegisterHealthServer(s.grpcSrv, s.health)
+		s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		s.health.SetServingStatus(inferencepb.GRPCInferenceService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	}
+	return s, nil
+}
+
+// Repository returns the server's model repository.
+func (s *Server) Repository() *model.Repository { return s.repo }
+
+// Start binds the configured addresses and serves in the background. It
+// returns once both listeners are bound, so HTTPAddr and GRPCAddr are valid
+// when it returns. ctx bounds only the binding.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("reference server already started")
+	}
+	if s.stopped {
+		return errors.New("reference server already shut down")
+	}
+	var lc net.ListenConfig
+	if s.httpSrv != nil {
+		ln, err := lc.Listen(ctx, "tcp", s.cfg.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("listen HTTP on %s: %w", s.cfg.HTTPAddr, err)
+		}
+		s.httpLn = ln
+	}
+	if s.grpcSrv != nil {
+		ln, err := lc.Listen(ctx, "tcp", s.cfg.GRPCAddr)
+		if err != nil {
+			if s.httpLn != nil {
+				s.httpLn.Close()
+				s.httpLn = nil
+			}
+			return fmt.Errorf("listen gRPC on %s: %w", s.cfg.GRPCAddr, err)
+		}
+		s.grpcLn = ln
+	}
+	s.started = true
+	if s.httpLn != nil {
+		go func() {
+			if err := s.httpSrv.Serve(s.httpLn); !errors.Is(err, http.ErrServerClosed) {
+				s.serveErr <- fmt.Errorf("serve HTTP: %w", err)
+			}
+		}()
+		s.log.Info("REST listening", "addr", s.httpLn.Addr().String())
+	}
+	if s.grpcLn != nil {
+		go func() {
+			if err := s.grpcSrv.Serve(s.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				s.serveErr <- fmt.Errorf("serve gRPC: %w", err)
+			}
+		}()
+		s.log.Info("gRPC listening", "addr", s.grpcLn.Addr().String())
+	}
+	return nil
+}
+
+// Serve starts the server and blocks until ctx ends or a listener fails,
+// then shuts down gracefully within Config.ShutdownTimeout. It returns nil
+// after a clean shutdown caused by ctx.
+func (s *Server) Serve(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-s.serveErr:
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	return errors.Join(serveErr, s.Shutdown(sctx))
+}
+
+// HTTPAddr is the bound REST address ("127.0.0.1:43121"), or "" when REST is
+// disabled or the server has not started.
+func (s *Server) HTTPAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.httpLn == nil {
+		return ""
+	}
+	return s.httpLn.Addr().String()
+}
+
+// HTTPURL is the base URL of the REST endpoint ("http://127.0.0.1:43121"),
+// or "" when REST is disabled or the server has not started.
+func (s *Server) HTTPURL() string {
+	if a := s.HTTPAddr(); a != "" {
+		return "http://" + a
+	}
+	return ""
+}
+
+// GRPCAddr is the bound gRPC address, or "" when gRPC is disabled or the
+// server has not started.
+func (s *Server) GRPCAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grpcLn == nil {
+		return ""
+	}
+	return s.grpcLn.Addr().String()
+}
+
+// Shutdown stops accepting requests and waits for in-flight ones to finish.
+// When ctx ends first, remaining connections are closed forcibly and the
+// context's error is returned. Later calls return the first call's result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.health.Shutdown() // health checks now report NOT_SERVING
+	var wg sync.WaitGroup
+	var httpErr, grpcErr error
+	if s.httpSrv != nil {
+		wg.Go(func() {
+			if httpErr = s.httpSrv.Shutdown(ctx); httpErr != nil {
+				s.httpSrv.Close()
+				httpErr = fmt.Errorf("HTTP graceful shutdown: %w", httpErr)
+			}
+		})
+	}
+	if s.grpcSrv != nil {
+		wg.Go(func() {
+			done := make(chan struct{})
+			go func() {
+				s.grpcSrv.GracefulStop()
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				s.grpcSrv.Stop()
+				<-done
+				grpcErr = fmt.Errorf("gRPC graceful stop: %w", ctx.Err())
+			}
+		})
+	}
+	wg.Wait()
+	s.log.Info("reference server stopped")
+	return errors.Join(httpErr, grpcErr)
+}

@@ -1,0 +1,249 @@
+package reports
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// APIVersion and Kind identify the report format.
+const (
+	APIVersion = "oipkit.dev/v1alpha1"
+	Kind       = "ConformanceReport"
+)
+
+// Status is the outcome of one requirement in one run. The set is closed.
+type Status string
+
+// The requirement outcomes.
+const (
+	// StatusPassed: every spec checking the requirement ran and passed.
+	StatusPassed Status = "passed"
+	// StatusFailed: a check of the requirement failed and the requirement
+	// blocks the verdict (MUST, or any level under --strict).
+	StatusFailed Status = "failed"
+	// StatusWarning: a check failed, but the requirement is non-blocking
+	// (SHOULD, implied, MAY, informative) or the catalog grades that
+	// particular deviation as a warning (an ambiguity of the spec).
+	StatusWarning Status = "warning"
+	// StatusSkipped: a spec could not run, for example because a fixture
+	// model is not deployed. Skips make a profile partial.
+	StatusSkipped Status = "skipped"
+	// StatusNotSupported: the server does not support the feature the
+	// requirement needs, or the requirement's transport was not targeted.
+	StatusNotSupported Status = "not-supported"
+	// StatusNotCovered: no spec checks the requirement (a waiver may say why).
+	StatusNotCovered Status = "not-covered"
+)
+
+// Statuses lists every status in report order.
+var Statuses = []Status{StatusPassed, StatusFailed, StatusWarning, StatusSkipped, StatusNotSupported, StatusNotCovered}
+
+// Verdict is a profile's overall result.
+type Verdict string
+
+// The profile verdicts.
+const (
+	// VerdictPass: no blocking requirement failed and nothing was skipped.
+	VerdictPass Verdict = "pass"
+	// VerdictFail: at least one blocking requirement failed.
+	VerdictFail Verdict = "fail"
+	// VerdictPartial: nothing blocking failed but some applicable
+	// requirements were skipped, so conformance is not established.
+	VerdictPartial Verdict = "partial"
+	// VerdictNotSupported: the profile's transport was not targeted or the
+	// server does not support its features.
+	VerdictNotSupported Verdict = "not-supported"
+)
+
+// ConformanceReport is the result of one conformance run against one
+// implementation.
+type ConformanceReport struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Implementation identifies the server under test, from its server
+	// metadata unless the user named it.
+	Implementation Implementation `json:"implementation"`
+	// SuiteVersion is the version of the requirement set (version.SuiteVersion).
+	SuiteVersion string `json:"suiteVersion"`
+	// OIPKitVersion is the version of the oipkit binary that ran the suite.
+	OIPKitVersion string    `json:"oipkitVersion"`
+	Date          time.Time `json:"date"`
+	// Duration is the wall time of the run, e.g. "4.2s".
+	Duration string  `json:"duration"`
+	Targets  Targets `json:"targets"`
+	// Features are the extensions treated as supported; FeatureSource says
+	// where they came from: "advertised" (server metadata) or "flag".
+	Features      []string `json:"features"`
+	FeatureSource string   `json:"featureSource"`
+	// Fixtures maps each fixture model the suite looked for to whether it
+	// is deployed.
+	Fixtures map[string]bool `json:"fixtures,omitempty"`
+	Strict   bool            `json:"strict"`
+	// Incomplete is set when the run ended early (the server stopped
+	// answering, or the suite was interrupted); Problem says why.
+	Incomplete   bool                `json:"incomplete,omitempty"`
+	Problem      string              `json:"problem,omitempty"`
+	Profiles     []ProfileResult     `json:"profiles"`
+	Counts       map[Status]int      `json:"counts"`
+	Requirements []RequirementResult `json:"requirements"`
+}
+
+// Implementation names the server under test.
+type Implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// Targets are the endpoints the suite spoke to; an empty field means the
+// transport was not tested.
+type Targets struct {
+	HTTP string `json:"http,omitempty"`
+	GRPC string `json:"grpc,omitempty"`
+}
+
+// ProfileResult is the verdict of one conformance profile.
+type ProfileResult struct {
+	Name     string         `json:"name"`
+	Verdict  Verdict        `json:"verdict"`
+	Summary  string         `json:"summary"`
+	Counts   map[Status]int `json:"counts"`
+	Failed   []string       `json:"failed,omitempty"`  // blocking requirements that failed
+	Skipped  []string       `json:"skipped,omitempty"` // applicable requirements that were skipped
+	Warnings []string       `json:"warnings,omitempty"`
+}
+
+// RequirementResult is the outcome of one catalog requirement.
+type RequirementResult struct {
+	ID        string `json:"id"`
+	Level     string `json:"level"`
+	Blocking  bool   `json:"blocking"`
+	Transport string `json:"transport"`
+	Extension string `json:"extension,omitempty"`
+	Status    Status `json:"status"`
+	// Reason explains a skipped, not-supported or not-covered status.
+	Reason string `json:"reason,omitempty"`
+	// Specs are the full texts of the specs labelled with the requirement.
+	Specs []string `json:"specs,omitempty"`
+	// Findings are the failures and warnings recorded against it, each
+	// with evidence.
+	Findings []Finding `json:"findings,omitempty"`
+	// Notes are informational observations (e.g. which version a server
+	// chose when none was given).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Grade is the weight of a finding.
+type Grade string
+
+// The finding grades.
+const (
+	GradeFailure Grade = "failure"
+	GradeWarning Grade = "warning"
+)
+
+// Finding is one failed check.
+type Finding struct {
+	Spec    string `json:"spec"`
+	Grade   Grade  `json:"grade"`
+	Message string `json:"message"`
+	// Ambiguity is the catalog §5 item that makes this deviation a
+	// warning, if any (e.g. "A-18").
+	Ambiguity string    `json:"ambiguity,omitempty"`
+	Evidence  *Evidence `json:"evidence,omitempty"`
+}
+
+// Evidence is what the suite sent and what came back.
+type Evidence struct {
+	Request  Message `json:"request"`
+	Response Message `json:"response"`
+}
+
+// Message is one side of an exchange. Bodies are truncated to a few KiB;
+// BodyBytes keeps the real size.
+type Message struct {
+	// Method is the HTTP method, or "RPC".
+	Method string `json:"method,omitempty"`
+	// Target is the HTTP path or the full gRPC method name.
+	Target string `json:"target,omitempty"`
+	// Status is "HTTP 400" or "gRPC INVALID_ARGUMENT: message", on responses.
+	Status    string              `json:"status,omitempty"`
+	Header    map[string][]string `json:"header,omitempty"`
+	Body      string              `json:"body,omitempty"`
+	BodyBytes int                 `json:"bodyBytes,omitempty"`
+}
+
+// Count returns the number of requirements with each status.
+func Count(rs []RequirementResult) map[Status]int {
+	m := make(map[Status]int, len(Statuses))
+	for _, s := range Statuses {
+		m[s] = 0
+	}
+	for _, r := range rs {
+		m[r.Status]++
+	}
+	return m
+}
+
+// Requirement returns the result for id.
+func (r *ConformanceReport) Requirement(id string) (RequirementResult, bool) {
+	for _, q := range r.Requirements {
+		if q.ID == id {
+			return q, true
+		}
+	}
+	return RequirementResult{}, false
+}
+
+// WithStatus lists the IDs of requirements with status s, sorted.
+func (r *ConformanceReport) WithStatus(s Status) []string {
+	var ids []string
+	for _, q := range r.Requirements {
+		if q.Status == s {
+			ids = append(ids, q.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Validate checks the fields every report must have.
+func (r *ConformanceReport) Validate() error {
+	switch {
+	case r.APIVersion != APIVersion:
+		return fmt.Errorf("apiVersion %q, want %q", r.APIVersion, APIVersion)
+	case r.Kind != Kind:
+		return fmt.Errorf("kind %q, want %q", r.Kind, Kind)
+	case r.Implementation.Name == "":
+		return fmt.Errorf("implementation name is empty")
+	}
+	for _, q := range r.Requirements {
+		known := false
+		for _, s := range Statuses {
+			known = known || q.Status == s
+		}
+		if !known {
+			return fmt.Errorf("requirement %s: unknown status %q", q.ID, q.Status)
+		}
+	}
+	return nil
+}
+
+// ExitCode maps the profile verdicts to the CLI's exit status: 0 when every
+// profile passed (or is not supported), 1 when any failed, 3 when none failed
+// but some are partial. An incomplete run is 2.
+func (r *ConformanceReport) ExitCode() int {
+	if r.Incomplete {
+		return 2
+	}
+	code := 0
+	for _, p := range r.Profiles {
+		switch p.Verdict {
+		case VerdictFail:
+			return 1
+		case VerdictPartial:
+			code = 3
+		}
+	}
+	return code
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# setup-venv.sh RUNTIME — creates .venv-interop/RUNTIME from conformance/runtimes/RUNTIME/requirements.txt.
+# Idempotent: does nothing when the venv's stamp matches the requirements file and the interpreter.
+# RUNTIME: pytriton | mlserver | kserve | tritonclient. PYTHON picks the interpreter (default python3;
+# PyTriton needs one built with a shared libpython, as pyenv's and Debian's are).
+set -euo pipefail
+RUNTIME=${1:?usage: setup-venv.sh RUNTIME}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+REQ=$ROOT/conformance/runtimes/$RUNTIME/requirements.txt
+VENV=$ROOT/.venv-interop/$RUNTIME
+PYTHON=${PYTHON:-python3}
+PIP_VERSION=26.3
+
+[[ -f $REQ ]] || { echo "setup-venv: no $REQ" >&2; exit 2; }
+want=$( { sha256sum < "$REQ"; "$PYTHON" -c 'import sys; print(sys.version)'; echo "pip $PIP_VERSION"; } | sha256sum | cut -d' ' -f1)
+if [[ -f $VENV/.stamp && $(cat "$VENV/.stamp") == "$want" ]]; then
+  echo "setup-venv: $RUNTIME up to date ($VENV)"
+  exit 0
+fi
+
+start=$(date +%s)
+rm -rf "$VENV"
+"$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check "pip==$PIP_VERSION"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ"
+echo "$want" > "$VENV/.stamp"
+echo "setup-venv: $RUNTIME installed in $(( $(date +%s) - start ))s, $(du -sh "$VENV" | cut -f1) ($VENV)"

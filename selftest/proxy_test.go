@@ -1,0 +1,187 @@
+package selftest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/oipkit/oipkit/reference/referencetest"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+)
+
+// A breakage wraps the reference server so that it breaks one rule. Either
+// hook may be nil.
+type breakage struct {
+	name string
+	// rest rewrites an HTTP exchange: it may change the request before it
+	// is forwarded (in) and the answer before it is returned (out).
+	rest *restHook
+	// grpc intercepts every unary RPC.
+	grpc grpc.UnaryServerInterceptor
+	// failed are the requirements the report must show failed, and nothing
+	// else may fail. warned must appear among the warnings (others may).
+	failed []string
+	warned []string
+}
+
+type restHook struct {
+	in  func(r *http.Request)
+	out func(r *http.Request, resp *answer)
+}
+
+// answer is an HTTP response being rewritten.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// brokenServer starts the reference server behind a REST reverse proxy and a
+// gRPC forwarding server that apply b, and returns their addresses.
+func brokenServer(t *testing.T, b breakage) (httpURL, grpcAddr string) {
+	t.Helper()
+	httpURL, grpcAddr, _ = brokenServerStoppable(t, b)
+	return httpURL, grpcAddr
+}
+
+// brokenServerStoppable is brokenServer plus a function that kills both
+// front ends at once, as a crashing server would.
+func brokenServerStoppable(t *testing.T, b breakage) (httpURL, grpcAddr string, stop func()) {
+	t.Helper()
+	ref := referencetest.Start(t)
+
+	upstream, _ := url.Parse(ref.HTTPURL())
+	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	if b.rest != nil && b.rest.out != nil {
+		proxy.ModifyResponse = func(resp *http.Response) error {
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			a := &answer{status: resp.StatusCode, header: resp.Header, body: body}
+			b.rest.out(resp.Request, a)
+			resp.StatusCode = a.status
+			resp.Header = a.header
+			resp.Header.Set("Content-Length", strconv.Itoa(len(a.body)))
+			resp.ContentLength = int64(len(a.body))
+			resp.Body = io.NopCloser(bytes.NewReader(a.body))
+			return nil
+		}
+	}
+	handler := http.Handler(proxy)
+	if b.rest != nil && b.rest.in != nil {
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b.rest.in(r)
+			proxy.ServeHTTP(w, r)
+		})
+	}
+	hs := httptest.NewServer(handler)
+	t.Cleanup(hs.Close)
+
+	conn, err := grpc.NewClient(ref.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	var opts []grpc.ServerOption
+	if b.grpc != nil {
+		opts = append(opts, grpc.UnaryInterceptor(b.grpc))
+	}
+	gs := grpc.NewServer(opts...)
+	pb.RegisterGRPCInferenceServiceServer(gs, forward{up: pb.NewGRPCInferenceServiceClient(conn)})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go gs.Serve(ln)
+	t.Cleanup(gs.Stop)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			hs.CloseClientConnections()
+			hs.Listener.Close()
+			gs.Stop()
+		})
+	}
+	return hs.URL, ln.Addr().String(), stop
+}
+
+// forward is a GRPCInferenceService that passes every core RPC to the
+// reference server.
+type forward struct {
+	pb.UnimplementedGRPCInferenceServiceServer
+	up pb.GRPCInferenceServiceClient
+}
+
+func (f forward) ServerLive(ctx context.Context, r *pb.ServerLiveRequest) (*pb.ServerLiveResponse, error) {
+	return f.up.ServerLive(ctx, r)
+}
+func (f forward) ServerReady(ctx context.Context, r *pb.ServerReadyRequest) (*pb.ServerReadyResponse, error) {
+	return f.up.ServerReady(ctx, r)
+}
+func (f forward) ModelReady(ctx context.Context, r *pb.ModelReadyRequest) (*pb.ModelReadyResponse, error) {
+	return f.up.ModelReady(ctx, r)
+}
+func (f forward) ServerMetadata(ctx context.Context, r *pb.ServerMetadataRequest) (*pb.ServerMetadataResponse, error) {
+	return f.up.ServerMetadata(ctx, r)
+}
+func (f forward) ModelMetadata(ctx context.Context, r *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, error) {
+	return f.up.ModelMetadata(ctx, r)
+}
+func (f forward) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
+	return f.up.ModelInfer(ctx, r)
+}
+
+// ----- helpers for REST rewrites -----
+
+// editJSON applies edit to the JSON object at the start of a body (the
+// whole body, or the JSON header of a binary body) and returns the new body
+// and the new JSON length.
+func editJSON(a *answer, edit func(m map[string]any)) {
+	hl := len(a.body)
+	if v := a.header.Get("Inference-Header-Content-Length"); v != "" {
+		hl, _ = strconv.Atoi(v)
+	}
+	dec := json.NewDecoder(bytes.NewReader(a.body[:hl]))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return
+	}
+	edit(m)
+	js, _ := json.Marshal(m)
+	tail := a.body[hl:]
+	a.body = append(js, tail...)
+	if len(tail) > 0 {
+		a.header.Set("Inference-Header-Content-Length", strconv.Itoa(len(js)))
+	}
+}
+
+// outputs returns the "outputs" objects of a response object.
+func outputs(m map[string]any) []map[string]any {
+	var out []map[string]any
+	list, _ := m["outputs"].([]any)
+	for _, o := range list {
+		if om, ok := o.(map[string]any); ok {
+			out = append(out, om)
+		}
+	}
+	return out
+}
+
+func isInfer(r *http.Request) bool {
+	return r.Method == http.MethodPost && bytes.HasSuffix([]byte(r.URL.Path), []byte("/infer"))
+}
