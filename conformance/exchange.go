@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -69,10 +70,25 @@ func (e *exchange) evidence() *reports.Evidence {
 	return ev
 }
 
+// noAnswerError is a check that could not be made because the server gave
+// no usable answer (timeout, connection failure, a body over the size
+// limit). It fails the spec whatever the requirement's level: a server must
+// answer every request, with a result or an error.
+type noAnswerError struct{ msg string }
+
+func (e noAnswerError) Error() string { return e.msg }
+
+// isNoAnswer reports whether err (or any error joined into it) is a
+// noAnswerError.
+func isNoAnswer(err error) bool {
+	var na noAnswerError
+	return errors.As(err, &na)
+}
+
 // answered reports an error when no HTTP answer arrived.
 func (e *exchange) answered() error {
 	if e.err != nil {
-		return fmt.Errorf("no answer to %s %s: %v", e.method, e.path, e.err)
+		return noAnswerError{fmt.Sprintf("no answer to %s %s: %v", e.method, e.path, e.err)}
 	}
 	return nil
 }
@@ -184,10 +200,13 @@ func (c *call) got() string {
 
 // wantOK checks that the call succeeded.
 func (c *call) wantOK() error {
-	if c.err != nil {
-		return fmt.Errorf("%s: %s, want OK", shortMethod(c.method), c.got())
+	switch {
+	case c.err == nil:
+		return nil
+	case grpcNoAnswer(c.err) != nil || clientSide(c.err):
+		return noAnswerError{fmt.Sprintf("%s: no usable answer: %s, want OK", shortMethod(c.method), c.got())}
 	}
-	return nil
+	return fmt.Errorf("%s: %s, want OK", shortMethod(c.method), c.got())
 }
 
 func shortMethod(m string) string {

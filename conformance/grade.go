@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -24,10 +25,15 @@ const (
 type finding struct {
 	req string // requirement ID; "" means every requirement of the spec
 	err error
-	// soft names the catalog ambiguity (e.g. "A-18") that makes this
-	// deviation a warning whatever the requirement's level; "" grades by
-	// the requirement's level.
+	// soft says why this deviation is only a warning whatever the
+	// requirement's level: a catalog ambiguity (e.g. "A-18") or the weaker
+	// requirement the check really falls under. "" grades by the
+	// requirement's level.
 	soft string
+	// hard says why this deviation fails whatever the requirement's level:
+	// the catalog grades it FAIL (e.g. a 5xx for a malformed request,
+	// OIP-REST-ERR-003). It wins over soft.
+	hard string
 	ev   *reports.Evidence
 }
 
@@ -37,10 +43,16 @@ func on(req string, ev evidencer, err error) finding {
 	return finding{req: req, err: err, ev: evidenceOf(ev)}
 }
 
-// softOn is like on but graded as a warning (unless strict) because the
-// catalog ambiguity amb tolerates the deviation.
+// softOn is like on but graded as a warning (unless strict) because amb (a
+// catalog ambiguity, or a weaker requirement) tolerates the deviation.
 func softOn(req, amb string, ev evidencer, err error) finding {
 	return finding{req: req, err: err, soft: amb, ev: evidenceOf(ev)}
+}
+
+// hardOn is like on but always graded as a failure, because the catalog
+// (why) grades this deviation FAIL whatever the requirement's level.
+func hardOn(req, why string, ev evidencer, err error) finding {
+	return finding{req: req, err: err, hard: why, ev: evidenceOf(ev)}
 }
 
 // entry is the value of an oipkit.failure or oipkit.warning report entry.
@@ -61,17 +73,31 @@ func note(req, format string, args ...any) {
 }
 
 // grade is the single assertion of the suite. Every failed finding is
-// recorded as a report entry; a finding for a blocking requirement (MUST, or
-// any requirement when strict), not softened by an ambiguity, fails the
-// spec. All findings are recorded before failing, so one spec reports every
-// deviation it saw.
+// recorded as a report entry. A finding fails the spec when it is for a
+// blocking requirement (MUST, or any requirement when strict) and not
+// softened by an ambiguity, when the catalog grades that deviation FAIL
+// whatever the level (hard), or when the check could not be made at all
+// (req "": no answer, or the server stopped being live). Every other
+// finding is a warning. All findings are recorded before failing, so one
+// spec reports every deviation it saw.
 func grade(fs ...finding) {
+	labels := CurrentSpecReport().Labels()
 	var failures []string
 	for _, f := range fs {
+		// A finding for a requirement the spec is not labelled with would
+		// be reported under the wrong spec, or dropped when the
+		// requirement has no spec of its own: a bug in the suite.
+		if f.req != "" && !slices.Contains(labels, labelKeyReq+f.req) {
+			Fail(fmt.Sprintf("conformance suite bug: a check of %s ran in a spec not labelled with it (labels %v)", f.req, labels), 1)
+		}
 		if f.err == nil {
 			continue
 		}
 		e := entry{Req: f.req, Message: f.err.Error(), Ambiguity: f.soft, Evidence: f.ev}
+		if f.hard != "" {
+			e.Message += " (graded FAIL whatever the level: " + f.hard + ")"
+			e.Ambiguity = ""
+		}
 		if isFailure(f) {
 			AddReportEntry(entryFailure, e, ReportEntryVisibilityNever)
 			failures = append(failures, describe(f))
@@ -86,7 +112,7 @@ func grade(fs ...finding) {
 }
 
 func isFailure(f finding) bool {
-	if f.req == "" || tgt == nil || tgt.opts.Strict {
+	if f.req == "" || f.hard != "" || isNoAnswer(f.err) || tgt == nil || tgt.opts.Strict {
 		return true
 	}
 	if f.soft != "" {
@@ -102,7 +128,10 @@ func describe(f finding) string {
 		fmt.Fprintf(&b, "%s: ", f.req)
 	}
 	b.WriteString(f.err.Error())
-	if f.soft != "" {
+	switch {
+	case f.hard != "":
+		fmt.Fprintf(&b, " (a failure whatever the level: %s)", f.hard)
+	case f.soft != "":
 		fmt.Fprintf(&b, " (tolerated by %s)", f.soft)
 	}
 	if f.ev != nil {

@@ -13,6 +13,8 @@ type grpcCase struct {
 	req   string
 	build func() *pb.ModelInferRequest
 	codes []codes.Code // recommended codes (OIP-GRPC-ERR-002)
+	// versions marks cases that need a server that versions models.
+	versions bool
 }
 
 var invalid = []codes.Code{codes.InvalidArgument}
@@ -29,8 +31,12 @@ func addSubPBWith(raw bool, mutate func(*pb.ModelInferRequest)) func() *pb.Model
 var grpcCases = []grpcCase{
 	{text: "an unknown model", req: "OIP-GRPC-INFER-013", codes: []codes.Code{codes.NotFound, codes.InvalidArgument},
 		build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.ModelName = "does_not_exist" })},
-	{text: "an unknown version", req: "OIP-GRPC-INFER-002", codes: []codes.Code{codes.NotFound, codes.InvalidArgument},
-		build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.ModelVersion = "99" })},
+	{text: "an unknown version", req: "OIP-GRPC-INFER-002", codes: []codes.Code{codes.NotFound, codes.InvalidArgument}, versions: true,
+		build: func() *pb.ModelInferRequest {
+			req := pbRequest("versioned", false, int32s("INPUT0", []int64{1}, 1))
+			req.ModelVersion = "99"
+			return req
+		}},
 	{text: "a missing input", req: "OIP-GRPC-INFER-013", codes: invalid,
 		build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.Inputs = r.Inputs[:1] })},
 	{text: "an unknown input name", req: "OIP-GRPC-INFER-013", codes: invalid,
@@ -88,6 +94,9 @@ var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
 	for _, c := range grpcCases {
 		It("answers "+c.text+" with a non-OK status", Req(c.req, "OIP-GRPC-SVC-002", "OIP-GRPC-ERR-001", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
 			req := c.build()
+			if c.versions {
+				needVersions()
+			}
 			if req.ModelName != "does_not_exist" {
 				needFixture(req.ModelName)
 			}

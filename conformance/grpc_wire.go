@@ -77,8 +77,17 @@ func rawFormErr(resp *pb.ModelInferResponse) error {
 // is allowed, matched by name, never by position).
 func pbOutput(resp *pb.ModelInferResponse, name string) (tensor.Tensor, error) {
 	var names []string
-	for i, o := range resp.GetOutputs() {
+	same := 0
+	for _, o := range resp.GetOutputs() {
 		names = append(names, o.GetName())
+		if o.GetName() == name {
+			same++
+		}
+	}
+	if same > 1 {
+		return tensor.Tensor{}, fmt.Errorf("output %q appears %d times (outputs: %v)", name, same, names)
+	}
+	for i, o := range resp.GetOutputs() {
 		if o.GetName() != name {
 			continue
 		}
@@ -146,6 +155,11 @@ func grpcRejection(c *call, req string, want ...codes.Code) []finding {
 	if grpcNoAnswer(c.err) != nil {
 		return []finding{on("", c, fmt.Errorf("%s: no answer: %v", shortMethod(c.method), c.err))}
 	}
+	if clientSide(c.err) {
+		// The status was made up by the client because the server's
+		// answer could not be read: the server refused nothing.
+		return []finding{on(req, c, fmt.Errorf("%s: the answer could not be decoded (%v), want a non-OK status from the server", shortMethod(c.method), c.err))}
+	}
 	if len(want) > 0 && !containsCode(want, code) {
 		fs = append(fs, on("OIP-GRPC-ERR-002", c, fmt.Errorf("%s: got %s, recommended %s", shortMethod(c.method), code, codeList(want))))
 	}
@@ -153,6 +167,19 @@ func grpcRejection(c *call, req string, want ...codes.Code) []finding {
 		fs = append(fs, softOn("OIP-GRPC-ERR-001", "A-04", c, fmt.Errorf("%s: %s has an empty message", shortMethod(c.method), code)))
 	}
 	return fs
+}
+
+// clientSide reports a status that grpc-go made up on the client because
+// the server's message could not be read (not a protobuf, too large, bad
+// compression); the server did not send it.
+func clientSide(err error) bool {
+	msg := statusMessage(err)
+	for _, p := range []string{"grpc: failed to unmarshal", "grpc: received message larger than max", "grpc: failed to decompress", "grpc: Decompressor is not installed"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // emptyResponse describes an OK response that carries no result.

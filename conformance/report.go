@@ -206,13 +206,15 @@ func requirementResult(q specs.Requirement, s *reqState, t *target, waivers map[
 	}
 	res.Specs, res.Findings, res.Notes = s.specs, s.findings, slices.Compact(s.notes)
 	sort.Strings(res.Specs)
+	// A skip outranks a warning: a requirement that was only partly checked
+	// cannot let its profile pass, and warnings never decide a verdict.
 	switch {
 	case s.hasFailure:
 		res.Status = reports.StatusFailed
-	case s.hasWarning:
-		res.Status = reports.StatusWarning
 	case len(s.skipped) > 0:
 		res.Status, res.Reason = reports.StatusSkipped, strings.Join(slices.Compact(sorted(s.skipped)), "; ")
+	case s.hasWarning:
+		res.Status = reports.StatusWarning
 	case s.passed:
 		res.Status = reports.StatusPassed
 	default:
@@ -263,13 +265,11 @@ func profileResults(rep *reports.ConformanceReport, t *target) []reports.Profile
 		}
 		pr.Counts = reports.Count(included)
 		for _, q := range included {
+			// A requirement is failed only by a finding that blocks (see
+			// grade): its level, --strict, a catalog FAIL, or no answer.
 			switch q.Status {
 			case reports.StatusFailed:
-				if q.Blocking || t.opts.Strict {
-					pr.Failed = append(pr.Failed, q.ID)
-				} else {
-					pr.Warnings = append(pr.Warnings, q.ID)
-				}
+				pr.Failed = append(pr.Failed, q.ID)
 			case reports.StatusSkipped:
 				pr.Skipped = append(pr.Skipped, q.ID)
 			case reports.StatusWarning:

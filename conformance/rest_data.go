@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -31,12 +33,13 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 	for _, d := range tensor.Datatypes {
 		req := jsonDataReq(d)
 		if d == tensor.FP16 || d == tensor.BF16 {
-			It(fmt.Sprintf("answers %s JSON data with 200 or a 4xx, never a 5xx", d), Req(req), func(ctx SpecContext) {
+			It(fmt.Sprintf("answers %s JSON data with 200 or a 4xx, never a 5xx", d), Req(req, "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
 				needFixture(identityFixture(d))
 				afterNegative()
 				in := sample("INPUT0", d)
 				e := tgt.post(ctx, identityFixture(d), "", request(jsonInput(in)))
 				err := e.answered()
+				fs := []finding{serverFault(e)}
 				switch {
 				case err != nil:
 				case e.status == http.StatusOK:
@@ -46,23 +49,39 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 					}
 					note(req, "%s over JSON was accepted", d)
 				case e.status >= 500:
+					// The catalog: "A 5xx is a FAIL" (serverFault below).
 					err = fmt.Errorf("%s, want 200 or a 4xx (%s in JSON is undefined, A-06)", e.got(), d)
 				default:
 					note(req, "%s over JSON was rejected with %d", d, e.status)
-					err = e.errorBody()
+					fs = append(fs, on("OIP-REST-ERR-001", e, e.errorBody()))
 				}
-				grade(on(req, e, err))
+				grade(append(fs, on(req, e, err))...)
 			})
 			continue
 		}
 		It(fmt.Sprintf("round-trips %s through identity as JSON", d), Req(req), func(ctx SpecContext) {
 			needFixture(identityFixture(d))
-			in := sample("INPUT0", d)
+			in := jsonSafeSample("INPUT0", d)
 			e, r, err := tgt.inferOK(ctx, identityFixture(d), "", request(jsonInput(in)))
 			if err == nil {
 				err = r.expect(false, renamed(in, "OUTPUT0"))
 			}
 			grade(on(req, e, err))
+		})
+	}
+
+	for _, d := range []tensor.Datatype{tensor.Int64, tensor.Uint64} {
+		It(fmt.Sprintf("records whether %s values beyond 2^53 survive JSON", d), Req("OIP-REST-DATA-007"), func(ctx SpecContext) {
+			needFixture(identityFixture(d))
+			in := wideSample("INPUT0", d)
+			e := tgt.post(ctx, identityFixture(d), "", request(jsonInput(in)))
+			// report precision loss, do not grade it. Only a missing
+			// answer is a finding.
+			if err := e.answered(); err != nil {
+				grade(on("", e, err))
+				return
+			}
+			note("OIP-REST-DATA-007", "%s beyond 2^53 over JSON: %s", d, wideOutcome(e, in))
 		})
 	}
 
@@ -88,7 +107,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		grade(on("OIP-REST-DATA-003", e, err))
 	})
 
-	It("rejects scalar data that is not an array", Req("OIP-REST-DATA-004"), func(ctx SpecContext) {
+	It("rejects scalar data that is not an array", Req("OIP-REST-DATA-004", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
 		needFixture("identity_int32")
 		afterNegative()
 		ji := jsonInput(int32s("INPUT0", []int64{1, 1}, 5))
@@ -97,7 +116,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		grade(rejection(e, "OIP-REST-DATA-004", "OIP-REST-ERR-001", "")...)
 	})
 
-	It("coerces or rejects elements of another JSON type, never with a 5xx", Req("OIP-REST-DATA-005"), func(ctx SpecContext) {
+	It("coerces or rejects elements of another JSON type, never with a 5xx", Req("OIP-REST-DATA-005", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
 		needFixture("identity_int32")
 		needFixture("identity_fp32")
 		afterNegative()
@@ -118,14 +137,14 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 			case e.status >= 500:
 				err = fmt.Errorf("%s: %s, want 200 (coerced) or a 4xx", c.model, e.got())
 			case e.status != http.StatusOK:
-				err = e.errorBody()
+				fs = append(fs, on("OIP-REST-ERR-001", e, e.errorBody()))
 			}
-			fs = append(fs, on("OIP-REST-DATA-005", e, err))
+			fs = append(fs, on("OIP-REST-DATA-005", e, err), serverFault(e))
 		}
 		grade(fs...)
 	})
 
-	It("rejects ragged nesting", Req("OIP-REST-DATA-011"), func(ctx SpecContext) {
+	It("rejects ragged nesting", Req("OIP-REST-DATA-011", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
 		needFixture("identity_int32")
 		afterNegative()
 		ji := obj{"name": "INPUT0", "datatype": "INT32", "shape": []int{2, 2}, "data": []any{[]any{1, 2}, []any{3}}}
@@ -148,3 +167,35 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		grade(on("OIP-REST-DATA-012", e, err))
 	})
 })
+
+// wideOutcome describes what came back for wideSample values: exact,
+// altered (precision lost), or refused.
+func wideOutcome(e *exchange, in tensor.Tensor) string {
+	if e.status != http.StatusOK {
+		return fmt.Sprintf("refused with %d", e.status)
+	}
+	r, err := parseInfer(e)
+	if err != nil {
+		return "unreadable answer: " + err.Error()
+	}
+	o := r.output("OUTPUT0")
+	if o == nil {
+		return "OUTPUT0 missing"
+	}
+	var got []json.Number
+	dec := json.NewDecoder(bytes.NewReader(o.fields["data"]))
+	dec.UseNumber()
+	if dec.Decode(&got) != nil {
+		return "data is not a flat array of numbers: " + clip(string(o.fields["data"]), 120)
+	}
+	want := make([]string, in.Len())
+	for i := range want {
+		want[i] = fmt.Sprint(element(in, i))
+	}
+	for i, w := range want {
+		if i >= len(got) || string(got[i]) != w {
+			return fmt.Sprintf("precision lost: sent %v, got %v", want, got)
+		}
+	}
+	return "exact"
+}

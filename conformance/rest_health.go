@@ -100,7 +100,7 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 	})
 
 	It("answers versioned model ready with 200 for each loaded version", Req("OIP-REST-HEALTH-009"), func(ctx SpecContext) {
-		needFixture("versioned")
+		needVersions()
 		var fs []finding
 		for _, v := range []string{"1", "2"} {
 			e := tgt.get(ctx, "/v2/models/versioned/versions/"+v+"/ready")
@@ -110,7 +110,7 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 	})
 
 	It("answers versioned model ready with 4xx for a version that is not loaded", Req("OIP-REST-HEALTH-009"), func(ctx SpecContext) {
-		needFixture("versioned")
+		needVersions()
 		afterNegative()
 		e := tgt.get(ctx, "/v2/models/versioned/versions/99/ready")
 		grade(notReady(e, "OIP-REST-HEALTH-009")...)
@@ -148,8 +148,9 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 	})
 })
 
-// notReady grades a "false" health answer: 4xx passes, 503 and other 5xx
-// are warnings (A-02: KServe answers 503), 2xx/3xx fail.
+// notReady grades a "false" health answer: 4xx passes (KS-REQ), 503 is a
+// warning (A-02: KServe answers 503), any other 5xx is a server fault and
+// 2xx/3xx claim readiness: both fail.
 func notReady(e *exchange, req string) []finding {
 	if err := e.answered(); err != nil {
 		return []finding{on("", e, err)}
@@ -157,8 +158,10 @@ func notReady(e *exchange, req string) []finding {
 	switch {
 	case e.status >= 400 && e.status < 500:
 		return nil
-	case e.status >= 500:
+	case e.status == http.StatusServiceUnavailable:
 		return []finding{softOn(req, "A-02", e, fmt.Errorf("%s: %s, want a 4xx", e.path, e.got()))}
+	case e.status >= 500:
+		return []finding{on(req, e, fmt.Errorf("%s: %s, want a 4xx (false); only 503 is tolerated (A-02)", e.path, e.got()))}
 	}
 	return []finding{on(req, e, fmt.Errorf("%s: %s, want a 4xx (false)", e.path, e.got()))}
 }

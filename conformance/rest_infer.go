@@ -198,22 +198,28 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 		})
 	}
 
-	It("answers a numeric id with an error or by coercing it, never a 5xx", Req("OIP-REST-INFER-007"), func(ctx SpecContext) {
+	It("answers a numeric id with an error or by coercing it, never a 5xx", Req("OIP-REST-INFER-007", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
 		afterNegative()
 		b, _, _ := addSubRequest()
 		b.json["id"] = 42
 		e := tgt.post(ctx, "add_sub", "", b)
 		err := e.answered()
+		var body error
 		switch {
 		case err != nil:
 		case e.status >= 500:
 			err = fmt.Errorf("%s, want 400 or 200 with id \"42\"", e.got())
 		case e.status == http.StatusOK:
 			note("OIP-REST-INFER-007", "a numeric id was accepted")
+			if r, perr := parseInfer(e); perr == nil {
+				if raw, ok := r.top["id"]; ok && string(raw) != `"42"` {
+					err = fmt.Errorf("a numeric id 42 was accepted but echoed as %s, want \"42\"", clip(string(raw), 80))
+				}
+			}
 		default:
-			err = e.errorBody()
+			body = e.errorBody()
 		}
-		grade(on("OIP-REST-INFER-007", e, err))
+		grade(on("OIP-REST-INFER-007", e, err), on("OIP-REST-ERR-001", e, body), serverFault(e))
 	})
 
 	It("accepts empty parameters on the request", Req("OIP-REST-INFER-008"), func(ctx SpecContext) {
@@ -230,7 +236,7 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 		grade(on("OIP-REST-INFER-015", e, e.wantStatus(http.StatusOK)))
 	})
 
-	It("accepts empty parameters at every level", Req("OIP-REST-PARAM-003"), func(ctx SpecContext) {
+	It("accepts empty parameters at every level", Req("OIP-REST-PARAM-003", "OIP-REST-PARAM-001"), func(ctx SpecContext) {
 		b, out0, _ := addSubRequest()
 		b.json["parameters"] = obj{}
 		for _, in := range b.json["inputs"].([]any) {
@@ -241,7 +247,15 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 		if err == nil {
 			err = r.expect(true, out0)
 		}
-		grade(on("OIP-REST-PARAM-003", e, err))
+		// "$parameters is an object of zero or more name/value pairs"
+		// (OIP-REST-PARAM-001, MUST): {} is a valid value wherever
+		// parameters are allowed, and no unknown key (A-16) excuses
+		// refusing it.
+		var perr error
+		if e.err == nil && e.status != http.StatusOK {
+			perr = fmt.Errorf("empty parameters objects were refused: %s", e.got())
+		}
+		grade(on("OIP-REST-PARAM-003", e, err), on("OIP-REST-PARAM-001", e, perr))
 	})
 
 	It("accepts string, integer and boolean parameter values", Req("OIP-REST-PARAM-001"), func(ctx SpecContext) {
@@ -279,6 +293,7 @@ var _ = Describe("REST versioned inference", Over(TransportREST), func() {
 	BeforeEach(func() { needFixture("versioned") })
 
 	It("runs the version named in the path", Req("OIP-REST-INFER-002"), func(ctx SpecContext) {
+		needVersions()
 		var fs []finding
 		for _, v := range []int32{1, 2} {
 			ver := fmt.Sprint(v)
@@ -298,10 +313,13 @@ var _ = Describe("REST versioned inference", Over(TransportREST), func() {
 	})
 
 	It("reports the version that ran in model_version, if it sends one", Req("OIP-REST-RESP-003"), func(ctx SpecContext) {
+		needVersions()
 		e, r, err := tgt.inferOK(ctx, "versioned", "2", request(jsonInput(int32s("INPUT0", []int64{1}, 0))))
+		// A-11: check the version only when one is sent (empty or null
+		// means none).
 		if raw, ok := r.topField("model_version"); err == nil && ok {
 			var got string
-			if json.Unmarshal(raw, &got) != nil || got != "2" {
+			if json.Unmarshal(raw, &got) != nil || (got != "" && got != "2") {
 				err = fmt.Errorf("model_version is %s, want \"2\"", raw)
 			}
 		}

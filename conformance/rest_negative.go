@@ -13,8 +13,8 @@ type restCase struct {
 	req   string
 	model string
 	body  func() []byte
-	// soft5xx is the ambiguity that downgrades a 5xx answer to a warning.
-	soft5xx string
+	// soft500 is the ambiguity that downgrades an HTTP 500 to a warning.
+	soft500 string
 }
 
 // addSubWith returns an add_sub JSON body after mutate has changed it.
@@ -51,10 +51,10 @@ var restCases = []restCase{
 		input0(b)["shape"] = []any{1, 15}
 		input0(b)["data"] = input0(b)["data"].([]any)[:15]
 	})},
-	{text: "15 elements for shape [1,16]", req: "OIP-REST-INFER-014", soft5xx: "A-18", body: addSubWith(func(b restBody) {
+	{text: "15 elements for shape [1,16]", req: "OIP-REST-INFER-014", soft500: "A-18", body: addSubWith(func(b restBody) {
 		input0(b)["data"] = input0(b)["data"].([]any)[:15]
 	})},
-	{text: "17 elements for shape [1,16]", req: "OIP-REST-INFER-014", soft5xx: "A-18", body: addSubWith(func(b restBody) {
+	{text: "17 elements for shape [1,16]", req: "OIP-REST-INFER-014", soft500: "A-18", body: addSubWith(func(b restBody) {
 		input0(b)["data"] = append(input0(b)["data"].([]any), 16)
 	})},
 	{text: "an unknown input name", req: "OIP-REST-INFER-021", body: addSubWith(func(b restBody) { input0(b)["name"] = "NOPE" })},
@@ -65,9 +65,9 @@ var restCases = []restCase{
 	})},
 	{text: "a requested output without a name", req: "OIP-REST-INFER-019", body: addSubWith(func(b restBody) { b.json["outputs"] = []any{obj{}} })},
 	{text: "a requested output the model does not have", req: "OIP-REST-INFER-020", body: addSubWith(func(b restBody) { b.json["outputs"] = []any{obj{"name": "NOPE"}} })},
-	{text: "a datatype name in lower case", req: "OIP-GEN-003", soft5xx: "A-37", body: addSubWith(func(b restBody) { input0(b)["datatype"] = "int32" })},
-	{text: "an input name in a different case", req: "OIP-GEN-003", soft5xx: "A-37", body: addSubWith(func(b restBody) { input0(b)["name"] = "input0" })},
-	{text: "a model name in a different case", req: "OIP-GEN-003", soft5xx: "A-37", model: "Add_Sub", body: addSubWith(func(restBody) {})},
+	{text: "a datatype name in lower case", req: "OIP-GEN-003", body: addSubWith(func(b restBody) { input0(b)["datatype"] = "int32" })},
+	{text: "an input name in a different case", req: "OIP-GEN-003", body: addSubWith(func(b restBody) { input0(b)["name"] = "input0" })},
+	{text: "a model name in a different case", req: "OIP-GEN-003", model: "Add_Sub", body: addSubWith(func(restBody) {})},
 }
 
 var _ = Describe("REST inference errors", Over(TransportREST), func() {
@@ -81,13 +81,15 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 				model = "add_sub"
 			}
 			e := tgt.postRaw(ctx, model, nil, c.body())
-			fs := rejection(e, c.req, "OIP-REST-ERR-001", c.soft5xx)
+			fs := rejection(e, c.req, "OIP-REST-ERR-001", c.soft500)
 			if c.model != "" {
 				// an unknown model may be answered 400 or 404.
-				fs = unknownModel(e, c.req, "OIP-REST-ERR-001")
+				fs = append(unknownModel(e, c.req, "OIP-REST-ERR-001"), serverFault(e))
 			}
 			if c.req == "OIP-GEN-003" {
-				// case sensitivity is a KS-REQ rule that OIP dropped.
+				// case sensitivity is a KS-REQ rule that OIP dropped,
+				// so accepting the other case is only a warning. A 5xx is
+				// still a server fault (OIP-REST-ERR-003).
 				for i := range fs {
 					if fs[i].req == c.req {
 						fs[i].soft = "A-37"
@@ -131,10 +133,10 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 		grade(fs...)
 	})
 
-	It("answers inference on an unknown version with an error", Req("OIP-REST-INFER-002", "OIP-REST-ERR-001"), func(ctx SpecContext) {
-		needFixture("versioned")
+	It("answers inference on an unknown version with an error", Req("OIP-REST-INFER-002", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+		needVersions()
 		afterNegative()
 		e := tgt.post(ctx, "versioned", "99", request(jsonInput(int32s("INPUT0", []int64{1}, 1))))
-		grade(unknownModel(e, "OIP-REST-INFER-002", "OIP-REST-ERR-001")...)
+		grade(append(unknownModel(e, "OIP-REST-INFER-002", "OIP-REST-ERR-001"), serverFault(e))...)
 	})
 })

@@ -190,9 +190,11 @@ func (e *exchange) errorBody() error {
 
 // rejection grades the answer to a request the server must refuse. req is
 // the requirement the request violates, bodyReq the one requiring the
-// {"error": string} body. soft5xx, when set, is the ambiguity that lets a 5xx
-// pass as a warning (A-18 for element-count mismatches).
-func rejection(e *exchange, req, bodyReq, soft5xx string) []finding {
+// {"error": string} body. soft500, when set, is the ambiguity that lets an
+// HTTP 500 pass as a warning (A-18 for element-count mismatches); any other
+// 5xx is a server fault, which OIP-REST-ERR-003 grades FAIL whatever the
+// level. The spec must carry the labels bodyReq and OIP-REST-ERR-003.
+func rejection(e *exchange, req, bodyReq, soft500 string) []finding {
 	if err := e.answered(); err != nil {
 		return []finding{on("", e, err)}
 	}
@@ -202,16 +204,32 @@ func rejection(e *exchange, req, bodyReq, soft5xx string) []finding {
 		return []finding{on(req, e, fmt.Errorf("%s %s: %s, want an error status (typically 400) with {\"error\": string}", e.method, e.path, e.got()))}
 	case e.status >= 500:
 		err := fmt.Errorf("%s %s: %s, want 4xx: a 5xx reports a server fault, not a rejected request", e.method, e.path, e.got())
-		if soft5xx != "" {
-			fs = append(fs, softOn(req, soft5xx, e, err))
+		if soft500 != "" && e.status == http.StatusInternalServerError {
+			fs = append(fs, softOn(req, soft500, e, err), softOn(errStatusReq, soft500, e, err))
 		} else {
-			fs = append(fs, on(req, e, err))
+			fs = append(fs, on(req, e, err), serverFault(e))
 		}
 	case e.status != 400:
-		fs = append(fs, on("OIP-REST-ERR-003", e, fmt.Errorf("%s %s: got %d, want 400 (\"typically 400\")", e.method, e.path, e.status)))
+		fs = append(fs, on(errStatusReq, e, fmt.Errorf("%s %s: got %d, want 400 (\"typically 400\")", e.method, e.path, e.status)))
 	}
 	fs = append(fs, on(bodyReq, e, e.errorBody()))
 	return fs
+}
+
+// errStatusReq grades the status code of rejected requests: 400 passes,
+// another 4xx is a warning, a 5xx fails.
+const errStatusReq = "OIP-REST-ERR-003"
+
+// serverFault is the OIP-REST-ERR-003 finding for an answer to a request
+// the server may refuse or accept: a 5xx is neither, and the catalog grades
+// it FAIL ("PASS = 400; WARN = other 4xx; FAIL = 5xx"). The spec must carry
+// the OIP-REST-ERR-003 label.
+func serverFault(e *exchange) finding {
+	if e.err != nil || e.status < 500 {
+		return finding{req: errStatusReq}
+	}
+	return hardOn(errStatusReq, "a 5xx is a server fault, never a rejection (OIP-REST-ERR-003)", e,
+		fmt.Errorf("%s %s: %s, want a 4xx (or success)", e.method, e.path, e.got()))
 }
 
 // ----- inference responses -----
@@ -267,8 +285,14 @@ func parseInfer(e *exchange) (*inferResult, error) {
 			r.framing = fmt.Errorf("%s is %q, want a byte count", oip.HeaderInferenceHeaderContentLength, hv)
 		case n > len(e.body):
 			r.framing = fmt.Errorf("%s is %d, larger than the %d-byte body", oip.HeaderInferenceHeaderContentLength, n, len(e.body))
-		case n != jsonLen:
+		case n < jsonLen:
+			r.framing = fmt.Errorf("%s is %d, inside the %d-byte JSON object", oip.HeaderInferenceHeaderContentLength, n, jsonLen)
+		case n > jsonLen && len(bytes.TrimSpace(e.body[jsonLen:n])) > 0:
 			r.framing = fmt.Errorf("%s is %d but the JSON object is %d bytes", oip.HeaderInferenceHeaderContentLength, n, jsonLen)
+		default:
+			// Whitespace after the object is still part of the JSON
+			// text: the binary tail starts where the header says.
+			r.jsonPart, r.tail = e.body[:n], e.body[n:]
 		}
 	} else if len(bytes.TrimSpace(r.tail)) > 0 {
 		r.framing = fmt.Errorf("%d bytes follow the JSON object but there is no %s header", len(r.tail), oip.HeaderInferenceHeaderContentLength)
@@ -338,6 +362,17 @@ func (r *inferResult) output(name string) *wireOutput {
 	return nil
 }
 
+// countNamed is how many outputs carry name.
+func (r *inferResult) countNamed(name string) int {
+	n := 0
+	for _, o := range r.outputs {
+		if o.name == name {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *inferResult) names() []string {
 	var ns []string
 	for _, o := range r.outputs {
@@ -351,6 +386,10 @@ func (r *inferResult) tensor(name string) (tensor.Tensor, error) {
 	o := r.output(name)
 	if o == nil {
 		return tensor.Tensor{}, fmt.Errorf("output %q is missing (outputs: %v)", name, r.names())
+	}
+	if n := r.countNamed(name); n > 1 {
+		// Which one is the result? A response must not leave it open.
+		return tensor.Tensor{}, fmt.Errorf("output %q appears %d times (outputs: %v)", name, n, r.names())
 	}
 	if len(o.problems) > 0 {
 		return tensor.Tensor{}, fmt.Errorf("output %q: %s", name, strings.Join(o.problems, "; "))

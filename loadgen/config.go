@@ -49,8 +49,10 @@ type TargetConfig struct {
 	// Timeout bounds each request (default 10s).
 	Timeout Duration `json:"timeout"`
 	// Connections is the number of gRPC connections or the HTTP keep-alive
-	// pool size (default: 1 gRPC connection per 64 workers, at least 1; HTTP
-	// pool as large as the in-flight limit).
+	// pool size (default: 1 gRPC connection; an HTTP pool as large as the
+	// concurrency or the in-flight limit, up to 1024). HTTP/1.1 carries one
+	// request per connection, so REST requests beyond the pool wait for a
+	// connection inside the client, and that wait counts as service time.
 	Connections int `json:"connections,omitempty"`
 	// ReadyTimeout bounds the wait for server and model readiness (default 30s).
 	ReadyTimeout Duration `json:"readyTimeout"`

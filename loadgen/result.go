@@ -58,7 +58,10 @@ type Result struct {
 	Counts   Counts      `json:"counts"`
 	// Errors counts failed requests by class: "http_503",
 	// "grpc_Unavailable", "timeout", "transport", "validation", "other".
-	Errors     map[string]int64  `json:"errors"`
+	Errors map[string]int64 `json:"errors"`
+	// Latency is a convenience copy of the summary percentiles; the
+	// histograms are the source of truth.
+	Latency    LatencySummaries  `json:"latency"`
 	Histograms Histograms        `json:"histograms"`
 	Intervals  []IntervalStats   `json:"intervals,omitempty"`
 	Checks     Checks            `json:"checks"`
@@ -118,6 +121,40 @@ type Histograms struct {
 	Service  *Histogram `json:"service"`  // completion − actual send
 	SendLag  *Histogram `json:"sendLag"`  // actual send − intended start
 	Failed   *Histogram `json:"failed"`
+}
+
+// LatencySummaries holds the summary percentiles of each histogram.
+type LatencySummaries struct {
+	Response LatencySummary `json:"response"`
+	Service  LatencySummary `json:"service"`
+	SendLag  LatencySummary `json:"sendLag"`
+}
+
+// LatencySummary holds percentiles in nanoseconds.
+type LatencySummary struct {
+	Count int64 `json:"count"`
+	P50   int64 `json:"p50Ns"`
+	P90   int64 `json:"p90Ns"`
+	P99   int64 `json:"p99Ns"`
+	P999  int64 `json:"p99.9Ns"`
+	P9999 int64 `json:"p99.99Ns"`
+	Max   int64 `json:"maxNs"`
+	Mean  int64 `json:"meanNs"`
+}
+
+func summarize(h *Histogram) LatencySummary {
+	q := func(p float64) int64 { return int64(h.Quantile(p)) }
+	return LatencySummary{Count: h.Count(), P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), P9999: q(99.99),
+		Max: int64(h.Max()), Mean: int64(h.Mean())}
+}
+
+// summarize fills Latency from the histograms.
+func (r *Result) summarize() {
+	r.Latency = LatencySummaries{
+		Response: summarize(r.Histograms.Response),
+		Service:  summarize(r.Histograms.Service),
+		SendLag:  summarize(r.Histograms.SendLag),
+	}
 }
 
 func newResult(cfg Config) *Result {
@@ -197,6 +234,7 @@ func ReadResult(rd io.Reader) (*Result, error) {
 	if r.Errors == nil {
 		r.Errors = map[string]int64{}
 	}
+	r.summarize()
 	return &r, nil
 }
 
@@ -259,6 +297,8 @@ func Merge(results ...*Result) (*Result, error) {
 		c.MergeDropped += h.Response.Merge(rh.Response) + h.Service.Merge(rh.Service) +
 			h.SendLag.Merge(rh.SendLag) + h.Failed.Merge(rh.Failed)
 		m.Warmup.Requests += r.Warmup.Requests
+		m.Warmup.Duration += r.Warmup.Duration
+		m.Checks.GOMAXPROCS = max(m.Checks.GOMAXPROCS, r.Checks.GOMAXPROCS)
 		m.Warnings = append(m.Warnings, r.Warnings...)
 		if r.Checks.GeneratorBound {
 			m.Checks.Reasons = append(m.Checks.Reasons, r.Checks.Reasons...)
@@ -287,6 +327,7 @@ func Merge(results ...*Result) (*Result, error) {
 		m.Checks.DispatchRatio = float64(m.Counts.Sent+m.Counts.Dropped) / float64(m.Counts.Scheduled)
 	}
 	m.Checks.SendLagP99 = int64(m.Histograms.SendLag.Quantile(99))
+	m.summarize()
 	m.Checks.GeneratorBound = len(m.Checks.Reasons) > 0
 	m.Checks.Reasons = slices.Compact(m.Checks.Reasons)
 	return m, nil

@@ -105,6 +105,7 @@ func (r *runner) run(ctx context.Context) *Result {
 		res.Rates.Requested = r.profile.Expected(res.Duration.D()) / res.Duration.D().Seconds()
 	}
 	res.computeRates()
+	res.summarize()
 	res.Checks = r.checks(res, meter)
 	return res
 }
@@ -208,6 +209,9 @@ func (r *runner) openLoop(ctx context.Context, dur time.Duration, limit uint64) 
 			workers++
 			wg.Go(func() { r.worker(ctx, sh, slots, s) })
 		}
+	}
+	if limit == 0 && out.unsent == 0 {
+		w.until(ctx, r, windowEnd) // the window is the whole duration
 	}
 	out.windowEnd = min(windowEnd, r.now())
 	close(slots)

@@ -19,15 +19,18 @@ type Status string
 const (
 	// StatusPassed: every spec checking the requirement ran and passed.
 	StatusPassed Status = "passed"
-	// StatusFailed: a check of the requirement failed and the requirement
-	// blocks the verdict (MUST, or any level under --strict).
+	// StatusFailed: a check of the requirement failed in a way that blocks
+	// the verdict: the requirement is a MUST, the run is --strict, the
+	// catalog grades that deviation FAIL whatever the level (a 5xx for a
+	// malformed request, OIP-REST-ERR-003), or the server gave no answer.
 	StatusFailed Status = "failed"
 	// StatusWarning: a check failed, but the requirement is non-blocking
 	// (SHOULD, implied, MAY, informative) or the catalog grades that
 	// particular deviation as a warning (an ambiguity of the spec).
 	StatusWarning Status = "warning"
 	// StatusSkipped: a spec could not run, for example because a fixture
-	// model is not deployed. Skips make a profile partial.
+	// model is not deployed. Skips make a profile partial, and outrank
+	// warnings (the findings are still listed).
 	StatusSkipped Status = "skipped"
 	// StatusNotSupported: the server does not support the feature the
 	// requirement needs, or the requirement's transport was not targeted.

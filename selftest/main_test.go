@@ -40,6 +40,7 @@ type conformRun struct {
 	output  string
 	elapsed time.Duration
 	report  *reports.ConformanceReport // nil when none was written
+	dir     string                     // the report directory
 }
 
 // conform runs `oipkit conform args... --report-dir <tmp>` and reads the
@@ -52,7 +53,7 @@ func conform(t *testing.T, args ...string) conformRun {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
-	run := conformRun{output: out.String(), elapsed: time.Since(start)}
+	run := conformRun{output: out.String(), elapsed: time.Since(start), dir: dir}
 	if ee, ok := err.(*exec.ExitError); ok {
 		run.exit = ee.ExitCode()
 	} else if err != nil {

@@ -30,15 +30,25 @@ type breakage struct {
 	rest *restHook
 	// grpc intercepts every unary RPC.
 	grpc grpc.UnaryServerInterceptor
+	// grpcOpts are extra options of the gRPC front end (e.g. a codec).
+	grpcOpts []grpc.ServerOption
 	// failed are the requirements the report must show failed, and nothing
 	// else may fail. warned must appear among the warnings (others may).
 	failed []string
 	warned []string
+	// quiet must be neither failed nor warnings: deviations the catalog
+	// only asks to record.
+	quiet []string
+	// args are extra `oipkit conform` arguments (e.g. a short --timeout).
+	args []string
 }
 
 type restHook struct {
-	in  func(r *http.Request)
-	out func(r *http.Request, resp *answer)
+	// serve may answer a request itself (hang, stream, refuse) instead of
+	// the reference server; it returns false to pass the request on.
+	serve func(w http.ResponseWriter, r *http.Request) bool
+	in    func(r *http.Request)
+	out   func(r *http.Request, resp *answer)
 }
 
 // answer is an HTTP response being rewritten.
@@ -82,9 +92,14 @@ func brokenServerStoppable(t *testing.T, b breakage) (httpURL, grpcAddr string, 
 		}
 	}
 	handler := http.Handler(proxy)
-	if b.rest != nil && b.rest.in != nil {
+	if b.rest != nil && (b.rest.in != nil || b.rest.serve != nil) {
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b.rest.in(r)
+			if b.rest.serve != nil && b.rest.serve(w, r) {
+				return
+			}
+			if b.rest.in != nil {
+				b.rest.in(r)
+			}
 			proxy.ServeHTTP(w, r)
 		})
 	}
@@ -96,7 +111,7 @@ func brokenServerStoppable(t *testing.T, b breakage) (httpURL, grpcAddr string, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	var opts []grpc.ServerOption
+	opts := append([]grpc.ServerOption(nil), b.grpcOpts...)
 	if b.grpc != nil {
 		opts = append(opts, grpc.UnaryInterceptor(b.grpc))
 	}
@@ -184,4 +199,22 @@ func outputs(m map[string]any) []map[string]any {
 
 func isInfer(r *http.Request) bool {
 	return r.Method == http.MethodPost && bytes.HasSuffix([]byte(r.URL.Path), []byte("/infer"))
+}
+
+// requestBody reads r's body and puts it back, so the request can still be
+// forwarded.
+func requestBody(r *http.Request) []byte {
+	if r.Body == nil {
+		return nil
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body
+}
+
+// jsonError answers with an error status and body.
+func jsonError(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	io.WriteString(w, body)
 }

@@ -10,7 +10,9 @@ HTTP_PORT=${2:-28000}
 GRPC_PORT=${3:-28001}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+HOME_DIR=${INTEROP_HOME:-$ROOT/.venv-interop}
 # shellcheck source=/dev/null
+CHECK_ARGS=()
 source "$ROOT/conformance/runtimes/$RUNTIME/runtime.env"
 
 [[ ${NO_VENV:-0} == 1 ]] || "$HERE/setup-venv.sh" "$RUNTIME"
@@ -25,10 +27,11 @@ for m in add_sub versioned identity_bool identity_uint8 identity_uint16 identity
   [[ " $FIXTURES " == *" $m "* ]] || skips+=(--skip-model "$m")
 done
 rc=0
-timeout 300 "$ROOT/.venv-interop/tritonclient/bin/python" "$ROOT/interop/tritonclient_check.py" \
-  --http "127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" --transports "$CHECK_TRANSPORTS" "${skips[@]}" || rc=$?
+timeout 300 "$HOME_DIR/tritonclient/bin/python" "$ROOT/interop/tritonclient_check.py" \
+  --http "127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" --transports "$CHECK_TRANSPORTS" \
+  "${skips[@]}" "${CHECK_ARGS[@]}" || rc=$?
 if [[ ${OIPKIT_CONFORM:-0} == 1 ]]; then
-  timeout 600 "$ROOT/bin/oipkit" conform --http "http://127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" \
-    --report-dir "$ROOT/.venv-interop/run/$RUNTIME-report" || echo "run: oipkit conform exited $?" >&2
+  timeout 600 "${OIPKIT:-$ROOT/bin/oipkit}" conform --http "http://127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" \
+    --report-dir "$HOME_DIR/run/$RUNTIME-report" || echo "run: oipkit conform exited $?" >&2
 fi
 exit $rc

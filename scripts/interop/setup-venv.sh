@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # setup-venv.sh RUNTIME — creates .venv-interop/RUNTIME from conformance/runtimes/RUNTIME/requirements.txt.
 # Idempotent: does nothing when the venv's stamp matches the requirements file and the interpreter.
-# RUNTIME: pytriton | mlserver | kserve | tritonclient. PYTHON picks the interpreter (default python3;
+# RUNTIME: pytriton | mlserver | kserve | tritonclient. INTEROP_HOME (default .venv-interop) holds the
+# venvs: point it outside the work tree to keep them across fresh clones (CI). PYTHON picks the interpreter (default python3;
 # PyTriton needs one built with a shared libpython, as pyenv's and Debian's are).
 set -euo pipefail
 RUNTIME=${1:?usage: setup-venv.sh RUNTIME}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 REQ=$ROOT/conformance/runtimes/$RUNTIME/requirements.txt
-VENV=$ROOT/.venv-interop/$RUNTIME
+VENV=${INTEROP_HOME:-$ROOT/.venv-interop}/$RUNTIME
 PYTHON=${PYTHON:-python3}
 PIP_VERSION=26.3
 

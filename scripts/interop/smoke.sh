@@ -6,7 +6,7 @@ set -uo pipefail
 HTTP_PORT=${1:?usage: smoke.sh HTTP_PORT GRPC_PORT}
 GRPC_PORT=${2:?usage: smoke.sh HTTP_PORT GRPC_PORT}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-PY=${SMOKE_PYTHON:-$ROOT/.venv-interop/tritonclient/bin/python}
+PY=${SMOKE_PYTHON:-${INTEROP_HOME:-$ROOT/.venv-interop}/tritonclient/bin/python}
 BASE=http://127.0.0.1:$HTTP_PORT
 
 req() { # METHOD PATH [JSON]

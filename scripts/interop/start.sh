@@ -10,7 +10,9 @@ HTTP_PORT=${2:?usage: start.sh RUNTIME HTTP_PORT GRPC_PORT}
 GRPC_PORT=${3:?usage: start.sh RUNTIME HTTP_PORT GRPC_PORT}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIR=$ROOT/conformance/runtimes/$RUNTIME
-RUN=$ROOT/.venv-interop/run
+RUN=${INTEROP_HOME:-$ROOT/.venv-interop}/run
+# The runtime's start.sh takes its venv from VENV.
+export VENV=${INTEROP_HOME:-$ROOT/.venv-interop}/$RUNTIME
 deadline_override=${START_DEADLINE:-}
 # shellcheck source=/dev/null
 source "$DIR/runtime.env"

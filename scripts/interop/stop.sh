@@ -4,7 +4,7 @@
 # stops every runtime that has a PID file. Only ever signals the recorded process group.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-RUN=$ROOT/.venv-interop/run
+RUN=${INTEROP_HOME:-$ROOT/.venv-interop}/run
 DEADLINE=${STOP_DEADLINE:-30}
 
 group_alive() { pgrep -g "$1" > /dev/null 2>&1; }

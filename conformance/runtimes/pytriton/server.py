@@ -1,10 +1,13 @@
 """Fixture models (shared/spec/fixtures.md) served by real Triton 2.51 through PyTriton.
 
-Usage: server.py HTTP_PORT GRPC_PORT   (binds 127.0.0.1 only; foreground; SIGINT/SIGTERM stops)
+Usage: server.py HTTP_PORT GRPC_PORT [--with-versioned]
+(binds 127.0.0.1 only; foreground; SIGINT/SIGTERM stops)
 
-Every model uses batching=False (config.pbtxt max_batch_size: 0) so Triton reports exactly the declared shapes (no added
-batch dimension), and a non-batched inference callable: PyTriton hands it a list of requests
-and expects one dict of outputs per request.
+Every model uses batching=False (config.pbtxt max_batch_size: 0), so Triton reports exactly the
+declared shapes with no added batch dimension, and a non-batched inference callable: PyTriton
+hands it a list of requests and expects one dict of outputs per request. Deployed: add_sub,
+identity_<t> (no bf16: numpy has none) and the stream_count extension fixture. Not deployed:
+versioned (--with-versioned shows why: see README.md).
 """
 
 import logging
@@ -62,6 +65,17 @@ def versioned(version):
     return infer
 
 
+def stream_count(requests):
+    # Decoupled: each yield sends one response per request; returning ends the stream.
+    if len(requests) != 1:
+        raise FixtureError(f"stream_count handles one request per call, got {len(requests)}")
+    n = requests[0]["INPUT0"]
+    if n.shape != (1,) or n[0] < 0:
+        raise FixtureError(f"INPUT0 must be [1] with n >= 0, got {n.tolist()}")
+    for k in range(1, int(n[0]) + 1):
+        yield [{"OUTPUT0": np.array([k], dtype=np.int32)}]
+
+
 def bind_fixtures(triton, with_versioned):
     i32 = lambda name, shape: Tensor(name=name, dtype=np.int32, shape=shape)  # noqa: E731
     triton.bind(
@@ -81,6 +95,15 @@ def bind_fixtures(triton, with_versioned):
             config=NOT_BATCHED,
             strict=True,
         )
+    # Extension fixture for gRPC ModelStreamInfer (Triton serves decoupled models on gRPC streams only).
+    triton.bind(
+        model_name="stream_count",
+        infer_func=stream_count,
+        inputs=[i32("INPUT0", (1,))],
+        outputs=[i32("OUTPUT0", (1,))],
+        config=ModelConfig(batching=False, decoupled=True),
+        strict=True,
+    )
     if with_versioned:
         # See README: PyTriton cannot keep two versions of one model loaded.
         for version in (1, 2):

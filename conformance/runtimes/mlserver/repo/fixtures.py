@@ -58,7 +58,11 @@ class FixtureModel(MLModel):
                 raise InferenceError(f"input {name}: shape {inp.shape}, model expects {meta.shape}")
             if any(s < 0 for s in inp.shape):
                 raise InferenceError(f"input {name}: negative dimension in shape {inp.shape}")
-            values = flatten(list(inp.data))
+            root = getattr(inp.data, "root", inp.data)
+            if not isinstance(root, list):
+                # MLServer's TensorData also takes a bare scalar; the protocol wants an array.
+                raise InferenceError(f"input {name}: data must be an array, got {type(root).__name__}")
+            values = flatten(root)
             if len(values) != math.prod(inp.shape):
                 raise InferenceError(f"input {name}: {len(values)} elements for shape {inp.shape}")
             out[name] = (inp.shape, values)

@@ -1,0 +1,88 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func TestHistogramMergeAndEncodeRoundTrip(t *testing.T) {
+	a, b, union := NewHistogram(), NewHistogram(), NewHistogram()
+	for i := int64(1); i <= 1000; i++ {
+		recordClamped(a.h, i*1000)    // 1µs..1ms
+		recordClamped(b.h, i*1000000) // 1ms..1s
+		recordClamped(union.h, i*1000)
+		recordClamped(union.h, i*1000000)
+	}
+	if d := a.Merge(b); d != 0 {
+		t.Fatalf("Merge dropped %d values", d)
+	}
+	if !a.h.Equals(union.h) {
+		t.Fatalf("merged histogram differs from the union")
+	}
+	if got := a.Quantile(50); got < 990*time.Microsecond || got > 1010*time.Microsecond {
+		t.Errorf("p50 of the union = %v, want about 1ms", got)
+	}
+
+	js, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Histogram
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.h.Equals(a.h) || back.Count() != 2000 || back.Max() != a.Max() {
+		t.Errorf("decoded histogram differs: count %d max %v, want %d %v", back.Count(), back.Max(), a.Count(), a.Max())
+	}
+	if err := json.Unmarshal([]byte(`"not base64!"`), &back); err == nil {
+		t.Error("decoding garbage succeeded")
+	}
+}
+
+func TestRecordClampsOutOfRange(t *testing.T) {
+	h := NewHistogram()
+	if n := recordClamped(h.h, 2*histHighest); n != 1 {
+		t.Errorf("an over-range value returned %d, want 1", n)
+	}
+	if n := recordClamped(h.h, -5); n != 0 {
+		t.Errorf("a negative value returned %d, want 0", n)
+	}
+	if h.Count() != 2 || h.Max() < time.Duration(histHighest)*999/1000 {
+		t.Errorf("count %d max %v: want 2 values with the maximum at the range's top", h.Count(), h.Max())
+	}
+}
+
+func TestShardRecordsByOutcome(t *testing.T) {
+	s := newShards(1)[0]
+	s.record(0, 10, 100, nil)
+	s.record(0, 10, 200, &HTTPStatusError{Status: 503})
+	s.record(0, 10, 300, timeoutErr{})
+	tl := s.swap()
+	defer s.giveBack(tl)
+	if tl.ok != 1 || tl.errors != 1 || tl.timeouts != 1 {
+		t.Fatalf("ok %d errors %d timeouts %d, want 1 each", tl.ok, tl.errors, tl.timeouts)
+	}
+	if tl.response.TotalCount() != 2 || tl.failed.TotalCount() != 1 || tl.lag.TotalCount() != 3 {
+		t.Errorf("response %d failed %d lag %d values, want 2 (ok + censored timeout), 1, 3",
+			tl.response.TotalCount(), tl.failed.TotalCount(), tl.lag.TotalCount())
+	}
+	if tl.codes[errorKey{kindHTTP, 503}] != 1 {
+		t.Errorf("codes %v, want http_503 once", tl.codes)
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func BenchmarkRecord(b *testing.B) {
+	s := newShards(1)[0]
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		d := int64(i % 1000000)
+		s.record(0, d/4, d, nil)
+	}
+}
