@@ -12,7 +12,7 @@ FUZZTIME    ?= 5s
 
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench clean
+.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare interop clean
 
 all: build
 
@@ -45,16 +45,25 @@ unit:
 	$(GO) test -count=1 ./...
 
 race:
-	$(GO) test -count=1 -race ./tensor/... ./oip/... ./client/... ./reference/... ./loadgen/...
+	$(GO) test -count=1 -race ./tensor/... ./oip/... ./client/... ./reference/... ./loadgen/... ./conformance/... ./reports/...
 
 # fuzz runs each fuzz target briefly; `make fuzz FUZZTIME=1m` for longer.
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
 
-test: vet unit race fuzz
+test: vet verify unit race fuzz
 
 demo: build
 	scripts/demo.sh
+
+# verify fails when the conformance coverage table is stale, a blocking
+# requirement has neither a spec nor a waiver, or a spec names an unknown ID.
+verify:
+	scripts/verify.sh
+
+# bench-compare runs oipkit load beside ghz and wrk against the reference server.
+bench-compare: build
+	scripts/bench-compare.sh
 
 serve: build
 	$(BIN)/oipkit serve

@@ -20,7 +20,13 @@
 // failed check is graded is data: a requirement whose catalog level is MUST
 // or MUST (schema) fails the spec; any other level, and deviations the
 // catalog explicitly tolerates (e.g. HTTP 500 for an element-count mismatch,
-// A-18), is recorded as a warning report entry unless the run is strict.
+// A-18; 503 for "not ready", A-02), is recorded as a warning report entry
+// unless the run is strict. Two things fail whatever the level: a deviation
+// the catalog itself grades FAIL (a 5xx for a request the server must or
+// may refuse, OIP-REST-ERR-003), and a request that got no usable answer
+// (timeout, dropped connection, a body over the size limit, a server that is
+// no longer live after a negative spec). Informational checks (A-21
+// precision, version policy, platform names) only record notes.
 //
 // [Run] is the single entry point: the CLI (oipkit conform) and the go test
 // wrapper (conformance_test.go) both call it with an [Options] value. It

@@ -124,7 +124,8 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 			model string
 			in    obj
 		}{
-			{"identity_int32", obj{"name": "INPUT0", "datatype": "INT32", "shape": []int{1, 2}, "data": []any{1.0, 2.0}}},
+			// json.Number keeps the literal: encoding/json writes 1.0 as 1.
+			{"identity_int32", obj{"name": "INPUT0", "datatype": "INT32", "shape": []int{1, 2}, "data": []any{json.Number("1.0"), json.Number("2.0")}}},
 			{"identity_fp32", obj{"name": "INPUT0", "datatype": "FP32", "shape": []int{1, 2}, "data": []any{1, 2}}},
 			{"identity_int32", obj{"name": "INPUT0", "datatype": "INT32", "shape": []int{1, 1}, "data": []any{"1"}}},
 		}

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/oipkit/oipkit/reports"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
 )
@@ -845,7 +846,22 @@ func TestServerStopsAnswering(t *testing.T) {
 // TestMissingFixtureIsPartial: a server without one fixture model gets a
 // partial verdict (exit status 3), never a pass, and nothing fails.
 func TestMissingFixtureIsPartial(t *testing.T) {
-	const hidden = "identity_int8"
+	all := []string{"OIP-REST-CORE", "OIP-GRPC-CORE", "OIP-REST-BINARY"}
+	for _, c := range []struct {
+		hidden  string
+		skipped []string
+		partial []string // profiles that must be partial; the others pass
+	}{
+		{"identity_int8", []string{"OIP-REST-DATA-007", "OIP-GRPC-INFER-009", "OIP-EXT-BIN-002"}, all},
+		// The server versions its models (add_sub lists versions), so a
+		// missing versioned fixture is a gap, not "not applicable".
+		{"versioned", []string{"OIP-REST-INFER-002", "OIP-REST-MMETA-010", "OIP-REST-HEALTH-009"}, all[:2]},
+	} {
+		t.Run(c.hidden, func(t *testing.T) { testMissingFixture(t, c.hidden, c.skipped, c.partial) })
+	}
+}
+
+func testMissingFixture(t *testing.T, hidden string, wantSkipped, partial []string) {
 	b := breakage{
 		name: "without-" + hidden,
 		rest: &restHook{out: func(r *http.Request, a *answer) {
@@ -873,14 +889,18 @@ func TestMissingFixtureIsPartial(t *testing.T) {
 		t.Errorf("failed requirements %v, want none", failed)
 	}
 	skipped := run.report.WithStatus("skipped")
-	for _, id := range []string{"OIP-REST-DATA-007", "OIP-GRPC-INFER-009", "OIP-EXT-BIN-002"} {
+	for _, id := range wantSkipped {
 		if !slices.Contains(skipped, id) {
 			t.Errorf("%s is not skipped (skipped: %v)", id, skipped)
 		}
 	}
 	for _, p := range run.report.Profiles {
-		if p.Verdict != "partial" {
-			t.Errorf("profile %s: %s, want partial", p.Name, p.Verdict)
+		want := reports.VerdictPass
+		if slices.Contains(partial, p.Name) {
+			want = reports.VerdictPartial
+		}
+		if p.Verdict != want {
+			t.Errorf("profile %s: %s, want %s", p.Name, p.Verdict, want)
 		}
 	}
 	if !strings.Contains(run.output, "fixture not deployed: "+hidden) {

@@ -84,10 +84,17 @@ var variants = []breakage{
 		warned: []string{"OIP-REST-ERR-003", "OIP-REST-INFER-014", "OIP-REST-DATA-011"},
 	},
 	{
-		// What KServe Python and MLServer do (catalog §5 "Observed").
+		// What KServe Python and MLServer do (catalog §5 "Observed"). Like
+		// conformance/runtimes/kserve it cannot deploy the versioned
+		// fixture: version specs do not apply (A-41), the verdict is not
+		// partial.
 		name: "kserve-like",
 		rest: &restHook{
 			serve: func(w http.ResponseWriter, r *http.Request) bool {
+				if strings.HasPrefix(r.URL.Path, "/v2/models/versioned") {
+					jsonError(w, 404, `{"error":"Model with name versioned does not exist."}`)
+					return true
+				}
 				// A-08: versioned routes are not implemented.
 				if strings.Contains(r.URL.Path, "/versions/") {
 					jsonError(w, 501, `{"error":"Model versioning not supported yet"}`)
@@ -135,6 +142,9 @@ var variants = []breakage{
 			},
 		},
 		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if modelName(req) == "versioned" {
+				return nil, status.Error(codes.NotFound, "Model with name versioned does not exist.")
+			}
 			resp, err := h(ctx, req)
 			switch r := resp.(type) {
 			case *pb.ModelMetadataResponse:
@@ -230,4 +240,15 @@ func toRawOutputs(r *pb.ModelInferResponse) {
 		o.Contents = nil
 	}
 	r.RawOutputContents = raw
+}
+
+// modelName is the model a core RPC request names, or "".
+func modelName(req any) string {
+	switch r := req.(type) {
+	case *pb.ModelInferRequest:
+		return r.GetModelName()
+	case interface{ GetName() string }:
+		return r.GetName()
+	}
+	return ""
 }

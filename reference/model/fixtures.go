@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"time"
@@ -177,14 +178,8 @@ func (m delay) Infer(ctx context.Context, inputs map[string]tensor.Tensor, param
 	if err != nil {
 		return nil, err
 	}
-	if d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("delay: %w", context.Cause(ctx))
-		case <-t.C:
-		}
+	if err := sleepPrecisely(ctx, d); err != nil {
+		return nil, fmt.Errorf("delay: %w", err)
 	}
 	out, err := copyTensor(inputs[input0], output0)
 	if err != nil {
@@ -271,4 +266,35 @@ func cloneBytes(v [][]byte) [][]byte {
 		out[i] = buf[start:len(buf):len(buf)]
 	}
 	return out
+}
+
+// timerSlack is how early sleepPrecisely's timer fires. Go timers on a busy
+// machine wake up to about a millisecond late; the delay fixture exists to
+// give load generators a known service time, so the last stretch is spent
+// yielding instead.
+const timerSlack = time.Millisecond
+
+// sleepPrecisely waits d (honouring ctx): a timer for all but timerSlack,
+// then runtime.Gosched until the deadline.
+func sleepPrecisely(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	deadline := time.Now().Add(d)
+	if d > timerSlack {
+		t := time.NewTimer(d - timerSlack)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+	for time.Now().Before(deadline) {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		runtime.Gosched()
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ versioned (--with-versioned shows why: see README.md).
 """
 
 import logging
+import signal
 import sys
 
 import numpy as np
@@ -118,6 +119,10 @@ def bind_fixtures(triton, with_versioned):
             )
 
 
+def on_sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv):
     if len(argv) not in (3, 4):
         print("usage: server.py HTTP_PORT GRPC_PORT [--with-versioned]", file=sys.stderr)
@@ -138,6 +143,9 @@ def main(argv):
     # restricted_endpoints=[]: repository, statistics, shared-memory, trace and logging work
     # without the triton-access-token header that PyTriton 0.7 requires by default.
     security = TritonSecurityConfig(restricted_endpoints=[])
+    # PyTriton only cleans up (workspace in ~/.cache/pytriton, shared memory, tritonserver) on
+    # SIGINT; make SIGTERM, which scripts/interop/stop.sh sends, take the same path.
+    signal.signal(signal.SIGTERM, on_sigterm)
     with Triton(config=config, security_config=security) as triton:
         bind_fixtures(triton, with_versioned)
         triton.serve()
