@@ -50,6 +50,14 @@ func (g *grpcService) ModelMetadata(_ context.Context, req *inferencepb.ModelMet
 	return oip.ModelMetadataToProto(&md), nil
 }
 
+func (g *grpcService) ModelConfig(_ context.Context, req *inferencepb.ModelConfigRequest) (*inferencepb.ModelConfigResponse, error) {
+	md, err := g.s.repo.Metadata(req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &inferencepb.ModelConfigResponse{Config: modelConfigProto(md)}, nil
+}
+
 func (g *grpcService) ModelInfer(ctx context.Context, pb *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {
 	s := g.s
 	m, version, err := s.repo.Lookup(pb.GetModelName(), pb.GetModelVersion())

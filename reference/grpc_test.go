@@ -44,7 +44,7 @@ func TestGRPCHealthAndMetadata(t *testing.T) {
 	wantCode(t, err, codes.NotFound, "99")
 
 	smd, err := c.ServerMetadata(ctx, &inferencepb.ServerMetadataRequest{})
-	if err != nil || smd.GetName() != "oipkit-reference" || smd.GetVersion() != version.Version || !slices.Equal(smd.GetExtensions(), []string{"binary_tensor_data"}) {
+	if err != nil || smd.GetName() != "oipkit-reference" || smd.GetVersion() != version.Version || !slices.Equal(smd.GetExtensions(), reference.Extensions) {
 		t.Fatalf("ServerMetadata: %v %v", smd, err)
 	}
 

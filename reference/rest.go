@@ -29,6 +29,7 @@ const (
 	routeModelMetadata
 	routeModelReady
 	routeModelInfer
+	routeModelConfig
 	routeMetrics
 )
 
@@ -97,6 +98,8 @@ func matchRoute(escapedPath string) (route, bool) {
 		r.kind = routeModelReady
 	case len(rest) == 1 && rest[0] == "infer":
 		r.kind = routeModelInfer
+	case len(rest) == 1 && rest[0] == "config":
+		r.kind = routeModelConfig
 	default:
 		return route{}, false
 	}
@@ -175,6 +178,13 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, md)
+	case routeModelConfig:
+		md, err := s.repo.Metadata(rt.model, rt.version)
+		if err != nil {
+			writeError(w, httpStatus(err), err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, modelConfigREST(md))
 	case routeModelInfer:
 		s.serveInfer(w, r, rt)
 	case routeMetrics:

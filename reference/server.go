@@ -27,7 +27,7 @@ const ServerName = "oipkit-reference"
 
 // Extensions lists the protocol extensions the server implements and
 // advertises in its metadata.
-var Extensions = []string{"binary_tensor_data"}
+var Extensions = []string{"binary_tensor_data", "model_configuration"}
 
 // Server is the reference OIP server: REST and gRPC front ends over one
 // model repository.

@@ -1,0 +1,63 @@
+package reference
+
+import (
+	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
+)
+
+// Model configuration (Triton's model_configuration extension). Triton's
+// perf_analyzer refuses to run without it, so the reference server answers it
+// with the subset of Triton's ModelConfig that describes a model without
+// batching: the metadata shapes are the full shapes (max_batch_size 0).
+
+// modelConfigJSON is the REST form of the configuration; field names follow
+// Triton's model_config.proto, dims are JSON numbers as Triton writes them.
+type modelConfigJSON struct {
+	Name         string            `json:"name"`
+	Platform     string            `json:"platform"`
+	Backend      string            `json:"backend"`
+	MaxBatchSize int               `json:"max_batch_size"`
+	Input        []modelTensorJSON `json:"input"`
+	Output       []modelTensorJSON `json:"output"`
+}
+
+type modelTensorJSON struct {
+	Name     string  `json:"name"`
+	DataType string  `json:"data_type"`
+	Dims     []int64 `json:"dims"`
+}
+
+// configDataType maps an OIP datatype to Triton's DataType (BYTES is
+// TYPE_STRING there).
+func configDataType(d tensor.Datatype) inferencepb.DataType {
+	if d == tensor.Bytes {
+		return inferencepb.DataType_TYPE_STRING
+	}
+	if v, ok := inferencepb.DataType_value["TYPE_"+string(d)]; ok {
+		return inferencepb.DataType(v)
+	}
+	return inferencepb.DataType_TYPE_INVALID
+}
+
+func modelConfigREST(md oip.ModelMetadata) modelConfigJSON {
+	c := modelConfigJSON{Name: md.Name, Platform: md.Platform, Backend: "oipkit", Input: []modelTensorJSON{}, Output: []modelTensorJSON{}}
+	for _, t := range md.Inputs {
+		c.Input = append(c.Input, modelTensorJSON{t.Name, configDataType(t.Datatype).String(), t.Shape})
+	}
+	for _, t := range md.Outputs {
+		c.Output = append(c.Output, modelTensorJSON{t.Name, configDataType(t.Datatype).String(), t.Shape})
+	}
+	return c
+}
+
+func modelConfigProto(md oip.ModelMetadata) *inferencepb.ModelConfig {
+	c := &inferencepb.ModelConfig{Name: md.Name, Platform: md.Platform, Backend: "oipkit"}
+	for _, t := range md.Inputs {
+		c.Input = append(c.Input, &inferencepb.ModelInput{Name: t.Name, DataType: configDataType(t.Datatype), Dims: t.Shape})
+	}
+	for _, t := range md.Outputs {
+		c.Output = append(c.Output, &inferencepb.ModelOutput{Name: t.Name, DataType: configDataType(t.Datatype), Dims: t.Shape})
+	}
+	return c
+}
