@@ -12,7 +12,7 @@ FUZZTIME    ?= 5s
 
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare interop clean
+.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare interop grpcurl clean
 
 all: build
 
@@ -25,6 +25,8 @@ $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 $(TOOLS)/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+# grpcurl installs grpcurl for the README's gRPC examples.
+grpcurl: $(TOOLS)/grpcurl
 $(TOOLS)/grpcurl:
 	GOBIN=$(TOOLS) $(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION)
 $(TOOLS)/ginkgo:

@@ -36,6 +36,6 @@ step "conformance suite over REST and gRPC (reports in $OUT/conformance)"
 bin/oipkit conform --http "http://$HTTP_ADDR" --grpc "$GRPC_ADDR" --report-dir "$OUT/conformance" || status=$?
 
 step "load: add_sub over gRPC raw, concurrency 4, 5 s"
-bin/oipkit load --grpc "$GRPC_ADDR" --model add_sub --protocol grpc-raw --concurrency 4 --duration 5s --out "$OUT/load.json" || true
+bin/oipkit load --grpc "$GRPC_ADDR" --model add_sub --protocol grpc-raw --concurrency 4 --duration 5s --output "$OUT/load.json" || true
 
 exit "${status:-0}"
