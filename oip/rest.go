@@ -54,7 +54,7 @@ func encodeRESTRequest(req *InferRequest, binaryInput func(i int) bool, binaryOu
 	b = append(b, '{')
 	if req.ID != "" {
 		b = appendKey(b, 0, "id")
-		b = appendJSONString(b, req.ID)
+		b = tensor.AppendJSONString(b, req.ID)
 	}
 	var extra paramField
 	if binaryOutputs {
@@ -90,7 +90,7 @@ func encodeRESTRequest(req *InferRequest, binaryInput func(i int) bool, binaryOu
 			start := len(b)
 			b = append(b, '{')
 			b = appendKey(b, start, "name")
-			b = appendJSONString(b, o.Name)
+			b = tensor.AppendJSONString(b, o.Name)
 			if b, err = appendParametersField(b, start, o.Parameters, "", paramField{}); err != nil {
 				return nil, 0, fmt.Errorf("encode REST request: output %q: %w", o.Name, err)
 			}
@@ -120,11 +120,11 @@ func appendRESTTensor(b []byte, t tensor.Tensor, params Parameters, extra paramF
 	start := len(b)
 	b = append(b, '{')
 	b = appendKey(b, start, "name")
-	b = appendJSONString(b, t.Name)
+	b = tensor.AppendJSONString(b, t.Name)
 	b = appendKey(b, start, "shape")
 	b = appendShape(b, t.Shape)
 	b = appendKey(b, start, "datatype")
-	b = appendJSONString(b, string(t.Datatype))
+	b = tensor.AppendJSONString(b, string(t.Datatype))
 	b, err := appendParametersField(b, start, params, ParamBinaryDataSize, extra)
 	if err != nil {
 		return b, err
@@ -247,14 +247,14 @@ func EncodeRESTResponse(resp *InferResponse, binary func(output string) bool) (b
 	b := make([]byte, 0, hint+tailSize)
 	b = append(b, '{')
 	b = appendKey(b, 0, "model_name")
-	b = appendJSONString(b, resp.Model)
+	b = tensor.AppendJSONString(b, resp.Model)
 	if resp.Version != "" {
 		b = appendKey(b, 0, "model_version")
-		b = appendJSONString(b, resp.Version)
+		b = tensor.AppendJSONString(b, resp.Version)
 	}
 	if resp.ID != "" {
 		b = appendKey(b, 0, "id")
-		b = appendJSONString(b, resp.ID)
+		b = tensor.AppendJSONString(b, resp.ID)
 	}
 	if b, err = appendParametersField(b, 0, resp.Parameters, "", paramField{}); err != nil {
 		return nil, 0, fmt.Errorf("encode REST response: %w", err)

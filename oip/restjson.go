@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/oipkit/oipkit/tensor"
 )
@@ -31,60 +30,6 @@ func tooLargef(format string, args ...any) error {
 
 // ---- encoding ----
 
-// appendJSONString appends s as a JSON string with exactly the escaping of
-// encoding/json.Marshal: HTML-sensitive characters (<, >, &) and U+2028/U+2029
-// as \u escapes, invalid UTF-8 as \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
 
 // appendKey appends "key": to an object that was opened at index start,
 // preceded by a comma unless it is the object's first member.
@@ -144,7 +89,7 @@ func appendParametersField(dst []byte, start int, p Parameters, drop string, ext
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
+		dst = tensor.AppendJSONString(dst, k)
 		dst = append(dst, ':')
 		v := p[k]
 		if extra.key != "" && k == extra.key {
@@ -175,7 +120,7 @@ func appendParamValue(dst []byte, v any) ([]byte, error) {
 	case float32:
 		return appendJSONFloat(dst, float64(v))
 	case string:
-		return appendJSONString(dst, v), nil
+		return tensor.AppendJSONString(dst, v), nil
 	}
 	return dst, fmt.Errorf("unsupported value type %T (want bool, int64, uint64, float64 or string)", v)
 }

@@ -840,7 +840,7 @@ func AppendJSONData(dst []byte, t Tensor) ([]byte, error) {
 		}
 	case [][]byte:
 		for i, e := range v {
-			dst = appendJSONString(comma(dst, i), e)
+			dst = AppendJSONString(comma(dst, i), bytesAsString(e))
 		}
 	}
 	return append(dst, ']'), nil
@@ -882,21 +882,22 @@ func appendJSONFloat(dst []byte, f float64, bitSize int) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString writes b as a JSON string the way encoding/json does with
+// AppendJSONString appends s as a JSON string the way encoding/json does with
 // HTML escaping off: short escapes for \b \f \n \r \t, \u00XX for other
 // control characters, \u2028 and \u2029 escaped for JavaScript, and invalid
-// UTF-8 replaced by U+FFFD.
-func appendJSONString(dst, b []byte) []byte {
+// UTF-8 replaced by U+FFFD. The REST encoders of package oip use it too, so
+// every JSON string oipkit writes is escaped the same way.
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(b); {
-		c := b[i]
+	for i := 0; i < len(s); {
+		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
 				continue
 			}
-			dst = append(dst, b[start:i]...)
+			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':
 				dst = append(dst, '\\', c)
@@ -917,16 +918,16 @@ func appendJSONString(dst, b []byte) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRune(b[i:])
+		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, b[start:i]...)
+			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
 			i++
 			start = i
 			continue
 		}
 		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, b[start:i]...)
+			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
 			i += size
 			start = i
@@ -934,6 +935,15 @@ func appendJSONString(dst, b []byte) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, b[start:]...)
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// bytesAsString views b as a string without copying; the string must not
+// outlive b's contents.
+func bytesAsString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }

@@ -371,8 +371,8 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := strings.TrimSuffix(buf.String(), "\n")
-		if got := string(appendJSONString(nil, []byte(s))); got != want {
-			t.Errorf("appendJSONString(%q): got %s, want %s", s, got, want)
+		if got := string(AppendJSONString(nil, s)); got != want {
+			t.Errorf("AppendJSONString(%q): got %s, want %s", s, got, want)
 		}
 	}
 }
