@@ -102,7 +102,7 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		grade(on("OIP-GRPC-INFER-014", c, err))
 	})
 
-	It("uses the OIP field numbers, leaving no unknown fields", Req("OIP-GEN-007"), func(ctx SpecContext) {
+	It("uses the OIP field numbers and types, leaving no unknown fields", Req("OIP-GEN-007"), func(ctx SpecContext) {
 		req, _, _ := addSubPB(false)
 		req.Id = "gen-007"
 		resp, c := tgt.infer(ctx, req)
@@ -115,7 +115,12 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		if merr == nil {
 			merr = unknownFields(meta)
 		}
-		grade(on("OIP-GEN-007", c, err), on("OIP-GEN-007", mc, merr))
+		model, mmc, wire := modelMetadata(ctx, &pb.ModelMetadataRequest{Name: "add_sub"})
+		mmerr := mmc.wantOK()
+		if mmerr == nil {
+			mmerr = errs(wire, unknownFields(model))
+		}
+		grade(on("OIP-GEN-007", c, err), on("OIP-GEN-007", mc, merr), on("OIP-GEN-007", mmc, mmerr))
 	})
 
 	It("runs a batch of three rows", Req("OIP-GRPC-INFER-001"), func(ctx SpecContext) {

@@ -15,6 +15,9 @@ type grpcCase struct {
 	codes []codes.Code // recommended codes (OIP-GRPC-ERR-002)
 	// versions marks cases that need a server that versions models.
 	versions bool
+	// soft, when set, grades a server that accepts the request as a warning
+	// under req, for the reason given (see finding.soft).
+	soft string
 }
 
 var invalid = []codes.Code{codes.InvalidArgument}
@@ -51,7 +54,10 @@ var grpcCases = []grpcCase{
 			c := r.Inputs[0].Contents
 			c.IntContents = append(c.IntContents, 16)
 		})},
-	{text: "INT32 data in fp32_contents", req: "OIP-GRPC-INFER-009", codes: invalid,
+	// The catalog marks this rejection "(implied; Triton errors)": the MUST
+	// of OIP-GRPC-INFER-009 binds the sender to the matching field; what a
+	// server does with a mismatch is only implied.
+	{text: "INT32 data in fp32_contents", req: "OIP-GRPC-INFER-009", codes: invalid, soft: "implied (catalog: OIP-GRPC-INFER-009 test)",
 		build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
 			c := r.Inputs[0].Contents
 			fp := make([]float32, len(c.IntContents))
@@ -82,7 +88,8 @@ var grpcCases = []grpcCase{
 		build: addSubPBWith(true, func(r *pb.ModelInferRequest) { r.RawInputContents[0] = r.RawInputContents[0][:60] })},
 	{text: "one raw buffer for two inputs", req: "OIP-GRPC-RAW-008", codes: invalid,
 		build: addSubPBWith(true, func(r *pb.ModelInferRequest) { r.RawInputContents = r.RawInputContents[:1] })},
-	{text: "FP16 data in fp32_contents", req: "OIP-GRPC-INFER-011", codes: invalid,
+	// The catalog grades FP16 in fp32_contents as soft.
+	{text: "FP16 data in fp32_contents", req: "OIP-GRPC-INFER-011", codes: invalid, soft: "A-06",
 		build: func() *pb.ModelInferRequest {
 			return &pb.ModelInferRequest{ModelName: "identity_fp16", Inputs: []*pb.ModelInferRequest_InferInputTensor{{
 				Name: "INPUT0", Datatype: "FP16", Shape: []int64{1, 2},
@@ -103,10 +110,9 @@ var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
 			afterNegative()
 			_, call := tgt.infer(ctx, req)
 			fs := grpcRejection(call, c.req, c.codes...)
-			if c.req == "OIP-GRPC-INFER-011" {
-				// The catalog grades FP16 in fp32_contents as soft.
-				for i := range fs {
-					fs[i].soft = "A-06"
+			for i := range fs {
+				if c.soft != "" && fs[i].req == c.req {
+					fs[i].soft = c.soft
 				}
 			}
 			grade(fs...)

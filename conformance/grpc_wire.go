@@ -2,10 +2,16 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
@@ -241,3 +247,193 @@ func outputsOf(m proto.Message) []*pb.ModelInferResponse_InferOutputTensor {
 	}
 	return nil
 }
+
+// ----- ModelMetadata, read tolerantly -----
+
+// rawReply receives a reply's bytes undecoded (see rawCodec).
+type rawReply struct{ b []byte }
+
+// rawCodec marshals requests with protobuf and hands the reply over as
+// bytes, so that the suite can look at the wire layout itself. Its name is
+// the default codec's, so the content-type stays application/grpc+proto.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("raw codec: cannot marshal %T", v)
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	r, ok := v.(*rawReply)
+	if !ok {
+		return fmt.Errorf("raw codec: cannot unmarshal into %T", v)
+	}
+	r.b = data.Materialize()
+	return nil
+}
+
+func (rawCodec) Name() string { return "proto" }
+
+// fieldProperties is ModelMetadataResponse.properties, map<string, string>
+// (OIP-PROTO only, catalog §4.2).
+const fieldProperties = 6
+
+// fetchModelMetadata calls ModelMetadata and decodes the answer tolerantly,
+// as OIP-GRPC-META-003 asks: when field 6 is not OIP-PROTO's
+// map<string, string> properties, fields 1-5 are still read, and wire says
+// precisely what field 6 holds. err is the call's status; a reply that
+// cannot be read at all becomes the INTERNAL status grpc-go would have made
+// up, so that it counts as no usable answer.
+func (t *target) fetchModelMetadata(ctx context.Context, req *pb.ModelMetadataRequest) (resp *pb.ModelMetadataResponse, err, wire error) {
+	cctx, cancel := t.grpc.Context(ctx)
+	defer cancel()
+	var raw rawReply
+	err = t.grpc.Conn().Invoke(cctx, "/inference.GRPCInferenceService/ModelMetadata", req, &raw, grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		return nil, err, nil
+	}
+	resp, wire, derr := decodeModelMetadata(raw.b)
+	if derr != nil {
+		return nil, status.Errorf(codes.Internal, "grpc: failed to unmarshal the received response: %v", derr), nil
+	}
+	return resp, nil, wire
+}
+
+// modelMetadata is fetchModelMetadata for a spec: the call is recorded as
+// evidence and counts toward the server still answering.
+func modelMetadata(ctx context.Context, req *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, *call, error) {
+	c := &call{method: "/inference.GRPCInferenceService/ModelMetadata", req: req}
+	resp, err, wire := tgt.fetchModelMetadata(ctx, req)
+	c.err = err
+	if err == nil {
+		c.resp = resp
+	}
+	tgt.noteAnswer(grpcNoAnswer(err), c.method)
+	return resp, c, wire
+}
+
+// decodeModelMetadata decodes b as OIP-PROTO's ModelMetadataResponse. When
+// that fails, it decodes b again without field 6 and reports field 6 in
+// wire; when it succeeds, wire still reports property values that are
+// protobuf messages rather than strings. err means b cannot be read at all.
+func decodeModelMetadata(b []byte) (m *pb.ModelMetadataResponse, wire, err error) {
+	m = &pb.ModelMetadataResponse{}
+	strict := proto.Unmarshal(b, m)
+	if strict == nil {
+		return m, propertiesLayout(b, nil), nil
+	}
+	m = &pb.ModelMetadataResponse{}
+	if err := proto.Unmarshal(withoutField(b, fieldProperties), m); err != nil {
+		return nil, nil, strict
+	}
+	return m, propertiesLayout(b, strict), nil
+}
+
+// withoutField returns b with every record of field num removed; b is
+// returned unchanged if it does not parse.
+func withoutField(b []byte, num protowire.Number) []byte {
+	out := make([]byte, 0, len(b))
+	for rest := b; len(rest) > 0; {
+		n, typ, tagLen := protowire.ConsumeTag(rest)
+		if tagLen < 0 {
+			return b
+		}
+		valLen := protowire.ConsumeFieldValue(n, typ, rest[tagLen:])
+		if valLen < 0 {
+			return b
+		}
+		if n != num {
+			out = append(out, rest[:tagLen+valLen]...)
+		}
+		rest = rest[tagLen+valLen:]
+	}
+	return out
+}
+
+// propertiesLayout describes field 6 when it is not map<string, string>:
+// the strict decoding error, if any, and each entry whose value is not a
+// string or is an InferParameter message (map<string, InferParameter>, the
+// "parameters" some servers' protos declare as field 6) — a value that
+// happens to be valid UTF-8 decodes as a string, silently wrong.
+func propertiesLayout(b []byte, strict error) error {
+	var list []error
+	if strict != nil {
+		list = append(list, fmt.Errorf("ModelMetadataResponse does not decode with OIP-PROTO (%v); fields 1-5 decode without field 6", strict))
+	}
+	for rest := b; len(rest) > 0; {
+		n, typ, tagLen := protowire.ConsumeTag(rest)
+		if tagLen < 0 {
+			break
+		}
+		valLen := protowire.ConsumeFieldValue(n, typ, rest[tagLen:])
+		if valLen < 0 {
+			break
+		}
+		if n == fieldProperties {
+			if typ != protowire.BytesType {
+				list = append(list, fmt.Errorf("field 6 has wire type %d; OIP-PROTO declares map<string, string> properties (length-delimited entries)", typ))
+			} else {
+				entry, _ := protowire.ConsumeBytes(rest[tagLen:])
+				if err := propertyEntryErr(entry); err != nil {
+					list = append(list, err)
+				}
+			}
+		}
+		rest = rest[tagLen+valLen:]
+	}
+	if len(list) > 0 && strict == nil {
+		list = append([]error{errors.New("ModelMetadataResponse field 6 is not OIP-PROTO's map<string, string> properties")}, list...)
+	}
+	return errs(list...)
+}
+
+// propertyEntryErr checks one map entry of field 6: key (1) and value (2)
+// must be strings.
+func propertyEntryErr(entry []byte) error {
+	var key, value []byte
+	for rest := entry; len(rest) > 0; {
+		n, typ, tagLen := protowire.ConsumeTag(rest)
+		if tagLen < 0 {
+			return fmt.Errorf("field 6 entry %s is not a map entry", hexClip(entry, 64))
+		}
+		valLen := protowire.ConsumeFieldValue(n, typ, rest[tagLen:])
+		if valLen < 0 {
+			return fmt.Errorf("field 6 entry %s is not a map entry", hexClip(entry, 64))
+		}
+		if typ == protowire.BytesType && (n == 1 || n == 2) {
+			v, _ := protowire.ConsumeBytes(rest[tagLen:])
+			if n == 1 {
+				key = v
+			} else {
+				value = v
+			}
+		} else if n == 1 || n == 2 {
+			return fmt.Errorf("field 6 entry: field %d has wire type %d, want a string", n, typ)
+		}
+		rest = rest[tagLen+valLen:]
+	}
+	if !utf8.Valid(key) {
+		return fmt.Errorf("field 6 entry key %s is not a UTF-8 string", hexClip(key, 64))
+	}
+	var p pb.InferParameter
+	if looksLikeMessage(value) && proto.Unmarshal(value, &p) == nil && p.GetParameterChoice() != nil && len(p.ProtoReflect().GetUnknown()) == 0 {
+		return fmt.Errorf("properties[%q] holds bytes %s, which are the protobuf message InferParameter{%s}, not a string: field 6 is map<string, InferParameter>",
+			key, hexClip(value, 64), strings.TrimSuffix(strings.TrimPrefix(protoText(&p), "{"), "}"))
+	}
+	if !utf8.Valid(value) {
+		return fmt.Errorf("properties[%q] holds bytes %s, which are not a UTF-8 string", key, hexClip(value, 64))
+	}
+	return nil
+}
+
+// looksLikeMessage reports a value that starts with a control byte, as
+// every protobuf message with a field numbered below 4 does and no
+// reasonable property string does.
+func looksLikeMessage(b []byte) bool { return len(b) > 0 && b[0] < 0x20 }

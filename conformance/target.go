@@ -260,9 +260,7 @@ func (t *target) deployed(ctx context.Context, name string) bool {
 		}
 	}
 	if t.grpc != nil {
-		cctx, cancel := t.grpc.Context(ctx)
-		defer cancel()
-		_, err := t.grpc.Stub().ModelMetadata(cctx, &inferencepb.ModelMetadataRequest{Name: name})
+		_, err, _ := t.fetchModelMetadata(ctx, &inferencepb.ModelMetadataRequest{Name: name})
 		return err == nil
 	}
 	return false
@@ -286,9 +284,7 @@ func (t *target) listsVersions(ctx context.Context, model string) bool {
 		}
 	}
 	if t.grpc != nil {
-		cctx, cancel := t.grpc.Context(ctx)
-		defer cancel()
-		m, err := t.grpc.Stub().ModelMetadata(cctx, &inferencepb.ModelMetadataRequest{Name: model})
+		m, err, _ := t.fetchModelMetadata(ctx, &inferencepb.ModelMetadataRequest{Name: model})
 		return err == nil && len(m.GetVersions()) > 0
 	}
 	return false
@@ -393,9 +389,24 @@ func (t *target) probe() bool {
 }
 
 // do sends one HTTP request through the REST client's raw interface.
+//
+// Every request is marked replayable: an HTTP/1.1 server may close a
+// kept-alive connection at any time (uvicorn does so after a 500, without
+// "Connection: close"), and a request that went out on such a connection
+// just before the close fails with a reset unless the client sends it again
+// on a fresh connection, as curl does. The suite's requests are safe to
+// replay (fixtures are stateless), and net/http replays only requests it is
+// told are idempotent: an Idempotency-Key with no value says so and is not
+// sent on the wire. Without this, one spec's server error turns the next
+// spec's request into "no answer".
 func (t *target) do(ctx context.Context, method, path string, header http.Header, body []byte) *exchange {
 	e := &exchange{method: method, path: path, reqHeader: header, reqBody: body}
-	resp, err := t.rest.Do(ctx, method, path, header, body)
+	sent := header.Clone()
+	if sent == nil {
+		sent = http.Header{}
+	}
+	sent["Idempotency-Key"] = nil
+	resp, err := t.rest.Do(ctx, method, path, sent, body)
 	if err != nil {
 		e.err = err
 		if !errors.Is(err, client.ErrResponseTooLarge) { // too large is still an answer

@@ -30,7 +30,6 @@ func tooLargef(format string, args ...any) error {
 
 // ---- encoding ----
 
-
 // appendKey appends "key": to an object that was opened at index start,
 // preceded by a comma unless it is the object's first member.
 func appendKey(dst []byte, start int, key string) []byte {

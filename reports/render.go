@@ -112,8 +112,8 @@ func messageText(m Message) string {
 	if m.Status != "" {
 		fmt.Fprintf(&b, "%s\n", m.Status)
 	}
-	for k, vs := range m.Header {
-		for _, v := range vs {
+	for _, k := range sortedKeys(m.Header) {
+		for _, v := range m.Header[k] {
 			fmt.Fprintf(&b, "%s: %s\n", k, v)
 		}
 	}

@@ -89,17 +89,52 @@ func TestRenderings(t *testing.T) {
 
 func TestMatrix(t *testing.T) {
 	var b bytes.Buffer
-	err := WriteMatrix(&b, []*ConformanceReport{sampleReport("triton", StatusFailed), sampleReport("mlserver", StatusPassed)})
+	cols := []MatrixColumn{{Report: sampleReport("triton", StatusFailed)}, {Report: sampleReport("mlserver", StatusPassed), Name: "MLServer"}}
+	omitted, err := WriteMatrix(&b, cols)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"| | triton 1.0 | mlserver 1.0 |", "| OIP-REST-INFER-006 (MUST) | ❌ failed | ✅ passed |", "| **OIP-REST-CORE** | **fail** | **fail** |"} {
+	for _, want := range []string{"| | triton 1.0 | MLServer |", "| OIP-REST-INFER-006 (MUST) | [**fail**](#c1-oip-rest-infer-006) | pass |",
+		"| OIP-REST-ERR-003 (SHOULD) | warn | warn |", "| **OIP-REST-CORE** | **fail** | **fail** |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("matrix lacks %q:\n%s", want, out)
 		}
 	}
-	if err := WriteMatrix(&b, nil); err == nil {
+	if omitted != 1 || strings.Contains(out, "OIP-EXT-BIN-014") {
+		t.Errorf("omitted %d; the requirement nobody checked (OIP-EXT-BIN-014) must be left out:\n%s", omitted, out)
+	}
+	if _, err := WriteMatrix(&b, nil); err == nil {
 		t.Error("WriteMatrix(nil): no error")
+	}
+}
+
+// Every failed requirement in the compatibility document carries the
+// catalog's citation and the evidence of its failed check, under the
+// anchor its matrix cell links to.
+func TestCompatibility(t *testing.T) {
+	var b bytes.Buffer
+	cols := []MatrixColumn{{Report: sampleReport("triton", StatusFailed), Links: []string{"[report](runtimes/pytriton/report.md)"}},
+		{Report: sampleReport("mlserver", StatusPassed)}}
+	cite := func(id string) (Citation, bool) {
+		return Citation{Level: "MUST", Statement: "the id is echoed", Source: "OIP-REST §Inference Request JSON Object"}, id == "OIP-REST-INFER-006"
+	}
+	if err := WriteCompatibility(&b, cols, cite); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		`<a id="c1-oip-rest-infer-006"></a>`,
+		"#### triton 1.0 — OIP-REST-INFER-006 (MUST)",
+		"Spec: the id is echoed *Src:* OIP-REST §Inference Request JSON Object.",
+		"POST /v2/models/add_sub/infer",
+		`{"model_name":"add_sub"}`,
+		"Details: [report](runtimes/pytriton/report.md)",
+		"### mlserver 1.0: 0 failed",
+		"- **OIP-REST-ERR-003** (SHOULD)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compatibility document lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -41,6 +41,9 @@ type breakage struct {
 	quiet []string
 	// args are extra `oipkit conform` arguments (e.g. a short --timeout).
 	args []string
+	// answered: the server answers every request, so no finding may say
+	// that a request got no answer.
+	answered bool
 }
 
 type restHook struct {

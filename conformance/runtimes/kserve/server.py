@@ -65,6 +65,9 @@ class Fixture(Model):
 
     def arrays(self, req: InferRequest) -> dict:
         """Checks req against the declared inputs (KServe does not); returns name -> ndarray."""
+        names = [i.name for i in req.inputs]
+        if len(names) != len(set(names)):
+            raise InvalidInput(f"inputs {sorted(names)} name an input more than once")
         got = {i.name: i for i in req.inputs}
         if set(got) != {t["name"] for t in self.inputs}:
             raise InvalidInput(f"inputs {sorted(got)} do not match the model's inputs {[t['name'] for t in self.inputs]}")

@@ -45,6 +45,9 @@ class FixtureModel(MLModel):
     def tensors(self, req: types.InferenceRequest) -> dict:
         """Checks req against the declared inputs; returns name -> flat list of elements."""
         declared = {t.name: t for t in self.settings.inputs}
+        names = [i.name for i in req.inputs]
+        if len(names) != len(set(names)):
+            raise InferenceError(f"inputs {sorted(names)} name an input more than once")
         got = {i.name: i for i in req.inputs}
         if set(got) != set(declared):
             raise InferenceError(f"inputs {sorted(got)} do not match the model's inputs {sorted(declared)}")
