@@ -63,6 +63,14 @@ demo: build
 verify:
 	scripts/verify.sh
 
+# interop runs the reference server, PyTriton (Triton), MLServer and KServe one at a time, each
+# from its pinned venv in .venv-interop/ (installed on first use): oipkit conform, NVIDIA's
+# tritonclient and a short oipkit load run against each, then writes reports/runtimes/*/,
+# reports/compatibility.md and reports/performance.md. See conformance/runtimes/README.md.
+# INTEROP_ALLOW_SETUP_FAILURE=1 skips a runtime whose venv cannot be installed.
+interop: build
+	scripts/interop/all.sh
+
 # bench-compare runs oipkit load beside ghz and wrk against the reference server.
 bench-compare: build
 	scripts/bench-compare.sh

@@ -336,23 +336,48 @@ func decodeModelMetadata(b []byte) (m *pb.ModelMetadataResponse, wire, err error
 	return m, propertiesLayout(b, strict), nil
 }
 
+// record is one top-level field of a protobuf message as it is on the wire.
+type record struct {
+	num   protowire.Number
+	typ   protowire.Type
+	whole []byte // tag and value
+	value []byte // the contents of a length-delimited value, else nil
+}
+
+// records splits a message into its top-level fields; ok is false when b
+// does not parse as protobuf.
+func records(b []byte) (rs []record, ok bool) {
+	for len(b) > 0 {
+		n, typ, tagLen := protowire.ConsumeTag(b)
+		if tagLen < 0 {
+			return rs, false
+		}
+		valLen := protowire.ConsumeFieldValue(n, typ, b[tagLen:])
+		if valLen < 0 {
+			return rs, false
+		}
+		r := record{num: n, typ: typ, whole: b[:tagLen+valLen]}
+		if typ == protowire.BytesType {
+			r.value, _ = protowire.ConsumeBytes(b[tagLen:])
+		}
+		rs = append(rs, r)
+		b = b[tagLen+valLen:]
+	}
+	return rs, true
+}
+
 // withoutField returns b with every record of field num removed; b is
 // returned unchanged if it does not parse.
 func withoutField(b []byte, num protowire.Number) []byte {
+	rs, ok := records(b)
+	if !ok {
+		return b
+	}
 	out := make([]byte, 0, len(b))
-	for rest := b; len(rest) > 0; {
-		n, typ, tagLen := protowire.ConsumeTag(rest)
-		if tagLen < 0 {
-			return b
+	for _, r := range rs {
+		if r.num != num {
+			out = append(out, r.whole...)
 		}
-		valLen := protowire.ConsumeFieldValue(n, typ, rest[tagLen:])
-		if valLen < 0 {
-			return b
-		}
-		if n != num {
-			out = append(out, rest[:tagLen+valLen]...)
-		}
-		rest = rest[tagLen+valLen:]
 	}
 	return out
 }
@@ -367,26 +392,17 @@ func propertiesLayout(b []byte, strict error) error {
 	if strict != nil {
 		list = append(list, fmt.Errorf("ModelMetadataResponse does not decode with OIP-PROTO (%v); fields 1-5 decode without field 6", strict))
 	}
-	for rest := b; len(rest) > 0; {
-		n, typ, tagLen := protowire.ConsumeTag(rest)
-		if tagLen < 0 {
-			break
-		}
-		valLen := protowire.ConsumeFieldValue(n, typ, rest[tagLen:])
-		if valLen < 0 {
-			break
-		}
-		if n == fieldProperties {
-			if typ != protowire.BytesType {
-				list = append(list, fmt.Errorf("field 6 has wire type %d; OIP-PROTO declares map<string, string> properties (length-delimited entries)", typ))
-			} else {
-				entry, _ := protowire.ConsumeBytes(rest[tagLen:])
-				if err := propertyEntryErr(entry); err != nil {
-					list = append(list, err)
-				}
+	rs, _ := records(b)
+	for _, r := range rs {
+		switch {
+		case r.num != fieldProperties:
+		case r.typ != protowire.BytesType:
+			list = append(list, fmt.Errorf("field 6 has wire type %d; OIP-PROTO declares map<string, string> properties (length-delimited entries)", r.typ))
+		default:
+			if err := propertyEntryErr(r.value); err != nil {
+				list = append(list, err)
 			}
 		}
-		rest = rest[tagLen+valLen:]
 	}
 	if len(list) > 0 && strict == nil {
 		list = append([]error{errors.New("ModelMetadataResponse field 6 is not OIP-PROTO's map<string, string> properties")}, list...)
@@ -397,27 +413,23 @@ func propertiesLayout(b []byte, strict error) error {
 // propertyEntryErr checks one map entry of field 6: key (1) and value (2)
 // must be strings.
 func propertyEntryErr(entry []byte) error {
+	rs, ok := records(entry)
+	if !ok {
+		return fmt.Errorf("field 6 entry %s is not a map entry", hexClip(entry, 64))
+	}
 	var key, value []byte
-	for rest := entry; len(rest) > 0; {
-		n, typ, tagLen := protowire.ConsumeTag(rest)
-		if tagLen < 0 {
-			return fmt.Errorf("field 6 entry %s is not a map entry", hexClip(entry, 64))
+	for _, r := range rs {
+		if r.num != 1 && r.num != 2 {
+			continue
 		}
-		valLen := protowire.ConsumeFieldValue(n, typ, rest[tagLen:])
-		if valLen < 0 {
-			return fmt.Errorf("field 6 entry %s is not a map entry", hexClip(entry, 64))
+		if r.typ != protowire.BytesType {
+			return fmt.Errorf("field 6 entry: field %d has wire type %d, want a string", r.num, r.typ)
 		}
-		if typ == protowire.BytesType && (n == 1 || n == 2) {
-			v, _ := protowire.ConsumeBytes(rest[tagLen:])
-			if n == 1 {
-				key = v
-			} else {
-				value = v
-			}
-		} else if n == 1 || n == 2 {
-			return fmt.Errorf("field 6 entry: field %d has wire type %d, want a string", n, typ)
+		if r.num == 1 {
+			key = r.value
+		} else {
+			value = r.value
 		}
-		rest = rest[tagLen+valLen:]
 	}
 	if !utf8.Valid(key) {
 		return fmt.Errorf("field 6 entry key %s is not a UTF-8 string", hexClip(key, 64))

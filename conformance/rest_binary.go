@@ -314,7 +314,7 @@ var _ = Describe("REST binary tensor data errors", Over(TransportREST), Needs(Fe
 			afterNegative()
 			h, b := c.build()
 			e := tgt.postRaw(ctx, "add_sub", h, b)
-			grade(rejection(e, c.req, "OIP-REST-ERR-001", "")...)
+			grade(rejection(e, c.req, "OIP-REST-ERR-001", "", false)...)
 		})
 	}
 })

@@ -15,6 +15,9 @@ type restCase struct {
 	body  func() []byte
 	// soft500 is the ambiguity that downgrades an HTTP 500 to a warning.
 	soft500 string
+	// want4xx: the requirement's own test asks for a 4xx, so a 5xx fails
+	// it as well as OIP-REST-ERR-003 (see rejection).
+	want4xx bool
 }
 
 // addSubWith returns an add_sub JSON body after mutate has changed it.
@@ -34,8 +37,8 @@ func literal(s string) func() []byte { return func() []byte { return []byte(s) }
 
 var restCases = []restCase{
 	{text: "an unknown model", req: "OIP-REST-INFER-022", model: "does_not_exist", body: addSubWith(func(restBody) {})},
-	{text: "an empty body", req: "OIP-REST-INFER-004", body: literal("")},
-	{text: "a body that is not valid JSON", req: "OIP-REST-INFER-024", body: literal(`{"inputs": [`)},
+	{text: "an empty body", req: "OIP-REST-INFER-004", want4xx: true, body: literal("")},
+	{text: "a body that is not valid JSON", req: "OIP-REST-INFER-024", want4xx: true, body: literal(`{"inputs": [`)},
 	{text: "a body without inputs", req: "OIP-REST-INFER-005", body: literal(`{}`)},
 	{text: "a body with outputs but no inputs", req: "OIP-REST-INFER-005", body: literal(`{"outputs": []}`)},
 	{text: "an input without a name", req: "OIP-REST-INFER-009", body: addSubWith(func(b restBody) { delete(input0(b), "name") })},
@@ -81,7 +84,7 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 				model = "add_sub"
 			}
 			e := tgt.postRaw(ctx, model, nil, c.body())
-			fs := rejection(e, c.req, "OIP-REST-ERR-001", c.soft500)
+			fs := rejection(e, c.req, "OIP-REST-ERR-001", c.soft500, c.want4xx)
 			if c.model != "" {
 				// A-03: an unknown model may be answered 400 or 404.
 				fs = append(unknownModel(e, c.req, "OIP-REST-ERR-001"), serverFault(e))

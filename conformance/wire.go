@@ -190,11 +190,19 @@ func (e *exchange) errorBody() error {
 
 // rejection grades the answer to a request the server must refuse. req is
 // the requirement the request violates, bodyReq the one requiring the
-// {"error": string} body. soft500, when set, is the ambiguity that lets an
-// HTTP 500 pass as a warning (A-18 for element-count mismatches); any other
-// 5xx is a server fault, which OIP-REST-ERR-003 grades FAIL whatever the
-// level. The spec must carry the labels bodyReq and OIP-REST-ERR-003.
-func rejection(e *exchange, req, bodyReq, soft500 string) []finding {
+// {"error": string} body. The spec must carry the labels bodyReq and
+// OIP-REST-ERR-003.
+//
+// The catalog's "error response" is any status >= 400 with that body (§2
+// preamble), so a 5xx satisfies req itself; the 5xx is judged once, under
+// OIP-REST-ERR-003, which grades it FAIL whatever the level ("FAIL =
+// 5xx"). Two exceptions: want4xx, for requirements whose own test asks for
+// a 4xx (an empty body, OIP-REST-INFER-004; malformed JSON,
+// OIP-REST-INFER-024), where a 5xx also fails req; and soft500, the
+// ambiguity that lets an HTTP 500 pass as a warning of req and
+// OIP-REST-ERR-003 alike (A-18, element-count mismatches, whose test
+// expects a 4xx too).
+func rejection(e *exchange, req, bodyReq, soft500 string, want4xx bool) []finding {
 	if err := e.answered(); err != nil {
 		return []finding{on("", e, err)}
 	}
@@ -204,10 +212,13 @@ func rejection(e *exchange, req, bodyReq, soft500 string) []finding {
 		return []finding{on(req, e, fmt.Errorf("%s %s: %s, want an error status (typically 400) with {\"error\": string}", e.method, e.path, e.got()))}
 	case e.status >= 500:
 		err := fmt.Errorf("%s %s: %s, want 4xx: a 5xx reports a server fault, not a rejected request", e.method, e.path, e.got())
-		if soft500 != "" && e.status == http.StatusInternalServerError {
+		switch {
+		case soft500 != "" && e.status == http.StatusInternalServerError:
 			fs = append(fs, softOn(req, soft500, e, err), softOn(errStatusReq, soft500, e, err))
-		} else {
+		case want4xx || soft500 != "":
 			fs = append(fs, on(req, e, err), serverFault(e))
+		default:
+			fs = append(fs, serverFault(e))
 		}
 	case e.status != 400:
 		fs = append(fs, on(errStatusReq, e, fmt.Errorf("%s %s: got %d, want 400 (\"typically 400\")", e.method, e.path, e.status)))

@@ -171,7 +171,8 @@ func ToProtoResponse(resp *InferResponse, raw bool) (*inferencepb.ModelInferResp
 }
 
 // FromProtoResponse converts a ModelInferResponse, accepting data in either
-// raw_output_contents or typed contents (never both). Errors wrap ErrInvalid.
+// raw_output_contents or typed contents (never both; an empty contents
+// message beside raw data is tolerated). Errors wrap ErrInvalid.
 // BYTES elements decoded from raw contents alias the message's buffers.
 func FromProtoResponse(pb *inferencepb.ModelInferResponse) (*InferResponse, error) {
 	if pb == nil {
@@ -180,8 +181,12 @@ func FromProtoResponse(pb *inferencepb.ModelInferResponse) (*InferResponse, erro
 	raw := pb.GetRawOutputContents()
 	usedRaw := len(raw) > 0
 	if err := checkRawForm(raw, len(pb.GetOutputs()), "output", func(i int) (string, bool) {
+		// An empty contents message next to raw data holds nothing that
+		// could contradict it (MLServer 1.7.1 sends one with every raw
+		// output): the data is unambiguous, so a client reads it. Contents
+		// with values stay an error.
 		o := pb.GetOutputs()[i]
-		return o.GetName(), o.GetContents() != nil
+		return o.GetName(), o.GetContents() != nil && contentsLen(o.GetContents()) > 0
 	}); err != nil {
 		return nil, err
 	}

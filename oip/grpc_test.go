@@ -189,6 +189,10 @@ func TestFromProtoResponse(t *testing.T) {
 		}}, true},
 		{"raw", &inferencepb.ModelInferResponse{ModelName: "m", Outputs: []*inferencepb.ModelInferResponse_InferOutputTensor{out("A", nil), out("B", nil)},
 			RawOutputContents: [][]byte{le32(1, 2), le32(3, 4)}}, true},
+		// MLServer 1.7.1: an empty contents message beside every raw output.
+		{"raw with empty contents", &inferencepb.ModelInferResponse{ModelName: "m", Outputs: []*inferencepb.ModelInferResponse_InferOutputTensor{
+			out("A", &inferencepb.InferTensorContents{}), out("B", &inferencepb.InferTensorContents{}),
+		}, RawOutputContents: [][]byte{le32(1, 2), le32(3, 4)}}, true},
 		{"both", &inferencepb.ModelInferResponse{ModelName: "m", Outputs: []*inferencepb.ModelInferResponse_InferOutputTensor{
 			out("A", nil), out("B", &inferencepb.InferTensorContents{IntContents: []int32{3, 4}}),
 		}, RawOutputContents: [][]byte{le32(1, 2), le32(3, 4)}}, false},

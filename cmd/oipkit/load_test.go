@@ -39,6 +39,8 @@ func TestLoadAndReportExitCodes(t *testing.T) {
 		{"report merge", []string{"report", out("a.json"), out("b.json"), "--output", out("m.json")}, exitPass},
 		{"report threshold", []string{"report", "--threshold", "rps>1e12", out("a.json")}, exitThreshold},
 		{"report missing file", []string{"report", out("none.json")}, exitUsage},
+		{"report compare", []string{"report", "--compare", out("a.json"), out("b.json")}, exitPass},
+		{"report compare with a gate", []string{"report", "--compare", "--threshold", "p99<1s", out("a.json")}, exitUsage},
 	} {
 		var stdout, stderr bytes.Buffer
 		if got := run(context.Background(), c.args, &stdout, &stderr); got != c.code {

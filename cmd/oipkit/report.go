@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/reports"
 )
 
 func init() {
@@ -24,7 +26,12 @@ overlapped in time count as parallel generators whose rates add up, others
 as consecutive runs. --threshold gates the (merged) result as in 'oipkit
 load', with the same exit status: 0 pass, 1 usage error or unreadable file,
 3 a threshold failed, 4 an input was generator-bound, 2 an input run did
-not complete.`)
+not complete.
+
+--compare writes the results side by side as a Markdown table instead
+(grouped by protocol, servers in the order of the files; no merge, no
+gates), preceded by the settings the runs share.`)
+	compare := fs.Bool("compare", false, "print the results side by side as a Markdown table instead of merging them")
 	fs.Var(&thresholds, "threshold", "CI gate such as p99<20ms (repeatable)")
 	fs.StringVar(&format, "format", "text", "stdout `format`: text, json, csv (intervals), summary-csv or hgrm")
 	fs.StringVar(&output, "output", "", "write the (merged) JSON result to `file`")
@@ -57,6 +64,30 @@ not complete.`)
 			return usageError("%v", err)
 		}
 		results = append(results, r)
+	}
+	if *compare {
+		if len(thresholds) > 0 || output != "" {
+			return usageError("report: --compare takes neither --threshold nor --output")
+		}
+		seen := map[string]int{}
+		for _, r := range results {
+			if r.Target != nil {
+				name := strings.TrimSpace(r.Target.Server.Name + " " + r.Target.Server.Version)
+				if _, ok := seen[name]; !ok {
+					seen[name] = len(seen)
+				}
+			}
+		}
+		order := func(server string) int {
+			if i, ok := seen[server]; ok {
+				return i
+			}
+			return len(seen)
+		}
+		if err := reports.WritePerformance(os.Stdout, results, order); err != nil {
+			return usageError("%v", err)
+		}
+		return nil
 	}
 	res := results[0]
 	if len(results) > 1 {

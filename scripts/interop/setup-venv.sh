@@ -20,6 +20,19 @@ if [[ -f $VENV/.stamp && $(cat "$VENV/.stamp") == "$want" ]]; then
 fi
 
 start=$(date +%s)
+# Debian's own python3 ships venv without ensurepip (package python3-venv); pyenv and
+# python.org builds include it. Install the Debian package when we may.
+if ! "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; then
+  if [[ $(id -u) == 0 ]] && command -v apt-get > /dev/null; then
+    pkg=python$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')-venv
+    echo "setup-venv: $PYTHON lacks ensurepip; installing $pkg" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$pkg" > /dev/null 2>&1 ||
+      { apt-get update -qq > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$pkg" > /dev/null; }
+  else
+    echo "setup-venv: $PYTHON cannot create venvs (no ensurepip): install python3-venv, or set PYTHON" >&2
+    exit 1
+  fi
+fi
 rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check "pip==$PIP_VERSION"

@@ -7,7 +7,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 RUN=${INTEROP_HOME:-$ROOT/.venv-interop}/run
 DEADLINE=${STOP_DEADLINE:-30}
 
-group_alive() { pgrep -g "$1" > /dev/null 2>&1; }
+# kill -0 on a process group succeeds while any member lives (no procps needed).
+group_alive() { kill -0 -- "-$1" 2> /dev/null; }
 
 stop_one() {
   local runtime=$1 pidfile=$RUN/$1.pid pid t0

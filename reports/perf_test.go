@@ -1,0 +1,66 @@
+package reports
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oipkit/oipkit/client"
+	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/oip"
+)
+
+func loadResult(server string, p client.Protocol, rps float64, p50, p99 time.Duration, errors int64) *loadgen.Result {
+	r := &loadgen.Result{EndReason: loadgen.EndCompleted, Target: &loadgen.TargetInfo{Server: oip.ServerMetadata{Name: server, Version: "1.0"}}}
+	r.Config.Target.Protocol = p
+	r.Config.Target.Model = "add_sub"
+	r.Config.Load.Concurrency = 4
+	r.Config.Load.Duration = loadgen.Duration(10 * time.Second)
+	r.Rates.Completed = rps
+	r.Counts.Completed, r.Counts.Errors = int64(rps*10), errors
+	r.Latency.Response.P50, r.Latency.Response.P99 = int64(p50), int64(p99)
+	return r
+}
+
+// The table groups rows by protocol, keeps the caller's server order within
+// a protocol, and says which rows are not server figures.
+func TestWritePerformance(t *testing.T) {
+	rs := []*loadgen.Result{
+		loadResult("mlserver", client.ProtocolGRPCRaw, 1157, 3*time.Millisecond, 6*time.Millisecond, 0),
+		loadResult("oipkit-reference", client.ProtocolHTTP, 7015, 451*time.Microsecond, 2386*time.Microsecond, 0),
+		loadResult("oipkit-reference", client.ProtocolGRPCRaw, 7971, 448*time.Microsecond, 1375*time.Microsecond, 0),
+		loadResult("mlserver", client.ProtocolHTTP, 1409, 2365*time.Microsecond, 6177*time.Microsecond, 3),
+	}
+	order := map[string]int{"oipkit-reference 1.0": 0, "mlserver 1.0": 1}
+	var b bytes.Buffer
+	if err := WritePerformance(&b, rs, func(s string) int { return order[s] }); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	rows := []string{
+		"| REST JSON | oipkit-reference 1.0 | 7015 | 0.451 | 2.386 | 70150 | 0 |",
+		"| REST JSON | mlserver 1.0 | 1409 | 2.365 | 6.177 | 14090 | 3 |",
+		"| gRPC raw | oipkit-reference 1.0 | 7971 | 0.448 | 1.375 | 79710 | 0 |",
+		"| gRPC raw | mlserver 1.0 | 1157 | 3.000 | 6.000 | 11570 | 0 |",
+	}
+	last := -1
+	for _, row := range rows {
+		i := strings.Index(out, row)
+		if i < 0 || i < last {
+			t.Errorf("row %q missing or out of order:\n%s", row, out)
+		}
+		last = i
+	}
+	for _, want := range []string{"load: closed loop, concurrency 4", "duration: 10s", "- mlserver 1.0 over REST JSON: 3 failed requests"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "differ in") {
+		t.Errorf("runs with the same settings reported as different:\n%s", out)
+	}
+	if err := WritePerformance(&b, nil, nil); err == nil {
+		t.Error("no results: no error")
+	}
+}
