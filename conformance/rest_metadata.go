@@ -109,6 +109,26 @@ var _ = Describe("REST server metadata", Over(TransportREST), func() {
 		grade(on("OIP-REST-SMETA-001", e, err))
 	})
 
+	// A healthy server cannot be made to fail GET /v2, so this check is
+	// opportunistic: whenever server metadata fails, the answer must carry
+	// an error status and the {"error": string} body. It fails a server whose
+	// /v2 breaks with, say, a 503 and an HTML page.
+	It("answers a failed server-metadata request with an error status and an {\"error\": string} body", Req("OIP-REST-SMETA-005"), func(ctx SpecContext) {
+		e := tgt.get(ctx, "/v2")
+		var err error
+		switch {
+		case e.answered() != nil:
+			err = e.answered()
+		case e.status >= 200 && e.status < 300:
+			note("OIP-REST-SMETA-005", "GET /v2 succeeded (%d); the error form was not observed", e.status)
+		case e.status < 400:
+			err = fmt.Errorf("GET /v2: %s, want 200 or an error status (>= 400) with {\"error\": string}", e.got())
+		default:
+			err = e.errorBody()
+		}
+		grade(on("OIP-REST-SMETA-005", e, err))
+	})
+
 	It("has a string name, a string version and an array of string extensions", Req("OIP-REST-SMETA-002"), func(ctx SpecContext) {
 		e := tgt.get(ctx, "/v2")
 		m, err := e.jsonObject()

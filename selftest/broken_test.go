@@ -137,6 +137,19 @@ var breakages = []breakage{
 		warned: []string{"OIP-REST-HEALTH-014"},
 	},
 	{
+		name: "rest-server-metadata-503-html",
+		rest: &restHook{out: func(r *http.Request, a *answer) {
+			if r.URL.Path == "/v2" {
+				a.status = 503
+				a.header.Set("Content-Type", "text/html")
+				a.body = []byte("<html><body>Service Unavailable</body></html>")
+			}
+		}},
+		// Everything read from GET /v2 fails with it: the extensions array
+		// (OIP-GEN-004) and the binary extension advertised there (OIP-EXT-BIN-001).
+		failed: []string{"OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-REST-SMETA-001", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"},
+	},
+	{
 		name: "rest-metadata-without-extensions",
 		rest: &restHook{out: func(r *http.Request, a *answer) {
 			if r.URL.Path == "/v2" {

@@ -13,7 +13,7 @@ import (
 	"github.com/oipkit/oipkit/tensor"
 )
 
-// The fixture contract (specs/fixtures.yaml, /work/shared/spec/fixtures.md)
+// The fixture contract (specs/fixtures.yaml)
 // fixes every name, datatype and shape below.
 
 // Tensor names used by the fixtures.
