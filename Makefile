@@ -12,7 +12,7 @@ FUZZTIME    ?= 5s
 
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare interop grpcurl clean
+.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl clean
 
 all: build
 
@@ -70,6 +70,11 @@ verify:
 # INTEROP_ALLOW_SETUP_FAILURE=1 skips a runtime whose venv cannot be installed.
 interop: build
 	scripts/interop/all.sh
+
+# perf-analyzer-compare runs Triton's perf_analyzer (in a Debian trixie chroot:
+# it needs glibc 2.38) and oipkit load side by side against the reference server.
+perf-analyzer-compare: build
+	scripts/perf-analyzer-compare.sh
 
 # bench-compare runs oipkit load beside ghz and wrk against the reference server.
 bench-compare: build
