@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/oipkit/oipkit/oip"
@@ -268,20 +269,26 @@ func cloneBytes(v [][]byte) [][]byte {
 	return out
 }
 
-// timerSlack is how early sleepPrecisely's timer fires. Go timers on a busy
-// machine wake up to about a millisecond late; the delay fixture exists to
-// give load generators a known service time, so the last stretch is spent
-// yielding instead.
-const timerSlack = time.Millisecond
+// The delay fixture exists to give load generators a known service time, so
+// it sleeps precisely without burning a CPU that the client on the same
+// machine needs. Go timers wake up to about a millisecond late for short
+// waits (the netpoller sleeps in whole milliseconds), so sleepPrecisely uses
+// a timer for all but the last timerSlack, a nanosleep of the goroutine's
+// thread (hrtimer, late by ~50-100 µs) to spinAhead before the deadline, and
+// yields for the rest.
+const (
+	timerSlack = 2 * time.Millisecond
+	spinAhead  = 100 * time.Microsecond
+)
 
-// sleepPrecisely waits d (honouring ctx): a timer for all but timerSlack,
-// then runtime.Gosched until the deadline.
+// sleepPrecisely waits d, honouring ctx except during the final nanosleep
+// (at most timerSlack).
 func sleepPrecisely(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
 	deadline := time.Now().Add(d)
-	if d > timerSlack {
+	if d > timerSlack+spinAhead {
 		t := time.NewTimer(d - timerSlack)
 		select {
 		case <-ctx.Done():
@@ -290,11 +297,18 @@ func sleepPrecisely(ctx context.Context, d time.Duration) error {
 		case <-t.C:
 		}
 	}
-	for time.Now().Before(deadline) {
-		if ctx.Err() != nil {
+	for {
+		rem := time.Until(deadline)
+		switch {
+		case rem <= 0:
+			return nil
+		case ctx.Err() != nil:
 			return context.Cause(ctx)
+		case rem > spinAhead:
+			ts := syscall.NsecToTimespec(int64(rem - spinAhead))
+			_ = syscall.Nanosleep(&ts, nil) // EINTR only shortens the sleep
+		default:
+			runtime.Gosched()
 		}
-		runtime.Gosched()
 	}
-	return nil
 }
