@@ -18,16 +18,10 @@ func init() {
 	register(command{Name: "conform", Summary: "run the OIP conformance suite against a server (default: the bundled reference server)", Run: runConform})
 }
 
-// Exit statuses of oipkit conform, beyond 0 (every selected profile passed)
-// and 1 (a blocking requirement failed).
-const (
-	exitIncomplete = 2 // the run could not start or complete (or a usage error)
-	exitPartial    = 3 // nothing failed, but some applicable specs were skipped
-)
-
-// osExit is os.Exit; conform needs exit statuses 2 and 3, which the command
-// dispatcher does not express.
-var osExit = os.Exit
+// exitIncomplete is conform's status when the run could not start or
+// complete; reports.ConformanceReport.ExitCode gives the others (0 pass,
+// 1 a blocking requirement failed, 3 partial: specs were skipped).
+const exitIncomplete = 2
 
 // listFlag collects a repeatable flag.
 type listFlag []string
@@ -114,8 +108,7 @@ fixture model is not deployed).`)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "oipkit conform: %v\n", err)
 		if rep == nil {
-			osExit(exitIncomplete)
-			return nil
+			return exitError{exitIncomplete}
 		}
 	}
 	fmt.Println()
@@ -131,9 +124,8 @@ fixture model is not deployed).`)
 	case 1:
 		return errors.New("conformance failed: a blocking requirement failed")
 	default:
-		osExit(code)
+		return exitError{code}
 	}
-	return nil
 }
 
 // startReference starts the bundled reference server on free loopback ports.
