@@ -2,6 +2,7 @@ package loadgen_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -56,4 +57,32 @@ func run(t *testing.T, cfg loadgen.Config) *loadgen.Result {
 		t.Fatalf("Run: %v", err)
 	}
 	return res
+}
+
+// TestUnknownModelFailsFast: a ready server that answers NOT_FOUND / 404
+// for the model ends the run at once, not after the readiness timeout.
+func TestUnknownModelFailsFast(t *testing.T) {
+	srv := referencetest.Start(t)
+	for _, p := range []client.Protocol{client.ProtocolHTTP, client.ProtocolGRPC} {
+		t.Run(string(p), func(t *testing.T) {
+			cfg := loadgen.Config{
+				Target: loadgen.TargetConfig{Protocol: p, Model: "does_not_exist", ReadyTimeout: loadgen.Duration(time.Minute)},
+				Load:   loadgen.LoadConfig{Concurrency: 1, Duration: loadgen.Duration(100 * time.Millisecond)},
+			}
+			if p.IsGRPC() {
+				cfg.Target.GRPC = srv.GRPCAddr()
+			} else {
+				cfg.Target.HTTP = srv.HTTPURL()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			tg, err := loadgen.NewTarget(ctx, cfg)
+			if err == nil {
+				tg.Close()
+			}
+			if !errors.Is(err, loadgen.ErrNotReady) || ctx.Err() != nil {
+				t.Fatalf("NewTarget for an unknown model: %v (ctx %v), want ErrNotReady before the deadline", err, ctx.Err())
+			}
+		})
+	}
 }

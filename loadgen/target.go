@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
@@ -224,6 +225,11 @@ func (t *OIPTarget) waitReady(ctx context.Context, timeout time.Duration) error 
 			if err == nil && !ok {
 				err = fmt.Errorf("model %q is not ready", t.cfg.Model)
 			}
+			// A ready server that does not know the model will not learn
+			// it by waiting: say so now rather than after the timeout.
+			if notFound(err) {
+				return fmt.Errorf("%w: model %q (version %q) not found: %v", ErrNotReady, t.cfg.Model, t.cfg.ModelVersion, err)
+			}
 		}
 		if err == nil {
 			return nil
@@ -236,6 +242,13 @@ func (t *OIPTarget) waitReady(ctx context.Context, timeout time.Duration) error 
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// notFound reports an answer that says the model does not exist (HTTP 404 or
+// gRPC NOT_FOUND), as opposed to a model that is still loading.
+func notFound(err error) bool {
+	var ce *client.Error
+	return errors.As(err, &ce) && (ce.HTTPStatus == http.StatusNotFound || ce.GRPCCode == codes.NotFound)
 }
 
 // encode serializes one request for the target's protocol.
