@@ -470,19 +470,9 @@ func DecodeInferResponse(raw *RawResponse) (*oip.InferResponse, error) {
 	fail := func(msg string, err error) error {
 		return &Error{Op: op, HTTPStatus: raw.Status, Message: msg, Body: raw.Body, Header: raw.Header, Err: err}
 	}
-	headerLen := -1
-	if vs := raw.Header.Values(oip.HeaderInferenceHeaderContentLength); len(vs) > 0 {
-		v := strings.TrimSpace(vs[0])
-		n, err := strconv.Atoi(v)
-		switch {
-		case len(vs) > 1:
-			return nil, fail(fmt.Sprintf("%d %s headers", len(vs), oip.HeaderInferenceHeaderContentLength), nil)
-		case err != nil:
-			return nil, fail(fmt.Sprintf("%s %q is not an integer", oip.HeaderInferenceHeaderContentLength, v), err)
-		case n < 0 || n > len(raw.Body):
-			return nil, fail(fmt.Sprintf("%s %d is outside the %d-byte body", oip.HeaderInferenceHeaderContentLength, n, len(raw.Body)), nil)
-		}
-		headerLen = n
+	headerLen, err := oip.ParseHeaderLength(raw.Header.Values(oip.HeaderInferenceHeaderContentLength), len(raw.Body))
+	if err != nil {
+		return nil, fail(err.Error(), err)
 	}
 	resp, err := oip.DecodeRESTResponse(raw.Body, headerLen)
 	if err != nil {

@@ -321,13 +321,7 @@ func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 const modelInferMethod = inferencepb.GRPCInferenceService_ModelInfer_FullMethodName
 
 func (t *OIPTarget) checkREST(p *payload, resp *client.RawResponse) error {
-	hl := -1
-	if v := resp.Header.Get(oip.HeaderInferenceHeaderContentLength); v != "" {
-		if _, err := fmt.Sscan(v, &hl); err != nil {
-			return &ValidationError{Detail: "bad " + oip.HeaderInferenceHeaderContentLength + ": " + v}
-		}
-	}
-	r, err := oip.DecodeRESTResponse(resp.Body, hl)
+	r, err := client.DecodeInferResponse(resp)
 	if err != nil {
 		return &ValidationError{Detail: err.Error()}
 	}

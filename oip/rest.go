@@ -3,11 +3,39 @@ package oip
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/oipkit/oipkit/tensor"
 )
 
 // REST JSON and binary-data-extension encodings of inference messages.
+
+// ParseHeaderLength reads the Inference-Header-Content-Length values of a
+// request or response whose body is bodyLen bytes long: -1 when the header is
+// absent, otherwise an integer from 0 to bodyLen. It is the one parser of the
+// header for the server, the client and the load generator; errors wrap
+// ErrInvalid.
+func ParseHeaderLength(values []string, bodyLen int) (int, error) {
+	switch len(values) {
+	case 0:
+		return -1, nil
+	case 1:
+	default:
+		return 0, fmt.Errorf("%w: %s given %d times", ErrInvalid, HeaderInferenceHeaderContentLength, len(values))
+	}
+	v := strings.TrimSpace(values[0])
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%w: %s %q is not an integer", ErrInvalid, HeaderInferenceHeaderContentLength, v)
+	case n < 0:
+		return 0, fmt.Errorf("%w: %s %q is negative", ErrInvalid, HeaderInferenceHeaderContentLength, v)
+	case n > bodyLen:
+		return 0, fmt.Errorf("%w: %s %q is larger than the %d-byte body", ErrInvalid, HeaderInferenceHeaderContentLength, v, bodyLen)
+	}
+	return n, nil
+}
 
 // RESTEncoding chooses how a request is written.
 type RESTEncoding struct {

@@ -458,3 +458,30 @@ func TestDecodeBinaryBytesAliasBody(t *testing.T) {
 		t.Errorf("element has spare capacity %d; appending to it would overwrite the body", cap(el))
 	}
 }
+
+func TestParseHeaderLength(t *testing.T) {
+	for _, c := range []struct {
+		values []string
+		body   int
+		want   int
+		err    string
+	}{
+		{nil, 10, -1, ""},
+		{[]string{"4"}, 10, 4, ""},
+		{[]string{" 10 "}, 10, 10, ""},
+		{[]string{"0"}, 10, 0, ""},
+		{[]string{"11"}, 10, 0, "larger than the 10-byte body"},
+		{[]string{"1073741824"}, 13, 0, "larger than the 13-byte body"},
+		{[]string{"-1"}, 10, 0, "negative"},
+		{[]string{"x"}, 10, 0, "not an integer"},
+		{[]string{"4", "4"}, 10, 0, "given 2 times"},
+	} {
+		got, err := ParseHeaderLength(c.values, c.body)
+		switch {
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("ParseHeaderLength(%q, %d) = %d, %v, want %d", c.values, c.body, got, err, c.want)
+		case c.err != "" && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("ParseHeaderLength(%q, %d) error %v, want ErrInvalid containing %q", c.values, c.body, err, c.err)
+		}
+	}
+}

@@ -223,19 +223,16 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		fail(err)
 		return
 	}
-	headerLen, err := parseHeaderLength(r.Header)
-	if err != nil {
-		fail(err)
-		return
-	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		fail(err)
 		return
 	}
-	if headerLen > len(body) {
-		fail(invalidf("%s %q is larger than the %d-byte body", oip.HeaderInferenceHeaderContentLength,
-			r.Header.Get(oip.HeaderInferenceHeaderContentLength), len(body)))
+	// A length of 0 (Triton's "raw binary request") is refused by the
+	// decoder: this server does not implement it.
+	headerLen, err := oip.ParseHeaderLength(r.Header.Values(oip.HeaderInferenceHeaderContentLength), len(body))
+	if err != nil {
+		fail(err)
 		return
 	}
 	req, err := oip.DecodeRESTRequest(body, headerLen, oip.Limits{MaxElements: s.cfg.MaxTensorElements})
@@ -264,31 +261,6 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(out)
-}
-
-// parseHeaderLength reads Inference-Header-Content-Length: -1 when absent, a
-// non-negative integer otherwise. 0 would announce Triton's "raw binary
-// request" (the body is the single input's bytes), which this server does
-// not implement.
-func parseHeaderLength(h http.Header) (int, error) {
-	vals := h.Values(oip.HeaderInferenceHeaderContentLength)
-	switch len(vals) {
-	case 0:
-		return -1, nil
-	case 1:
-	default:
-		return 0, invalidf("%s given %d times", oip.HeaderInferenceHeaderContentLength, len(vals))
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(vals[0]))
-	if err != nil || n < 0 {
-		return 0, invalidf("invalid %s %q: want a non-negative integer no larger than the body",
-			oip.HeaderInferenceHeaderContentLength, vals[0])
-	}
-	if n == 0 {
-		return 0, invalidf("%s %q: raw binary requests (no JSON header) are not supported",
-			oip.HeaderInferenceHeaderContentLength, vals[0])
-	}
-	return n, nil
 }
 
 // readBody reads the whole request body, at most MaxBodyBytes. The buffer
