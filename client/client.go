@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -149,3 +150,21 @@ func (o Options) withDefaults(grpc bool) Options {
 
 // userAgent identifies the client unless Options.Header sets User-Agent.
 var userAgent = "oipkit/" + version.Version
+
+// ParseHeaders parses "Key: Value" lines (the --header flags of oipkit conform
+// and load) into a header for Options.Header; blank lines are skipped.
+func ParseHeaders(lines []string) (http.Header, error) {
+	h := http.Header{}
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("header %q: want \"Key: Value\"", l)
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	return h, nil
+}

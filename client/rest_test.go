@@ -728,3 +728,17 @@ func BenchmarkRESTPostInfer(b *testing.B) {
 		}
 	}
 }
+
+func TestParseHeaders(t *testing.T) {
+	h, err := client.ParseHeaders([]string{"Authorization: Bearer x", " X-Tenant:a ", ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := http.Header{"Authorization": {"Bearer x"}, "X-Tenant": {"a"}}
+	if len(h) != len(want) || h.Get("Authorization") != "Bearer x" || h.Get("X-Tenant") != "a" {
+		t.Errorf("ParseHeaders = %v, want %v", h, want)
+	}
+	if _, err := client.ParseHeaders([]string{"no colon"}); err == nil {
+		t.Error("ParseHeaders(\"no colon\"): no error")
+	}
+}

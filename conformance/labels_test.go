@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/onsi/ginkgo/v2/types"
@@ -51,20 +50,6 @@ func TestLabelFilterSelectsByFeatureAndTransport(t *testing.T) {
 		if got := f(c.labels); got != c.want {
 			t.Errorf("filter %q on %v = %v, want %v", expr, c.labels, got, c.want)
 		}
-	}
-}
-
-func TestParseHeaders(t *testing.T) {
-	h, err := ParseHeaders([]string{"Authorization: Bearer x", " X-Tenant:a ", ""})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := http.Header{"Authorization": {"Bearer x"}, "X-Tenant": {"a"}}
-	if len(h) != len(want) || h.Get("Authorization") != "Bearer x" || h.Get("X-Tenant") != "a" {
-		t.Errorf("ParseHeaders = %v, want %v", h, want)
-	}
-	if _, err := ParseHeaders([]string{"no colon"}); err == nil {
-		t.Error("ParseHeaders(\"no colon\"): no error")
 	}
 }
 

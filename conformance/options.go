@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oipkit/oipkit/client"
 )
 
 // Options configure a conformance run. The CLI fills them from flags and the
@@ -115,7 +117,7 @@ func OptionsFromEnv() (opts Options, ok bool, err error) {
 	}
 	if v := os.Getenv(EnvHeaders); v != "" {
 		lines := strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == ';' })
-		if opts.Header, err = ParseHeaders(lines); err != nil {
+		if opts.Header, err = client.ParseHeaders(lines); err != nil {
 			return opts, true, fmt.Errorf("%s: %w", EnvHeaders, err)
 		}
 	}
@@ -148,23 +150,6 @@ func ParseFeatures(s string) ([]Feature, error) {
 		fs = append(fs, f)
 	}
 	return fs, nil
-}
-
-// ParseHeaders parses "Key: Value" lines into a header.
-func ParseHeaders(lines []string) (http.Header, error) {
-	h := http.Header{}
-	for _, l := range lines {
-		l = strings.TrimSpace(l)
-		if l == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(l, ":")
-		if !ok || strings.TrimSpace(k) == "" {
-			return nil, fmt.Errorf("header %q: want \"Key: Value\"", l)
-		}
-		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
-	return h, nil
 }
 
 func splitList(s string) []string {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -125,15 +124,12 @@ func clientOptions(cfg Config) (client.Options, error) {
 		}
 		opts.Connections = min(w, 1024)
 	}
-	for _, h := range tc.Headers {
-		k, v, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(k) == "" {
-			return opts, configErr("header %q: want 'Key: Value'", h)
+	if len(tc.Headers) > 0 {
+		h, err := client.ParseHeaders(tc.Headers)
+		if err != nil {
+			return opts, configErr("%v", err)
 		}
-		if opts.Header == nil {
-			opts.Header = http.Header{}
-		}
-		opts.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		opts.Header = h
 	}
 	if tc.TLS || tc.CA != "" || tc.InsecureSkipVerify {
 		tcfg := &tls.Config{InsecureSkipVerify: tc.InsecureSkipVerify} //nolint:gosec // opt-in flag for test servers

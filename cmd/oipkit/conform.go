@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/conformance"
 	"github.com/oipkit/oipkit/reference"
 	"github.com/oipkit/oipkit/reports"
@@ -22,12 +23,6 @@ func init() {
 // complete; reports.ConformanceReport.ExitCode gives the others (0 pass,
 // 1 a blocking requirement failed, 3 partial: specs were skipped).
 const exitIncomplete = 2
-
-// listFlag collects a repeatable flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // ginkgoT receives ginkgo's overall pass/fail; the report decides the exit
 // status, so it only has to exist.
@@ -52,7 +47,7 @@ failed; 2 the run could not start or complete (unreachable target, usage
 error, server stopped answering); 3 partial (specs were skipped, e.g. a
 fixture model is not deployed).`)
 	var opts conformance.Options
-	var headers, profiles listFlag
+	var headers, profiles multiFlag
 	features := fs.String("features", "", "comma-separated `list` of supported extensions, overriding the advertised ones (\"none\" for no extension)")
 	fs.StringVar(&opts.HTTPURL, "http", "", "REST base `URL` of the server under test")
 	fs.StringVar(&opts.GRPCAddr, "grpc", "", "gRPC `host:port` of the server under test")
@@ -73,7 +68,7 @@ fixture model is not deployed).`)
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
 	var err error
-	if opts.Header, err = conformance.ParseHeaders(headers); err != nil {
+	if opts.Header, err = client.ParseHeaders(headers); err != nil {
 		return fmt.Errorf("%w: --header: %v", errUsage, err)
 	}
 	for _, p := range profiles {

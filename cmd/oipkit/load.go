@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -50,12 +49,6 @@ func exitCodeOf(err error) int {
 	}
 	return -1
 }
-
-// multiFlag collects a repeated string flag.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ", ") }
-func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
 // loadFlags are the flags of `oipkit load` that do not map one to one onto
 // loadgen.Config.

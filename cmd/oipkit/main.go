@@ -37,6 +37,12 @@ func register(c command) {
 	commands[c.Name] = c
 }
 
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ", ") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
 // errUsage marks a command-line mistake (exit status 2).
 var errUsage = errors.New("usage error")
 
