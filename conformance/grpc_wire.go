@@ -14,38 +14,25 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/oipkit/oipkit/oip"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
 )
 
 // pbRequest builds a ModelInferRequest carrying ts as typed contents, or as
-// raw_input_contents when raw is set. FP16/BF16 are always raw, the only form
-// they have (OIP-GRPC-INFER-011). The suite's own tensors always encode.
+// raw_input_contents when raw is set, with the project's one gRPC encoder.
+// FP16/BF16 are always raw, the only form they have (OIP-GRPC-INFER-011).
+// The suite's own tensors always encode.
 func pbRequest(model string, raw bool, ts ...tensor.Tensor) *pb.ModelInferRequest {
-	req := &pb.ModelInferRequest{ModelName: model}
+	req := &oip.InferRequest{Model: model}
 	for _, t := range ts {
-		if t.Datatype == tensor.FP16 || t.Datatype == tensor.BF16 {
-			raw = true
-		}
+		req.Inputs = append(req.Inputs, oip.InferInput{Tensor: t})
 	}
-	for _, t := range ts {
-		in := &pb.ModelInferRequest_InferInputTensor{Name: t.Name, Datatype: string(t.Datatype), Shape: t.Shape}
-		if raw {
-			b, err := tensor.EncodeRaw(t)
-			if err != nil {
-				panic(fmt.Sprintf("conformance: encode %s: %v", t.Name, err))
-			}
-			req.RawInputContents = append(req.RawInputContents, b)
-		} else {
-			c, err := tensor.ToContents(t)
-			if err != nil {
-				panic(fmt.Sprintf("conformance: contents of %s: %v", t.Name, err))
-			}
-			in.Contents = c
-		}
-		req.Inputs = append(req.Inputs, in)
+	m, err := oip.ToProtoRequest(req, raw)
+	if err != nil {
+		panic(fmt.Sprintf("conformance: encode %s request: %v", model, err))
 	}
-	return req
+	return m
 }
 
 // infer sends a ModelInfer.
