@@ -25,21 +25,20 @@ func (s *Server) infer(ctx context.Context, m model.Model, version string, req *
 	if err != nil {
 		return nil, err
 	}
-	resp := &oip.InferResponse{Model: md.Name, Version: version, ID: req.ID}
-	if len(req.Outputs) > 0 {
-		resp.Outputs = make([]oip.InferOutput, 0, len(req.Outputs))
-		for _, want := range req.Outputs {
-			t, err := producedOutput(&md, outs, want.Name)
-			if err != nil {
-				return nil, err
-			}
-			resp.Outputs = append(resp.Outputs, oip.InferOutput{Tensor: t})
-		}
-		return resp, nil
+	// The requested outputs in the requested order, or every output in
+	// metadata order when none was requested.
+	names := make([]string, 0, max(len(req.Outputs), len(md.Outputs)))
+	for _, o := range req.Outputs {
+		names = append(names, o.Name)
 	}
-	resp.Outputs = make([]oip.InferOutput, 0, len(md.Outputs))
-	for _, meta := range md.Outputs {
-		t, err := producedOutput(&md, outs, meta.Name)
+	if len(names) == 0 {
+		for _, o := range md.Outputs {
+			names = append(names, o.Name)
+		}
+	}
+	resp := &oip.InferResponse{Model: md.Name, Version: version, ID: req.ID, Outputs: make([]oip.InferOutput, 0, len(names))}
+	for _, name := range names {
+		t, err := producedOutput(&md, outs, name)
 		if err != nil {
 			return nil, err
 		}
