@@ -62,15 +62,7 @@ func WriteMatrix(w io.Writer, cols []MatrixColumn) (omitted int, err error) {
 		return 0, fmt.Errorf("no reports")
 	}
 	var b strings.Builder
-	b.WriteString("| |")
-	for _, c := range cols {
-		fmt.Fprintf(&b, " %s |", mdEscape(c.name()))
-	}
-	b.WriteString("\n|---|")
-	for range cols {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	writeColumnsHeader(&b, "| |", cols, "---|")
 
 	profiles := map[string]bool{}
 	for _, c := range cols {
@@ -177,15 +169,8 @@ func WriteCompatibility(w io.Writer, cols []MatrixColumn, cite Citer) error {
 			orNone(strings.Join(missing, ", ")), strings.Join(c.Links, " · "))
 	}
 
-	b.WriteString("\n## Requirement counts\n\n| status |")
-	for _, c := range cols {
-		fmt.Fprintf(&b, " %s |", mdEscape(c.name()))
-	}
-	b.WriteString("\n|---|")
-	for range cols {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
+	b.WriteString("\n## Requirement counts\n\n")
+	writeColumnsHeader(&b, "| status |", cols, "---:|")
 	for _, s := range Statuses {
 		fmt.Fprintf(&b, "| %s |", s)
 		for _, c := range cols {
@@ -295,4 +280,20 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// writeColumnsHeader writes the header and separator rows of a Markdown
+// table: the first cell as given ("| status |"), then one column per
+// implementation; align is each implementation column's separator cell
+// ("---|" or "---:|").
+func writeColumnsHeader(b *strings.Builder, first string, cols []MatrixColumn, align string) {
+	b.WriteString(first)
+	for _, c := range cols {
+		fmt.Fprintf(b, " %s |", mdEscape(c.name()))
+	}
+	b.WriteString("\n|---|")
+	for range cols {
+		b.WriteString(align)
+	}
+	b.WriteString("\n")
 }
