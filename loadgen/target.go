@@ -47,6 +47,7 @@ type payload struct {
 	headerLen int    // REST Inference-Header-Content-Length, -1 for pure JSON
 	msg       *preEncoded
 	expect    []tensor.Tensor // outputs to validate against; nil: none
+	expectRaw [][]byte        // expect's raw encodings, made once
 }
 
 // TargetInfo describes what a run was sent to; it goes into the result.
@@ -254,6 +255,13 @@ func (t *OIPTarget) encode(set inputSet, params oip.Parameters) (payload, error)
 		req.Inputs = append(req.Inputs, oip.InferInput{Tensor: in})
 	}
 	p := payload{expect: set.expect}
+	for _, e := range set.expect {
+		b, err := tensor.EncodeRaw(e)
+		if err != nil {
+			return p, fmt.Errorf("expected output %q: %w", e.Name, err)
+		}
+		p.expectRaw = append(p.expectRaw, b)
+	}
 	switch t.cfg.Protocol {
 	case client.ProtocolHTTP, client.ProtocolHTTPBinary:
 		bin := t.cfg.Protocol == client.ProtocolHTTPBinary
@@ -311,7 +319,7 @@ func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return &ValidationError{Detail: err.Error()}
 	}
-	return checkOutputs(p.expect, r)
+	return checkOutputs(p.expect, p.expectRaw, r)
 }
 
 const modelInferMethod = inferencepb.GRPCInferenceService_ModelInfer_FullMethodName
@@ -321,7 +329,7 @@ func (t *OIPTarget) checkREST(p *payload, resp *client.RawResponse) error {
 	if err != nil {
 		return &ValidationError{Detail: err.Error()}
 	}
-	return checkOutputs(p.expect, r)
+	return checkOutputs(p.expect, p.expectRaw, r)
 }
 
 // Close releases the target's connections.
