@@ -65,7 +65,7 @@ func coverageFrom(rep types.Report) (*Coverage, error) {
 // blocking requirements of the core protocol and of the binary tensor data
 // extension.
 func gated(r specs.Requirement) bool {
-	return r.Level.Blocking() && (r.Core() || r.Extension == string(FeatureBinaryTensorData))
+	return r.Level.Blocking() && (r.Core() || r.Extension == FeatureBinaryTensorData)
 }
 
 // Problems lists what makes the coverage unacceptable: a gated requirement
@@ -148,7 +148,7 @@ func (c *Coverage) WriteMarkdown(w io.Writer) error {
 
 	b.WriteString("\n## Requirements\n\n| requirement | level | specs | checked by |\n|---|---|---|---|\n")
 	for _, r := range catalog.Requirements {
-		if r.Extension != "" && r.Extension != string(FeatureBinaryTensorData) && len(c.Specs[r.ID]) == 0 {
+		if r.Extension != "" && r.Extension != FeatureBinaryTensorData && len(c.Specs[r.ID]) == 0 {
 			continue
 		}
 		detail := strings.Join(c.Specs[r.ID], "<br>")

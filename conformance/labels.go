@@ -11,67 +11,39 @@ import (
 	"github.com/oipkit/oipkit/specs"
 )
 
-// Feature is an optional capability a spec needs beyond the core protocol.
-// Feature names are the extension names servers list in server metadata
-// "extensions" (the de-facto Triton set, catalog OIP-REST-SMETA-004), so a
+// Feature is an optional capability a spec needs beyond the core protocol:
+// one of the extension names of the vocabulary in package specs, so a
 // server's advertisement maps onto features one to one.
-type Feature string
+type Feature = specs.Extension
 
-// The feature vocabulary, alphabetical. Only these names may appear in a
-// feature label; the list mirrors the extension names of the catalog.
+// The features the suite has specs for.
 const (
-	// FeatureBinaryTensorData is the REST binary tensor data extension
-	// (OIP-EXT-BIN): binary tails, Inference-Header-Content-Length.
-	FeatureBinaryTensorData Feature = "binary_tensor_data"
-	// FeatureClassification is the classification extension (OIP-EXT-CLS).
-	FeatureClassification Feature = "classification"
-	// FeatureLogging is the logging extension (OIP-EXT-LOG).
-	FeatureLogging Feature = "logging"
-	// FeatureModelConfiguration is the model configuration extension (OIP-EXT-CFG).
-	FeatureModelConfiguration Feature = "model_configuration"
-	// FeatureModelRepository is the model repository extension (OIP-EXT-REPO).
-	FeatureModelRepository Feature = "model_repository"
-	// FeatureParameters is the parameters extension (OIP-EXT-PARAM).
-	FeatureParameters Feature = "parameters"
-	// FeatureSchedulePolicy is the schedule policy extension (OIP-EXT-SCHED).
-	FeatureSchedulePolicy Feature = "schedule_policy"
-	// FeatureSequence is the sequence / streaming extension (OIP-EXT-SEQ).
-	FeatureSequence Feature = "sequence"
-	// FeatureStatistics is the statistics extension (OIP-EXT-STAT).
-	FeatureStatistics Feature = "statistics"
-	// FeatureSystemSharedMemory is the system shared-memory extension (OIP-EXT-SHM).
-	FeatureSystemSharedMemory Feature = "system_shared_memory"
-	// FeatureTrace is the trace extension (OIP-EXT-TRACE).
-	FeatureTrace Feature = "trace"
+	FeatureBinaryTensorData   = specs.ExtBinaryTensorData
+	FeatureClassification     = specs.ExtClassification
+	FeatureLogging            = specs.ExtLogging
+	FeatureModelConfiguration = specs.ExtModelConfiguration
+	FeatureModelRepository    = specs.ExtModelRepository
+	FeatureParameters         = specs.ExtParameters
+	FeatureSchedulePolicy     = specs.ExtSchedulePolicy
+	FeatureSequence           = specs.ExtSequence
+	FeatureStatistics         = specs.ExtStatistics
+	FeatureSystemSharedMemory = specs.ExtSystemSharedMemory
+	FeatureTrace              = specs.ExtTrace
 )
 
-// Features is the closed feature vocabulary.
-var Features = []Feature{
-	FeatureBinaryTensorData, FeatureClassification, FeatureLogging, FeatureModelConfiguration,
-	FeatureModelRepository, FeatureParameters, FeatureSchedulePolicy, FeatureSequence,
-	FeatureStatistics, FeatureSystemSharedMemory, FeatureTrace,
-}
+// Features is the closed feature vocabulary: the extensions of package specs.
+var Features = specs.Extensions
 
 // ParseFeature returns the feature named s.
-func ParseFeature(s string) (Feature, error) {
-	f := Feature(strings.TrimSpace(s))
-	if !slices.Contains(Features, f) {
-		names := make([]string, len(Features))
-		for i, f := range Features {
-			names[i] = string(f)
-		}
-		return "", fmt.Errorf("unknown feature %q (known: %s)", s, strings.Join(names, ", "))
-	}
-	return f, nil
-}
+func ParseFeature(s string) (Feature, error) { return specs.ParseExtension(s) }
 
 // Transport is the protocol a spec speaks.
-type Transport string
+type Transport = specs.Transport
 
 // The transports.
 const (
-	TransportREST Transport = "rest"
-	TransportGRPC Transport = "grpc"
+	TransportREST = specs.TransportREST
+	TransportGRPC = specs.TransportGRPC
 )
 
 // Label keys. A spec carries one transport label, zero or more feature

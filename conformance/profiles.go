@@ -23,7 +23,7 @@ type Profile struct {
 // Includes reports whether requirement r belongs to the profile: its group is
 // listed and it applies to the profile's transport.
 func (p Profile) Includes(r specs.Requirement) bool {
-	return slices.Contains(p.Groups, r.Group) && r.AppliesTo(string(p.Transport))
+	return slices.Contains(p.Groups, r.Group) && r.AppliesTo(p.Transport)
 }
 
 // Waiver records why a requirement has no spec.

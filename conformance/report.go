@@ -191,7 +191,7 @@ func skipReason(sr types.SpecReport, labels []string, t *target) (string, bool) 
 func requirementResult(q specs.Requirement, s *reqState, t *target, waivers map[string]Waiver) reports.RequirementResult {
 	res := reports.RequirementResult{
 		ID: q.ID, Level: string(q.Level), Blocking: q.Level.Blocking(),
-		Transport: q.Transport, Extension: q.Extension,
+		Transport: string(q.Transport), Extension: string(q.Extension),
 	}
 	if s == nil || len(s.specs) == 0 {
 		switch {

@@ -44,7 +44,7 @@ func TestGRPCHealthAndMetadata(t *testing.T) {
 	wantCode(t, err, codes.NotFound, "99")
 
 	smd, err := c.ServerMetadata(ctx, &inferencepb.ServerMetadataRequest{})
-	if err != nil || smd.GetName() != "oipkit-reference" || smd.GetVersion() != version.Version || !slices.Equal(smd.GetExtensions(), reference.Extensions) {
+	if err != nil || smd.GetName() != "oipkit-reference" || smd.GetVersion() != version.Version || !slices.Equal(smd.GetExtensions(), extNames()) {
 		t.Fatalf("ServerMetadata: %v %v", smd, err)
 	}
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference/model"
+	"github.com/oipkit/oipkit/specs"
 	"github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/version"
 )
@@ -27,7 +28,7 @@ const ServerName = "oipkit-reference"
 
 // Extensions lists the protocol extensions the server implements and
 // advertises in its metadata.
-var Extensions = []string{"binary_tensor_data", "model_configuration"}
+var Extensions = []specs.Extension{specs.ExtBinaryTensorData, specs.ExtModelConfiguration}
 
 // Server is the reference OIP server: REST and gRPC front ends over one
 // model repository.
@@ -75,7 +76,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		serverMeta: oip.ServerMetadata{
 			Name:       ServerName,
 			Version:    version.Version,
-			Extensions: Extensions,
+			Extensions: extensionNames(Extensions),
 		},
 	}
 	if s.serverMetaJSON, err = json.Marshal(s.serverMeta); err != nil {
@@ -262,4 +263,13 @@ func (s *Server) shutdown(ctx context.Context) error {
 	wg.Wait()
 	s.log.Info("reference server stopped")
 	return errors.Join(httpErr, grpcErr)
+}
+
+// extensionNames is the advertisement of exts: their names as strings.
+func extensionNames(exts []specs.Extension) []string {
+	out := make([]string, len(exts))
+	for i, e := range exts {
+		out[i] = string(e)
+	}
+	return out
 }

@@ -232,9 +232,10 @@ func (r *ConformanceReport) Validate() error {
 	return nil
 }
 
-// ExitCode maps the profile verdicts to the CLI's exit status: 0 when every
-// profile passed (or is not supported), 1 when any failed, 3 when none failed
-// but some are partial. An incomplete run is 2.
+// ExitCode maps the profile verdicts to the CLI's exit status (the one
+// scheme of cmd/oipkit): 0 when every profile passed (or is not supported),
+// 3 when any failed, 4 (inconclusive) when none failed but some are
+// partial. An incomplete run is 2.
 func (r *ConformanceReport) ExitCode() int {
 	if r.Incomplete {
 		return 2
@@ -243,9 +244,9 @@ func (r *ConformanceReport) ExitCode() int {
 	for _, p := range r.Profiles {
 		switch p.Verdict {
 		case VerdictFail:
-			return 1
+			return 3
 		case VerdictPartial:
-			code = 3
+			code = 4
 		}
 	}
 	return code

@@ -52,8 +52,8 @@ func TestExitCode(t *testing.T) {
 		want       int
 	}{
 		{[]Verdict{VerdictPass, VerdictNotSupported}, false, 0},
-		{[]Verdict{VerdictPass, VerdictPartial}, false, 3},
-		{[]Verdict{VerdictPartial, VerdictFail}, false, 1},
+		{[]Verdict{VerdictPass, VerdictPartial}, false, 4},
+		{[]Verdict{VerdictPartial, VerdictFail}, false, 3},
 		{[]Verdict{VerdictPass}, true, 2},
 	} {
 		r := &ConformanceReport{Incomplete: c.incomplete}

@@ -789,7 +789,7 @@ func TestBrokenServers(t *testing.T) {
 			}
 			wantExit := 0
 			if len(b.failed) > 0 {
-				wantExit = 1
+				wantExit = 3
 			}
 			if run.exit != wantExit {
 				t.Errorf("exit %d, want %d", run.exit, wantExit)
@@ -910,8 +910,8 @@ func testMissingFixture(t *testing.T, hidden string, wantSkipped, partial []stri
 	}
 	httpURL, grpcAddr := brokenServer(t, b)
 	run := conform(t, "--http", httpURL, "--grpc", grpcAddr)
-	if run.exit != 3 || run.report == nil {
-		t.Fatalf("exit %d, want 3 (partial)\n%s", run.exit, run.output)
+	if run.exit != 4 || run.report == nil {
+		t.Fatalf("exit %d, want 4 (partial)\n%s", run.exit, run.output)
 	}
 	if failed := run.report.WithStatus("failed"); len(failed) > 0 {
 		t.Errorf("failed requirements %v, want none", failed)

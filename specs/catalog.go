@@ -53,28 +53,29 @@ func (l Level) Known() bool {
 	return false
 }
 
-// Transports a requirement can apply to.
+// What a requirement's transport field can say: one of the two transports,
+// both of them, or none (not testable over the wire, e.g. documentation).
 const (
-	TransportREST = "rest"
-	TransportGRPC = "grpc"
-	TransportBoth = "both"
-	TransportNone = "none" // not testable over the wire (e.g. documentation)
+	TransportREST Transport = "rest"
+	TransportGRPC Transport = "grpc"
+	TransportBoth Transport = "both"
+	TransportNone Transport = "none"
 )
 
 // Requirement is one numbered requirement of the catalog.
 type Requirement struct {
-	ID        string `yaml:"id"`
-	Group     string `yaml:"group"` // ID without the trailing -NNN
-	Level     Level  `yaml:"level"`
-	Strength  string `yaml:"strength"`  // the catalog's strength text, verbatim
-	Transport string `yaml:"transport"` // one of the Transport* constants
+	ID        string    `yaml:"id"`
+	Group     string    `yaml:"group"` // ID without the trailing -NNN
+	Level     Level     `yaml:"level"`
+	Strength  string    `yaml:"strength"`  // the catalog's strength text, verbatim
+	Transport Transport `yaml:"transport"` // one of the Transport* constants
 	// Extension is "" for core requirements, else the name a server lists in
 	// server-metadata "extensions" to opt into this requirement.
-	Extension   string   `yaml:"extension"`
-	Statement   string   `yaml:"statement"`
-	Source      string   `yaml:"source"`
-	Test        string   `yaml:"test"`
-	Ambiguities []string `yaml:"ambiguities"` // catalog §5 items, e.g. "A-09"
+	Extension   Extension `yaml:"extension"`
+	Statement   string    `yaml:"statement"`
+	Source      string    `yaml:"source"`
+	Test        string    `yaml:"test"`
+	Ambiguities []string  `yaml:"ambiguities"` // catalog §5 items, e.g. "A-09"
 }
 
 // Core reports whether the requirement belongs to the core protocol rather
@@ -88,7 +89,7 @@ func (r Requirement) Ambiguous() bool { return len(r.Ambiguities) > 0 }
 
 // AppliesTo reports whether the requirement is checked over the given
 // transport (TransportREST or TransportGRPC).
-func (r Requirement) AppliesTo(transport string) bool {
+func (r Requirement) AppliesTo(transport Transport) bool {
 	return r.Transport == TransportBoth || r.Transport == transport
 }
 
@@ -216,6 +217,9 @@ func (c *Catalog) Validate() error {
 			}
 			if !ext && r.Extension != "" {
 				p.addf("%s: core requirement has extension %q", at, r.Extension)
+			}
+			if _, _, known := ParseAdvertised(string(r.Extension)); ext && r.Extension != "" && !known {
+				p.addf("%s: extension %q is not in the vocabulary of specs.Extensions", at, r.Extension)
 			}
 		}
 		if !r.Level.Known() {

@@ -38,9 +38,9 @@ type FixtureParameter struct {
 // outputs from Semantics, so a fixture's behaviour is fully determined by
 // its inputs.
 type Fixture struct {
-	Name      string `yaml:"name"`
-	Kind      string `yaml:"kind"`                // one of the Kind* constants
-	Extension string `yaml:"extension,omitempty"` // gating extension name
+	Name      string    `yaml:"name"`
+	Kind      string    `yaml:"kind"`                // one of the Kind* constants
+	Extension Extension `yaml:"extension,omitempty"` // gating extension name
 	// Versions lists the versions that must be loaded; empty for
 	// unversioned fixtures.
 	Versions   []string           `yaml:"versions,omitempty"`
@@ -109,6 +109,8 @@ func validateFixtures(fs []Fixture, datatypes map[string]bool) error {
 		case KindExtension:
 			if f.Extension == "" {
 				p.addf("%s: extension fixture without an extension name", at)
+			} else if !f.Extension.Known() {
+				p.addf("%s: extension %q is not in the vocabulary of specs.Extensions", at, f.Extension)
 			}
 		default:
 			p.addf("%s: unknown kind %q", at, f.Kind)

@@ -61,7 +61,7 @@ func TestEmbeddedFixtures(t *testing.T) {
 		t.Errorf("identity_bf16 missing or not optional: %+v", bf16)
 	}
 
-	for name, ext := range map[string]string{
+	for name, ext := range map[string]Extension{
 		"classifier":   "classification",
 		"repo_target":  "model_repository",
 		"broken":       "model_repository",

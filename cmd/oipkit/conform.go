@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -18,11 +17,6 @@ import (
 func init() {
 	register(command{Name: "conform", Summary: "run the OIP conformance suite against a server (default: the bundled reference server)", Run: runConform})
 }
-
-// exitIncomplete is conform's status when the run could not start or
-// complete; reports.ConformanceReport.ExitCode gives the others (0 pass,
-// 1 a blocking requirement failed, 3 partial: specs were skipped).
-const exitIncomplete = 2
 
 // ginkgoT receives ginkgo's overall pass/fail; the report decides the exit
 // status, so it only has to exist.
@@ -42,10 +36,10 @@ as passed, failed, warning, skipped, not-supported or not-covered; a
 profile passes when none of its MUST requirements failed and none of its
 specs were skipped.
 
-Exit status: 0 every selected profile passed; 1 a blocking requirement
-failed; 2 the run could not start or complete (unreachable target, usage
-error, server stopped answering); 3 partial (specs were skipped, e.g. a
-fixture model is not deployed).`)
+Exit status: 0 every selected profile passed; 1 usage error; 2 the run
+could not start or complete (unreachable target, not an OIP server, server
+stopped answering); 3 a blocking requirement failed; 4 partial (specs were
+skipped, e.g. a fixture model is not deployed).`)
 	var opts conformance.Options
 	var headers, profiles multiFlag
 	features := fs.String("features", "", "comma-separated `list` of supported extensions, overriding the advertised ones (\"none\" for no extension)")
@@ -103,7 +97,7 @@ fixture model is not deployed).`)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "oipkit conform: %v\n", err)
 		if rep == nil {
-			return exitError{exitIncomplete}
+			return exitError{exitNotRun}
 		}
 	}
 	fmt.Println()
@@ -113,14 +107,10 @@ fixture model is not deployed).`)
 	if opts.ReportDir != "" {
 		fmt.Printf("reports written to %s (report.json, report.md, junit.xml)\n", opts.ReportDir)
 	}
-	switch code := rep.ExitCode(); code {
-	case 0:
-		return nil
-	case 1:
-		return errors.New("conformance failed: a blocking requirement failed")
-	default:
+	if code := rep.ExitCode(); code != exitPass {
 		return exitError{code}
 	}
+	return nil
 }
 
 // startReference starts the bundled reference server on free loopback ports.

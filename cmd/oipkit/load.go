@@ -22,34 +22,6 @@ func init() {
 	register(command{Name: "load", Summary: "generate load against an OIP server and measure latency", Run: runLoad})
 }
 
-// Exit codes of load and report. When several apply, the first in this
-// order wins: a usage error (1) before anything ran; could not run (2);
-// generator-bound (4), because the numbers of such a run describe the load
-// generator, so a threshold verdict on them means nothing; threshold
-// failed (3); pass (0).
-const (
-	exitPass           = 0
-	exitUsage          = 1 // bad flags, configuration or input files
-	exitNotRun         = 2 // target unreachable or not ready; run cancelled or failed
-	exitThreshold      = 3 // a --threshold failed
-	exitGeneratorBound = 4 // the generator could not keep up (see loadgen.Checks)
-)
-
-// exitError carries a command's exit status to main; its message, if any,
-// has already been printed.
-type exitError struct{ code int }
-
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
-// exitCodeOf returns the status carried by err, or -1.
-func exitCodeOf(err error) int {
-	var e exitError
-	if errors.As(err, &e) {
-		return e.code
-	}
-	return -1
-}
-
 // loadFlags are the flags of `oipkit load` that do not map one to one onto
 // loadgen.Config.
 type loadFlags struct {
@@ -262,9 +234,9 @@ func finish(res *loadgen.Result, thresholds []string, format string, reporter fu
 	case res.EndReason != loadgen.EndCompleted:
 		code = exitNotRun
 	case res.Checks.GeneratorBound:
-		code = exitGeneratorBound
+		code = exitInconclusive
 	case !passed:
-		code = exitThreshold
+		code = exitFailed
 	}
 	if code != exitPass && format == "text" {
 		fmt.Fprintf(os.Stderr, "oipkit: exit status %d (%s)\n", code, exitMeaning[code])
@@ -276,9 +248,9 @@ func finish(res *loadgen.Result, thresholds []string, format string, reporter fu
 }
 
 var exitMeaning = map[int]string{
-	exitNotRun:         "the run did not complete",
-	exitThreshold:      "a threshold failed",
-	exitGeneratorBound: "generator-bound: the load generator could not keep up; not a server result",
+	exitNotRun:       "the run did not complete",
+	exitFailed:       "a threshold failed",
+	exitInconclusive: "generator-bound: the load generator could not keep up; not a server result",
 }
 
 // writeOutputs writes the result files asked for with --output, --csv and

@@ -22,7 +22,8 @@ type command struct {
 	Name, Summary string
 	// Run executes the command. ctx is cancelled on SIGINT or SIGTERM; args
 	// are the arguments after the subcommand name. Returning flag.ErrHelp
-	// exits 0; an error wrapping errUsage exits 2; other errors exit 1.
+	// exits 0; an error wrapping errUsage exits exitUsage; an exitError
+	// exits with its code; other errors exit exitNotRun.
 	Run func(ctx context.Context, args []string) error
 }
 
@@ -43,7 +44,7 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ", ") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
-// errUsage marks a command-line mistake (exit status 2).
+// errUsage marks a command-line mistake (exit status exitUsage).
 var errUsage = errors.New("usage error")
 
 func init() {
@@ -62,7 +63,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
-		return 2
+		return exitUsage
 	}
 	name := args[0]
 	switch name {
@@ -76,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "oipkit: unknown command %q\n\n", name)
 		usage(stderr)
-		return 2
+		return exitUsage
 	}
 	err := c.Run(ctx, args[1:])
 	switch {
@@ -88,10 +89,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitCodeOf(err)
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "oipkit %s: %v\n", name, err)
-		return 2
+		return exitUsage
 	}
 	fmt.Fprintf(stderr, "oipkit %s: %v\n", name, err)
-	return 1
+	return exitNotRun
 }
 
 // newFlagSet returns a flag set for a subcommand that reports errors instead

@@ -13,18 +13,18 @@ func TestRunDispatch(t *testing.T) {
 		args []string
 		code int
 	}{
-		{nil, 2},
-		{[]string{"bogus"}, 2},
+		{nil, 1},
+		{[]string{"bogus"}, 1},
 		{[]string{"--help"}, 0},
 		{[]string{"help"}, 0},
 		{[]string{"help", "serve"}, 0},
-		{[]string{"help", "bogus"}, 2},
+		{[]string{"help", "bogus"}, 1},
 		{[]string{"version"}, 0},
 		{[]string{"serve", "-h"}, 0},
-		{[]string{"serve", "--no-such-flag"}, 2},
-		{[]string{"serve", "--log-level", "loud"}, 2},
-		{[]string{"serve", "--max-body-bytes", "-1"}, 2},
-		{[]string{"serve", "extra-argument"}, 2},
+		{[]string{"serve", "--no-such-flag"}, 1},
+		{[]string{"serve", "--log-level", "loud"}, 1},
+		{[]string{"serve", "--max-body-bytes", "-1"}, 1},
+		{[]string{"serve", "extra-argument"}, 1},
 		{[]string{"serve", "--http", "", "--grpc", ""}, 1},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -66,7 +66,7 @@ func TestMatrixCommand(t *testing.T) {
 	if strings.Contains(string(doc), "runtimes/mlserver/README.md") {
 		t.Error("links a README that does not exist")
 	}
-	if code := run(context.Background(), []string{"matrix"}, &stdout, &stderr); code != 2 {
-		t.Errorf("matrix without reports: exit %d, want 2", code)
+	if code := run(context.Background(), []string{"matrix"}, &stdout, &stderr); code != exitUsage {
+		t.Errorf("matrix without reports: exit %d, want %d", code, exitUsage)
 	}
 }

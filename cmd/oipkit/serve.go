@@ -55,7 +55,7 @@ at most).`)
 
 	srv, err := reference.New(cfg, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", errUsage, err) // an invalid configuration
 	}
 	cfg.Logger.Info("starting oipkit reference server", "version", version.Version,
 		"models", strings.Join(srv.Repository().Names(), " "))
