@@ -44,6 +44,50 @@ func (l Level) Blocking() bool {
 	return l == LevelMust || l == LevelMustSchema
 }
 
+// Class is the finding class of a failed check: what the deviation says
+// about the server.
+type Class string
+
+// The finding classes.
+const (
+	// ClassFail: the server broke a rule the spec puts on servers.
+	ClassFail Class = "fail"
+	// ClassLenient: the server accepted a request that breaks a rule the
+	// spec puts on clients. It fails a verdict only under --strict.
+	ClassLenient Class = "lenient"
+	// ClassWarning: a difference stock clients tolerate (a weaker level, an
+	// ambiguity of the spec). It fails a verdict only under --strict.
+	ClassWarning Class = "warning"
+)
+
+// Known reports whether c is one of the defined classes.
+func (c Class) Known() bool { return c == ClassFail || c == ClassLenient || c == ClassWarning }
+
+// LevelClass is the class a failed check of level l gets when nothing else
+// is known about it: fail for MUST and MUST (schema), warning otherwise.
+func LevelClass(l Level) Class {
+	if l.Blocking() {
+		return ClassFail
+	}
+	return ClassWarning
+}
+
+// Party is whom a rule binds.
+type Party string
+
+// The parties a rule can bind.
+const (
+	// BindsServer: the rule says what a server answers or does.
+	BindsServer Party = "server"
+	// BindsClient: the rule says what a client sends; a server that accepts
+	// a request breaking it is lenient, not broken.
+	BindsClient Party = "client"
+	// BindsBoth: the rule fixes the form of every message of its kind,
+	// requests and responses alike. What a server sends is graded by the
+	// requirement's class; a bad request it accepts is lenient.
+	BindsBoth Party = "both"
+)
+
 // Known reports whether l is one of the defined levels.
 func (l Level) Known() bool {
 	switch l {
@@ -71,11 +115,19 @@ type Requirement struct {
 	Transport Transport `yaml:"transport"` // one of the Transport* constants
 	// Extension is "" for core requirements, else the name a server lists in
 	// server-metadata "extensions" to opt into this requirement.
-	Extension   Extension `yaml:"extension"`
-	Statement   string    `yaml:"statement"`
-	Source      string    `yaml:"source"`
-	Test        string    `yaml:"test"`
-	Ambiguities []string  `yaml:"ambiguities"` // catalog §5 items, e.g. "A-09"
+	Extension Extension `yaml:"extension"`
+	// Binds says whom the rule binds: BindsServer, BindsClient or BindsBoth.
+	Binds Party `yaml:"binds"`
+	// Class is the finding class of a failed check (see Class). It follows
+	// the level unless Regrade says why not.
+	Class Class `yaml:"class"`
+	// Regrade is the one-line reason why Class differs from LevelClass of
+	// the level; empty when it does not.
+	Regrade     string   `yaml:"regrade"`
+	Statement   string   `yaml:"statement"`
+	Source      string   `yaml:"source"`
+	Test        string   `yaml:"test"`
+	Ambiguities []string `yaml:"ambiguities"` // catalog §5 items, e.g. "A-09"
 }
 
 // Core reports whether the requirement belongs to the core protocol rather
@@ -224,6 +276,21 @@ func (c *Catalog) Validate() error {
 		}
 		if !r.Level.Known() {
 			p.addf("%s: unknown level %q", at, r.Level)
+		}
+		switch r.Binds {
+		case BindsServer, BindsClient, BindsBoth:
+		default:
+			p.addf("%s: binds %q, want server, client or both", at, r.Binds)
+		}
+		switch {
+		case !r.Class.Known():
+			p.addf("%s: class %q, want fail, lenient or warning", at, r.Class)
+		case (r.Binds == BindsClient) != (r.Class == ClassLenient):
+			p.addf("%s: class %s with binds %s: a rule that binds clients, and only such a rule, is lenient", at, r.Class, r.Binds)
+		case r.Level.Known() && r.Class != LevelClass(r.Level) && strings.TrimSpace(r.Regrade) == "":
+			p.addf("%s: class %s differs from %s (level %s) but regrade gives no reason", at, r.Class, LevelClass(r.Level), r.Level)
+		case r.Level.Known() && r.Class == LevelClass(r.Level) && r.Regrade != "":
+			p.addf("%s: regrade given but class %s is what level %s gives", at, r.Class, r.Level)
 		}
 		switch r.Transport {
 		case TransportREST, TransportGRPC, TransportBoth, TransportNone:

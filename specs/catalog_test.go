@@ -135,6 +135,32 @@ func TestCatalogGetAndHelpers(t *testing.T) {
 	}
 }
 
+// The re-grade of issue 8: client rules are lenient, server rules keep the
+// class of their level unless a reason says otherwise.
+func TestCatalogClasses(t *testing.T) {
+	c := MustCatalog()
+	for id, want := range map[string]Class{
+		"OIP-REST-INFER-010": ClassLenient, // a string dimension accepted
+		"OIP-GRPC-RAW-002":   ClassLenient, // mixed raw and typed contents accepted
+		"OIP-REST-INFER-006": ClassFail,
+		"OIP-REST-ERR-003":   ClassWarning,
+		"OIP-GEN-005":        ClassFail, // re-graded: an advertised extension that does not work
+	} {
+		if r, _ := c.Get(id); r.Class != want {
+			t.Errorf("%s: class %q, want %q", id, r.Class, want)
+		}
+	}
+	regraded := 0
+	for _, r := range c.Requirements {
+		if r.Regrade != "" {
+			regraded++
+		}
+	}
+	if regraded == 0 {
+		t.Error("no requirement is re-graded")
+	}
+}
+
 func TestLevelBlocking(t *testing.T) {
 	tests := []struct {
 		level Level
@@ -163,6 +189,8 @@ const validEntry = `
     strength: MUST
     transport: rest
     extension: ""
+    binds: server
+    class: fail
     statement: "the response echoes the request id"
     source: "OIP-REST"
     test: "send id 42"
@@ -235,6 +263,26 @@ func TestParseCatalogRejects(t *testing.T) {
 			name: "unlisted ambiguity",
 			yaml: "catalog: {ambiguities: [{id: A-01, title: x}]}\nrequirements:" + validEntry,
 			want: "ambiguity A-09 is not listed",
+		},
+		{
+			name: "unknown binds",
+			yaml: "requirements:" + strings.Replace(validEntry, "binds: server", "binds: anyone", 1),
+			want: `binds "anyone", want server, client or both`,
+		},
+		{
+			name: "client rule not lenient",
+			yaml: "requirements:" + strings.Replace(validEntry, "binds: server", "binds: client", 1),
+			want: "a rule that binds clients, and only such a rule, is lenient",
+		},
+		{
+			name: "regrade without a reason",
+			yaml: "requirements:" + strings.Replace(validEntry, "class: fail", "class: warning", 1),
+			want: "class warning differs from fail (level MUST) but regrade gives no reason",
+		},
+		{
+			name: "reason without a regrade",
+			yaml: "requirements:" + strings.Replace(validEntry, "class: fail", "class: fail\n    regrade: \"why\"", 1),
+			want: "regrade given but class fail is what level MUST gives",
 		},
 		{
 			name: "unknown yaml key",
