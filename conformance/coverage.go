@@ -3,12 +3,14 @@ package conformance
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/specs"
 )
 
@@ -46,8 +48,8 @@ func coverageFrom(rep types.Report) (*Coverage, error) {
 			continue
 		}
 		c.SpecCount++
-		for _, id := range labelValues(sr.Labels(), labelKeyReq) {
-			if _, ok := catalog.Get(id); !ok {
+		for _, id := range engine.LabelValues(sr.Labels(), engine.LabelKeyReq) {
+			if _, ok := engine.Catalog.Get(id); !ok {
 				c.UnknownIDs = append(c.UnknownIDs, id)
 				continue
 			}
@@ -62,10 +64,22 @@ func coverageFrom(rep types.Report) (*Coverage, error) {
 }
 
 // gated reports whether a requirement must have a spec or a waiver: the
-// blocking requirements of the core protocol and of the binary tensor data
-// extension.
+// blocking requirements of the core protocol and of every extension the
+// suite probes (an extension with specs is covered in full or waived).
 func gated(r specs.Requirement) bool {
-	return r.Level.Blocking() && (r.Core() || r.Extension == FeatureBinaryTensorData)
+	return r.Level.Blocking() && (r.Core() || tested(r.Extension))
+}
+
+// tested reports whether the suite has specs (and a probe) for ext.
+func tested(ext specs.Extension) bool { return slices.Contains(engine.Probed(), ext) }
+
+// testedNames lists the tested extensions for the coverage text.
+func testedNames() string {
+	var names []string
+	for _, e := range engine.Probed() {
+		names = append(names, string(e))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Problems lists what makes the coverage unacceptable: a gated requirement
@@ -75,7 +89,7 @@ func (c *Coverage) Problems() []string {
 	for _, id := range c.UnknownIDs {
 		out = append(out, fmt.Sprintf("a spec is labelled with unknown requirement %q", id))
 	}
-	for _, r := range catalog.Requirements {
+	for _, r := range engine.Catalog.Requirements {
 		if gated(r) && len(c.Specs[r.ID]) == 0 && c.Waivers[r.ID].Reason == "" {
 			out = append(out, fmt.Sprintf("%s (%s) has neither a spec nor a waiver in specs/waivers.yaml", r.ID, r.Level))
 		}
@@ -102,7 +116,7 @@ func (c *Coverage) WriteMarkdown(w io.Writer) error {
 	type groupCount struct{ reqs, covered, must, mustCovered, waived int }
 	groups := map[string]*groupCount{}
 	var order []string
-	for _, r := range catalog.Requirements {
+	for _, r := range engine.Catalog.Requirements {
 		g, ok := groups[r.Group]
 		if !ok {
 			g = &groupCount{}
@@ -132,23 +146,23 @@ func (c *Coverage) WriteMarkdown(w io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "**%d specs.** Blocking (MUST, MUST (schema)) requirements of the core and of the binary tensor data extension: "+
+	fmt.Fprintf(&b, "**%d specs.** Blocking (MUST, MUST (schema)) requirements of the core and of the extensions the suite probes (%s): "+
 		"%d; covered by specs: %d (%.1f%%); waived: %d; uncovered: %d.\n\n",
-		c.SpecCount, gatedN, gatedCovered, pct(gatedCovered, gatedN), gatedWaived, gatedN-gatedCovered-gatedWaived)
+		c.SpecCount, testedNames(), gatedN, gatedCovered, pct(gatedCovered, gatedN), gatedWaived, gatedN-gatedCovered-gatedWaived)
 
 	b.WriteString("## Per group\n\n| group | requirements | covered | MUST | MUST covered | waived |\n|---|---|---|---|---|---|\n")
 	for _, name := range order {
 		g := groups[name]
-		if g.covered == 0 && g.waived == 0 && !strings.HasPrefix(name, "OIP-EXT-BIN") && strings.HasPrefix(name, "OIP-EXT-") {
+		if g.covered == 0 && g.waived == 0 && strings.HasPrefix(name, "OIP-EXT-") {
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d |\n", name, g.reqs, g.covered, g.must, g.mustCovered, g.waived)
 	}
-	b.WriteString("\nExtension groups other than OIP-EXT-BIN have no specs yet and are omitted above.\n")
+	b.WriteString("\nExtension groups without specs are omitted above.\n")
 
 	b.WriteString("\n## Requirements\n\n| requirement | level | specs | checked by |\n|---|---|---|---|\n")
-	for _, r := range catalog.Requirements {
-		if r.Extension != "" && r.Extension != FeatureBinaryTensorData && len(c.Specs[r.ID]) == 0 {
+	for _, r := range engine.Catalog.Requirements {
+		if r.Extension != "" && !tested(r.Extension) && len(c.Specs[r.ID]) == 0 {
 			continue
 		}
 		detail := strings.Join(c.Specs[r.ID], "<br>")

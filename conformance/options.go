@@ -9,6 +9,27 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/client"
+	"github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
+)
+
+// Feature is an optional capability a spec needs beyond the core protocol:
+// an extension name of the vocabulary in package specs.
+type Feature = specs.Extension
+
+// Features is the closed feature vocabulary.
+var Features = specs.Extensions
+
+// ParseFeature returns the feature named s.
+func ParseFeature(s string) (Feature, error) { return specs.ParseExtension(s) }
+
+// Transport is the protocol a spec speaks.
+type Transport = specs.Transport
+
+// The transports.
+const (
+	TransportREST = specs.TransportREST
+	TransportGRPC = specs.TransportGRPC
 )
 
 // Options configure a conformance run. The CLI fills them from flags and the
@@ -29,13 +50,16 @@ type Options struct {
 	Host string
 	// Timeout bounds each call (default 10s).
 	Timeout time.Duration
-	// Strict grades every failed check as a failure, warnings included.
+	// Strict fails the verdict on lenient and warning findings too.
 	Strict bool
 	// MaxResponseBytes caps each response (default 16 MiB).
 	MaxResponseBytes int64
 	// ReportDir receives report.json, report.md and junit.xml; empty means
 	// no files are written (the report is still returned).
 	ReportDir string
+	// StepSummary is a file the Markdown step summary is appended to (what
+	// GitHub Actions names in GITHUB_STEP_SUMMARY); empty means none.
+	StepSummary string
 	// Profiles selects the profiles whose verdicts decide the exit code;
 	// empty means every profile whose transport is targeted.
 	Profiles []string
@@ -90,6 +114,15 @@ func (o Options) transports() []Transport {
 	return ts
 }
 
+// engineConfig is what the engine needs of the options.
+func (o Options) engineConfig() engine.Config {
+	return engine.Config{
+		HTTPURL: o.HTTPURL, GRPCAddr: o.GRPCAddr, Header: o.Header, Host: o.Host,
+		Timeout: o.Timeout, MaxResponseBytes: o.MaxResponseBytes, Features: o.Features,
+		Strict: o.Strict, ImplementationName: o.ImplementationName,
+	}
+}
+
 // Environment variables read by [OptionsFromEnv].
 const (
 	EnvHTTP      = "OIPKIT_HTTP"       // REST base URL
@@ -100,6 +133,8 @@ const (
 	EnvReportDir = "OIPKIT_REPORT_DIR" // report directory
 	EnvTimeout   = "OIPKIT_TIMEOUT"    // per-call timeout, e.g. "10s"
 	EnvProfiles  = "OIPKIT_PROFILES"   // comma-separated profile names
+	// EnvStepSummary is the file GitHub Actions appends step summaries to.
+	EnvStepSummary = "GITHUB_STEP_SUMMARY"
 )
 
 // OptionsFromEnv builds Options from the OIPKIT_* environment variables, for
@@ -135,6 +170,7 @@ func OptionsFromEnv() (opts Options, ok bool, err error) {
 		opts.Profiles = splitList(v)
 	}
 	opts.ReportDir = os.Getenv(EnvReportDir)
+	opts.StepSummary = os.Getenv(EnvStepSummary)
 	return opts, true, nil
 }
 

@@ -9,34 +9,34 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/reports"
 	"github.com/oipkit/oipkit/specs"
 	"github.com/oipkit/oipkit/version"
 )
 
-// Skip-message prefixes that mean "does not apply" rather than "could not be
-// checked"; they never make a verdict partial.
-const skipNotApplicable = "not applicable: "
+// catalog is the requirement catalog the report lists.
+var catalog = engine.Catalog
 
 // reqState accumulates what the specs said about one requirement.
 type reqState struct {
-	specs      []string
-	passed     bool
-	skipped    []string // reasons
-	notSupp    []string // reasons
-	findings   []reports.Finding
-	notes      []string
-	hasFailure bool
-	hasWarning bool
+	specs    []string
+	passed   bool
+	skipped  []string // reasons
+	notRun   []string // reasons
+	notSupp  []string // reasons
+	findings []reports.Finding
+	notes    []string
+	classes  map[reports.Class]bool
 }
 
 // buildReport turns ginkgo's report into the conformance report.
-func buildReport(r types.Report, t *target, start time.Time) *reports.ConformanceReport {
+func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time) *reports.ConformanceReport {
 	states := map[string]*reqState{}
 	state := func(id string) *reqState {
 		s, ok := states[id]
 		if !ok {
-			s = &reqState{}
+			s = &reqState{classes: map[reports.Class]bool{}}
 			states[id] = s
 		}
 		return s
@@ -46,6 +46,7 @@ func buildReport(r types.Report, t *target, start time.Time) *reports.Conformanc
 	for _, sr := range r.SpecReports {
 		ended = ended || sr.State == types.SpecStateAborted || sr.State == types.SpecStateInterrupted
 	}
+	notRunSpecs := 0
 	for _, sr := range r.SpecReports {
 		if sr.LeafNodeType != types.NodeTypeIt {
 			if sr.State.Is(types.SpecStateFailureStates) {
@@ -54,14 +55,14 @@ func buildReport(r types.Report, t *target, start time.Time) *reports.Conformanc
 			continue
 		}
 		labels := sr.Labels()
-		ids := labelValues(labels, labelKeyReq)
+		ids := engine.LabelValues(labels, engine.LabelKeyReq)
 		text := sr.FullText()
 		for _, id := range ids {
 			state(id).specs = append(state(id).specs, text)
 		}
 		attributed := map[string]bool{}
 		for _, e := range sr.ReportEntries {
-			v, ok := e.GetRawValue().(entry)
+			v, ok := e.GetRawValue().(engine.EntryValue)
 			if !ok {
 				continue
 			}
@@ -72,15 +73,12 @@ func buildReport(r types.Report, t *target, start time.Time) *reports.Conformanc
 			for _, id := range targets {
 				s := state(id)
 				switch e.Name {
-				case entryNote:
+				case engine.EntryNote:
 					s.notes = append(s.notes, v.Message)
-				case entryWarning:
-					s.hasWarning = true
-					s.findings = append(s.findings, reports.Finding{Spec: text, Grade: reports.GradeWarning, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence})
-				case entryFailure:
-					s.hasFailure = true
+				case engine.EntryFinding:
 					attributed[id] = true
-					s.findings = append(s.findings, reports.Finding{Spec: text, Grade: reports.GradeFailure, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence})
+					s.classes[v.Class] = true
+					s.findings = append(s.findings, reports.Finding{Spec: text, Class: v.Class, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence})
 				}
 			}
 		}
@@ -90,15 +88,22 @@ func buildReport(r types.Report, t *target, start time.Time) *reports.Conformanc
 				state(id).passed = true
 			}
 		case sr.State == types.SpecStateSkipped || sr.State == types.SpecStatePending:
-			reason, supported := skipReason(sr, labels, t)
-			if ended && sr.Failure.Message == "" && supported {
-				reason = "not run: the run ended early"
+			reason, kind := skipReason(sr, labels, t, opts)
+			if ended && sr.Failure.Message == "" && kind == skipped {
+				reason, kind = "the run ended early", notRun
+			}
+			if kind == notRun {
+				notRunSpecs++
 			}
 			for _, id := range ids {
-				if supported {
-					state(id).skipped = append(state(id).skipped, reason)
-				} else {
-					state(id).notSupp = append(state(id).notSupp, reason)
+				s := state(id)
+				switch kind {
+				case skipped:
+					s.skipped = append(s.skipped, reason)
+				case notRun:
+					s.notRun = append(s.notRun, reason)
+				default:
+					s.notSupp = append(s.notSupp, reason)
 				}
 			}
 		default: // failed, panicked, timed out, aborted, interrupted
@@ -109,8 +114,8 @@ func buildReport(r types.Report, t *target, start time.Time) *reports.Conformanc
 				}
 				for _, id := range ids {
 					s := state(id)
-					s.hasFailure = true
-					s.findings = append(s.findings, reports.Finding{Spec: text, Grade: reports.GradeFailure, Message: msg})
+					s.classes[reports.ClassFail] = true
+					s.findings = append(s.findings, reports.Finding{Spec: text, Class: reports.ClassFail, Message: msg})
 				}
 			}
 			for _, id := range ids {
@@ -123,20 +128,22 @@ func buildReport(r types.Report, t *target, start time.Time) *reports.Conformanc
 
 	waivers, _ := Waivers()
 	rep := &reports.ConformanceReport{
-		APIVersion:     reports.APIVersion,
-		Kind:           reports.Kind,
-		Implementation: reports.Implementation{Name: t.implName, Version: t.implVersion},
-		SuiteVersion:   version.SuiteVersion,
-		OIPKitVersion:  version.Version,
-		Date:           start.UTC().Truncate(time.Second),
-		Duration:       time.Since(start).Round(10 * time.Millisecond).String(),
-		Targets:        reports.Targets{HTTP: t.opts.HTTPURL, GRPC: t.opts.GRPCAddr},
-		FeatureSource:  t.featureSource,
-		Strict:         t.opts.Strict,
-		Fixtures:       t.fixtures,
+		APIVersion:        reports.APIVersion,
+		Kind:              reports.Kind,
+		Implementation:    reports.Implementation{Name: t.ImplName, Version: t.ImplVersion},
+		SuiteVersion:      version.SuiteVersion,
+		OIPKitVersion:     version.Version,
+		Date:              start.UTC().Truncate(time.Second),
+		Duration:          time.Since(start).Round(10 * time.Millisecond).String(),
+		Targets:           reports.Targets{HTTP: opts.HTTPURL, GRPC: opts.GRPCAddr},
+		FeatureSource:     t.FeatureSource,
+		Extensions:        t.Extensions,
+		UnknownExtensions: t.UnknownExtensions,
+		Strict:            opts.Strict,
+		Fixtures:          t.Fixtures(),
 	}
 	rep.Features = []string{}
-	for _, f := range t.featureList() {
+	for _, f := range t.FeatureList() {
 		rep.Features = append(rep.Features, string(f))
 	}
 	for _, q := range catalog.Requirements {
@@ -153,50 +160,74 @@ func buildReport(r types.Report, t *target, start time.Time) *reports.Conformanc
 			problems = append(problems, sr.Failure.Message)
 		}
 	}
-	problems = append(problems, t.problems...)
+	if routes := t.RouteProblems(); len(routes) > 0 {
+		rep.Incomplete = true
+		problems = append(problems, routes...)
+	}
+	problems = append(problems, t.Problems...)
 	rep.Problem = strings.Join(slices.Compact(problems), "; ")
-	rep.Profiles = profileResults(rep, t)
+	rep.Profiles = profileResults(rep, t, opts)
 	return rep
 }
 
-// skipReason explains a skipped spec, and whether the requirement was
-// applicable (a skip) or not (not supported).
-func skipReason(sr types.SpecReport, labels []string, t *target) (string, bool) {
+// skipKind is what a skip means for its requirements.
+type skipKind int
+
+const (
+	skipped      skipKind = iota // applicable, not checked: partial
+	notRun                       // not run: incomplete
+	notSupported                 // does not apply
+)
+
+// skipReason explains a skipped spec, and what the skip means.
+func skipReason(sr types.SpecReport, labels []string, t *engine.Target, opts Options) (string, skipKind) {
 	msg := sr.Failure.Message
 	switch {
-	case strings.HasPrefix(msg, skipOptionalFixture), strings.HasPrefix(msg, skipNotApplicable):
-		return msg, false
+	case strings.HasPrefix(msg, engine.SkipNotRun):
+		return strings.TrimPrefix(msg, engine.SkipNotRun), notRun
+	case strings.HasPrefix(msg, engine.SkipOptionalFixture), strings.HasPrefix(msg, engine.SkipNotApplicable):
+		return msg, notSupported
 	case msg != "":
-		return msg, true
+		return msg, skipped
 	}
-	for _, tr := range labelValues(labels, labelKeyTransport) {
-		if !slices.Contains(t.opts.transports(), Transport(tr)) {
-			return "transport " + tr + " not targeted", false
+	for _, tr := range engine.LabelValues(labels, engine.LabelKeyTransport) {
+		if !slices.Contains(opts.transports(), Transport(tr)) {
+			return "transport " + tr + " not targeted", notSupported
 		}
 	}
 	var missing []string
-	for _, f := range labelValues(labels, labelKeyFeature) {
-		if !t.features[Feature(f)] {
+	for _, f := range engine.LabelValues(labels, engine.LabelKeyFeature) {
+		if !t.Features[Feature(f)] {
 			missing = append(missing, f)
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Sprintf("feature not supported (%s): %s", t.featureSource, strings.Join(missing, ", ")), false
+		return fmt.Sprintf("feature not supported (%s): %s", featureWhy(t), strings.Join(missing, ", ")), notSupported
 	}
 	// Excluded by the user's own label filter: the requirement applies but
 	// was not checked, so the verdict cannot be a pass.
-	return "not selected by the label filter", true
+	return "not selected by the label filter", skipped
 }
 
-func requirementResult(q specs.Requirement, s *reqState, t *target, waivers map[string]Waiver) reports.RequirementResult {
+// featureWhy says why a feature is off: the flag did not name it, or the
+// server neither advertised it nor served it to the probe.
+func featureWhy(t *engine.Target) string {
+	if t.FeatureSource == "flag" {
+		return "not named by --features"
+	}
+	return "neither advertised nor observed"
+}
+
+func requirementResult(q specs.Requirement, s *reqState, t *engine.Target, waivers map[string]Waiver) reports.RequirementResult {
 	res := reports.RequirementResult{
 		ID: q.ID, Level: string(q.Level), Blocking: q.Level.Blocking(),
 		Transport: string(q.Transport), Extension: string(q.Extension),
+		Statement: q.Statement, Binds: string(q.Binds), Class: reports.Class(q.Class),
 	}
 	if s == nil || len(s.specs) == 0 {
 		switch {
-		case q.Extension != "" && !t.features[Feature(q.Extension)]:
-			res.Status, res.Reason = reports.StatusNotSupported, fmt.Sprintf("extension %s not supported (%s)", q.Extension, t.featureSource)
+		case q.Extension != "" && !t.Features[q.Extension]:
+			res.Status, res.Reason = reports.StatusNotSupported, fmt.Sprintf("extension %s not supported (%s)", q.Extension, featureWhy(t))
 		case waivers[q.ID].Reason != "":
 			res.Status, res.Reason = reports.StatusNotCovered, "waived: "+waivers[q.ID].Reason
 		default:
@@ -206,14 +237,19 @@ func requirementResult(q specs.Requirement, s *reqState, t *target, waivers map[
 	}
 	res.Specs, res.Findings, res.Notes = s.specs, s.findings, slices.Compact(s.notes)
 	sort.Strings(res.Specs)
-	// A skip outranks a warning: a requirement that was only partly checked
-	// cannot let its profile pass, and warnings never decide a verdict.
+	// A fail decides; then what was not checked (not run, skipped) outranks
+	// lenient and warning findings, which never decide a verdict alone: a
+	// requirement that was only partly checked cannot let its profile pass.
 	switch {
-	case s.hasFailure:
+	case s.classes[reports.ClassFail]:
 		res.Status = reports.StatusFailed
+	case len(s.notRun) > 0:
+		res.Status, res.Reason = reports.StatusNotRun, strings.Join(slices.Compact(sorted(s.notRun)), "; ")
 	case len(s.skipped) > 0:
 		res.Status, res.Reason = reports.StatusSkipped, strings.Join(slices.Compact(sorted(s.skipped)), "; ")
-	case s.hasWarning:
+	case s.classes[reports.ClassLenient]:
+		res.Status = reports.StatusLenient
+	case s.classes[reports.ClassWarning]:
 		res.Status = reports.StatusWarning
 	case s.passed:
 		res.Status = reports.StatusPassed
@@ -229,26 +265,29 @@ func sorted(s []string) []string {
 	return s
 }
 
-// profileResults computes the verdict of every selected profile.
-func profileResults(rep *reports.ConformanceReport, t *target) []reports.ProfileResult {
+// profileResults computes the verdict of every selected profile: fail when
+// a requirement failed (or, under --strict, was lenient or warned); partial
+// when nothing failed but the run is incomplete or requirements were
+// skipped or not run; pass otherwise.
+func profileResults(rep *reports.ConformanceReport, t *engine.Target, opts Options) []reports.ProfileResult {
 	profiles, err := Profiles()
 	if err != nil {
 		return nil
 	}
 	var out []reports.ProfileResult
 	for _, p := range profiles {
-		if len(t.opts.Profiles) > 0 && !slices.Contains(t.opts.Profiles, p.Name) {
+		if len(opts.Profiles) > 0 && !slices.Contains(opts.Profiles, p.Name) {
 			continue
 		}
 		pr := reports.ProfileResult{Name: p.Name, Counts: map[reports.Status]int{}}
 		var missing []string
 		for _, f := range p.Features {
-			if !t.features[f] {
+			if !t.Features[f] {
 				missing = append(missing, string(f))
 			}
 		}
 		switch {
-		case !slices.Contains(t.opts.transports(), p.Transport):
+		case !slices.Contains(opts.transports(), p.Transport):
 			pr.Verdict, pr.Summary = reports.VerdictNotSupported, "transport "+string(p.Transport)+" not targeted"
 			out = append(out, pr)
 			continue
@@ -265,32 +304,30 @@ func profileResults(rep *reports.ConformanceReport, t *target) []reports.Profile
 		}
 		pr.Counts = reports.Count(included)
 		for _, q := range included {
-			// A requirement is failed only by a finding that blocks (see
-			// grade): its level, --strict, a catalog FAIL, or no answer.
 			switch q.Status {
 			case reports.StatusFailed:
 				pr.Failed = append(pr.Failed, q.ID)
-			case reports.StatusSkipped:
-				pr.Skipped = append(pr.Skipped, q.ID)
+			case reports.StatusLenient:
+				pr.Lenient = append(pr.Lenient, q.ID)
 			case reports.StatusWarning:
 				pr.Warnings = append(pr.Warnings, q.ID)
+			case reports.StatusSkipped:
+				pr.Skipped = append(pr.Skipped, q.ID)
+			case reports.StatusNotRun:
+				pr.NotRun = append(pr.NotRun, q.ID)
 			}
 		}
 		switch {
-		case rep.Incomplete:
-			pr.Verdict = reports.VerdictPartial
-		case len(pr.Failed) > 0:
+		case len(pr.Failed) > 0, opts.Strict && len(pr.Lenient)+len(pr.Warnings) > 0:
 			pr.Verdict = reports.VerdictFail
-		case len(pr.Skipped) > 0:
+		case rep.Incomplete, len(pr.Skipped) > 0, len(pr.NotRun) > 0:
 			pr.Verdict = reports.VerdictPartial
 		default:
 			pr.Verdict = reports.VerdictPass
 		}
-		if len(pr.Failed) > 0 {
-			pr.Verdict = reports.VerdictFail
-		}
-		pr.Summary = fmt.Sprintf("%d requirements: %d passed, %d failed, %d warnings, %d skipped, %d not covered",
-			len(included), pr.Counts[reports.StatusPassed], len(pr.Failed), len(pr.Warnings), len(pr.Skipped), pr.Counts[reports.StatusNotCovered])
+		pr.Summary = fmt.Sprintf("%d requirements: %d passed, %d failed, %d lenient, %d warnings, %d skipped, %d not run, %d not covered",
+			len(included), pr.Counts[reports.StatusPassed], len(pr.Failed), len(pr.Lenient), len(pr.Warnings),
+			len(pr.Skipped), len(pr.NotRun), pr.Counts[reports.StatusNotCovered])
 		out = append(out, pr)
 	}
 	return out

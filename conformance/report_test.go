@@ -3,6 +3,7 @@ package conformance
 import (
 	"testing"
 
+	"github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/reports"
 )
 
@@ -14,30 +15,73 @@ func TestSkipOutranksWarning(t *testing.T) {
 	if !ok {
 		t.Fatal("OIP-REST-DATA-007 missing from the catalog")
 	}
-	tg := &target{opts: Options{HTTPURL: "http://x"}, features: map[Feature]bool{}}
-	s := &reqState{specs: []string{"a", "b"}, passed: true, hasWarning: true, skipped: []string{skipFixture + "identity_int8"},
-		findings: []reports.Finding{{Grade: reports.GradeWarning, Message: "m"}}}
+	tg := &engine.Target{Features: map[Feature]bool{}}
+	s := &reqState{specs: []string{"a", "b"}, passed: true, skipped: []string{engine.SkipFixture + "identity_int8"},
+		classes:  map[reports.Class]bool{reports.ClassWarning: true},
+		findings: []reports.Finding{{Class: reports.ClassWarning, Message: "m"}}}
 	res := requirementResult(q, s, tg, nil)
 	if res.Status != reports.StatusSkipped || len(res.Findings) != 1 {
 		t.Errorf("status %s with %d findings, want skipped keeping the warning", res.Status, len(res.Findings))
 	}
+	// Not run outranks skipped: the run is incomplete.
+	s.notRun = []string{"route does not answer: REST POST /v2/models/{m}/infer"}
+	if res := requirementResult(q, s, tg, nil); res.Status != reports.StatusNotRun {
+		t.Errorf("status %s, want not-run", res.Status)
+	}
 }
 
-// A failed requirement fails its profile whatever its level: only blocking
-// findings make a requirement failed (see grade).
-func TestFailedNonBlockingFailsProfile(t *testing.T) {
-	tg := &target{opts: Options{HTTPURL: "http://x"}, features: map[Feature]bool{}}
-	rep := &reports.ConformanceReport{}
-	for _, q := range catalog.Requirements {
-		st := reports.StatusPassed
-		if q.ID == "OIP-REST-ERR-003" { // SHOULD; failed by a 5xx (hard)
-			st = reports.StatusFailed
-		}
-		rep.Requirements = append(rep.Requirements, reports.RequirementResult{ID: q.ID, Blocking: q.Level.Blocking(), Status: st})
+// A lenient finding makes the requirement lenient, not failed; a fail
+// finding in another spec outranks it.
+func TestLenientStatus(t *testing.T) {
+	q, _ := catalog.Get("OIP-REST-INFER-010")
+	tg := &engine.Target{Features: map[Feature]bool{}}
+	s := &reqState{specs: []string{"a"}, passed: true, classes: map[reports.Class]bool{reports.ClassLenient: true}}
+	if res := requirementResult(q, s, tg, nil); res.Status != reports.StatusLenient || res.Binds != "client" || res.Statement == "" {
+		t.Errorf("got %s (binds %q, statement %q), want lenient with the catalog's binds and statement", res.Status, res.Binds, res.Statement)
 	}
-	for _, p := range profileResults(rep, tg) {
-		if p.Name == "OIP-REST-CORE" && (p.Verdict != reports.VerdictFail || len(p.Failed) != 1) {
-			t.Errorf("OIP-REST-CORE: %s, failed %v; want fail on OIP-REST-ERR-003", p.Verdict, p.Failed)
+	s.classes[reports.ClassFail] = true
+	if res := requirementResult(q, s, tg, nil); res.Status != reports.StatusFailed {
+		t.Errorf("got %s, want failed", res.Status)
+	}
+}
+
+// A failed requirement fails its profile whatever its level; lenient and
+// warning ones fail it only under --strict.
+func TestProfileVerdicts(t *testing.T) {
+	tg := &engine.Target{Features: map[Feature]bool{}}
+	build := func(status map[string]reports.Status) *reports.ConformanceReport {
+		rep := &reports.ConformanceReport{}
+		for _, q := range catalog.Requirements {
+			st, ok := status[q.ID]
+			if !ok {
+				st = reports.StatusPassed
+			}
+			rep.Requirements = append(rep.Requirements, reports.RequirementResult{ID: q.ID, Blocking: q.Level.Blocking(), Status: st})
 		}
+		return rep
+	}
+	verdict := func(rep *reports.ConformanceReport, strict bool) reports.ProfileResult {
+		for _, p := range profileResults(rep, tg, Options{HTTPURL: "http://x", Strict: strict}) {
+			if p.Name == "OIP-REST-CORE" {
+				return p
+			}
+		}
+		t.Fatal("no OIP-REST-CORE profile")
+		return reports.ProfileResult{}
+	}
+	failed := build(map[string]reports.Status{"OIP-REST-ERR-003": reports.StatusFailed}) // SHOULD; failed by a 5xx (hard)
+	if p := verdict(failed, false); p.Verdict != reports.VerdictFail || len(p.Failed) != 1 {
+		t.Errorf("OIP-REST-CORE: %s, failed %v; want fail on OIP-REST-ERR-003", p.Verdict, p.Failed)
+	}
+	lenient := build(map[string]reports.Status{"OIP-REST-INFER-010": reports.StatusLenient})
+	if p := verdict(lenient, false); p.Verdict != reports.VerdictPass || len(p.Lenient) != 1 {
+		t.Errorf("lenient: %s (lenient %v), want pass listing it", p.Verdict, p.Lenient)
+	}
+	if p := verdict(lenient, true); p.Verdict != reports.VerdictFail {
+		t.Errorf("lenient under --strict: %s, want fail", p.Verdict)
+	}
+	notRun := build(map[string]reports.Status{"OIP-REST-INFER-001": reports.StatusNotRun})
+	if p := verdict(notRun, false); p.Verdict != reports.VerdictPartial || len(p.NotRun) != 1 {
+		t.Errorf("not run: %s, want partial", p.Verdict)
 	}
 }

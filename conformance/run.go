@@ -11,9 +11,11 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	"github.com/onsi/ginkgo/v2/reporters"
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/oipkit/oipkit/client"
+	"github.com/oipkit/oipkit/conformance/engine"
+	_ "github.com/oipkit/oipkit/conformance/suite" // the specs
 	"github.com/oipkit/oipkit/reports"
 )
 
@@ -24,19 +26,17 @@ const SuiteDescription = "OIP conformance"
 // runs a spec tree once per process.
 var ErrAlreadyRun = errors.New("conformance: Run may be called only once per process")
 
+// The identification errors [Run] returns, from client.Identify: nothing
+// answers at an address, or what answers is not an OIP server.
+var (
+	ErrUnreachable = client.ErrUnreachable
+	ErrNotOIP      = client.ErrNotOIP
+)
+
 var (
 	ran         atomic.Bool
 	suiteReport types.Report
 )
-
-var _ = BeforeSuite(func(ctx SpecContext) {
-	if tgt == nil {
-		return
-	}
-	if err := tgt.discoverFixtures(ctx); err != nil {
-		tgt.problems = append(tgt.problems, "fixture discovery: "+err.Error())
-	}
-})
 
 var _ = ReportAfterSuite("oipkit conformance report", func(r Report) {
 	suiteReport = r
@@ -44,14 +44,16 @@ var _ = ReportAfterSuite("oipkit conformance report", func(r Report) {
 
 // Run runs the conformance suite against the targets of opts and returns the
 // report, which it also writes to opts.ReportDir (report.json, report.md,
-// junit.xml) when that is set. t receives ginkgo's pass/fail: a *testing.T,
-// or an adapter in the CLI.
+// junit.xml) and appends to opts.StepSummary when those are set. t receives
+// ginkgo's pass/fail: a *testing.T, or an adapter in the CLI.
 //
-// Run first checks that every target answers; a target where nothing
-// listens fails in seconds with an error wrapping [ErrUnreachable] and no
-// specs run. A run that ends early (the server stopped answering) returns
-// the partial report with Incomplete set. Run may be called once per
-// process.
+// Run first identifies every target: one where nothing listens, or one that
+// is not an OIP server (a static web server, another gRPC service, the gRPC
+// port given as the HTTP target), fails within about two seconds with an
+// error wrapping [ErrUnreachable] or [ErrNotOIP], and no spec runs. A run
+// that could not check everything (the server stopped answering, a route
+// never answered) returns its report with Incomplete set. Run may be called
+// once per process.
 func Run(t GinkgoTestingT, opts Options) (*reports.ConformanceReport, error) {
 	if ran.Swap(true) {
 		return nil, ErrAlreadyRun
@@ -61,12 +63,11 @@ func Run(t GinkgoTestingT, opts Options) (*reports.ConformanceReport, error) {
 		return nil, err
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*opts.Timeout+5*time.Second)
-	tgt, err = connect(ctx, opts)
-	cancel()
+	tgt, err := engine.Connect(context.Background(), opts.engineConfig())
 	if err != nil {
 		return nil, err
 	}
+	defer tgt.Close()
 	if opts.ReportDir != "" {
 		if err := os.MkdirAll(opts.ReportDir, 0o755); err != nil {
 			return nil, fmt.Errorf("report dir: %w", err)
@@ -74,7 +75,7 @@ func Run(t GinkgoTestingT, opts Options) (*reports.ConformanceReport, error) {
 	}
 
 	suiteConfig, reporterConfig := GinkgoConfiguration()
-	filters := []string{LabelFilter(tgt.featureList(), opts.transports())}
+	filters := []string{engine.LabelFilter(tgt.FeatureList(), tgt.Transports())}
 	for _, f := range []string{suiteConfig.LabelFilter, opts.LabelFilter} {
 		if strings.TrimSpace(f) != "" {
 			filters = append(filters, "("+f+")")
@@ -92,34 +93,60 @@ func Run(t GinkgoTestingT, opts Options) (*reports.ConformanceReport, error) {
 
 	RunSpecs(t, SuiteDescription, suiteConfig, reporterConfig)
 
-	rep := buildReport(suiteReport, tgt, start)
+	rep := buildReport(suiteReport, tgt, opts, start)
 	if opts.ReportDir != "" {
-		if err := writeReports(opts.ReportDir, rep, suiteReport); err != nil {
+		if err := writeReports(opts.ReportDir, rep); err != nil {
+			return rep, err
+		}
+	}
+	if opts.StepSummary != "" {
+		if err := appendStepSummary(opts.StepSummary, rep); err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
 }
 
-// writeReports writes the JSON report, its Markdown rendering and ginkgo's
-// JUnit XML into dir.
-func writeReports(dir string, rep *reports.ConformanceReport, r types.Report) error {
+// writeReports writes the JSON report, its Markdown rendering and the JUnit
+// XML into dir.
+func writeReports(dir string, rep *reports.ConformanceReport) error {
 	if err := reports.WriteFile(filepath.Join(dir, "report.json"), rep); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "report.md"))
-	if err != nil {
-		return fmt.Errorf("write report.md: %w", err)
-	}
-	if err := reports.WriteMarkdown(f, rep); err != nil {
-		f.Close()
+	if err := writeFile(filepath.Join(dir, "report.md"), func(f *os.File) error { return reports.WriteMarkdown(f, rep) }); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write report.md: %w", err)
+	return writeFile(filepath.Join(dir, "junit.xml"), func(f *os.File) error { return WriteJUnit(f, rep) })
+}
+
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	if err := reporters.GenerateJUnitReport(r, filepath.Join(dir, "junit.xml")); err != nil {
-		return fmt.Errorf("write junit.xml: %w", err)
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// appendStepSummary appends the Markdown step summary to path (the file
+// GitHub Actions names in GITHUB_STEP_SUMMARY).
+func appendStepSummary(path string, rep *reports.ConformanceReport) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("step summary: %w", err)
+	}
+	if err := WriteStepSummary(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("step summary: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("step summary: %w", err)
 	}
 	return nil
 }

@@ -52,8 +52,10 @@ const maxMatrixBody = 1200
 // WriteMatrix writes the requirement × implementation table in Markdown:
 // the profile verdicts first, then one row per requirement that some
 // implementation passed, failed, warned about or skipped, sorted by ID so
-// that matrices diff cleanly. A cell is pass, fail, warn, skip (applicable
-// but not checked), n/a (extension not advertised, transport not targeted,
+// that matrices diff cleanly. A cell is pass, fail, lenient (a client rule
+// the server does not enforce), warn, skip (applicable but not checked),
+// not run (a route that does not answer, a run that ended early), n/a
+// (extension neither advertised nor observed, transport not targeted,
 // optional fixture absent) or — (no spec checks it). Failed cells link to
 // the evidence WriteCompatibility writes. It returns how many requirements
 // it left out because no implementation had a result for them.
@@ -90,7 +92,7 @@ func WriteMatrix(w io.Writer, cols []MatrixColumn) (omitted int, err error) {
 		for _, q := range c.Report.Requirements {
 			levels[q.ID] = q.Level
 			switch q.Status {
-			case StatusPassed, StatusFailed, StatusWarning, StatusSkipped:
+			case StatusPassed, StatusFailed, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun:
 				shown[q.ID] = true
 			}
 		}
@@ -123,10 +125,14 @@ func matrixCell(s Status) string {
 		return "pass"
 	case StatusFailed:
 		return "**fail**"
+	case StatusLenient:
+		return "lenient"
 	case StatusWarning:
 		return "warn"
 	case StatusSkipped:
 		return "skip"
+	case StatusNotRun:
+		return "not run"
 	case StatusNotSupported:
 		return "n/a"
 	}
@@ -150,9 +156,12 @@ func WriteCompatibility(w io.Writer, cols []MatrixColumn, cite Citer) error {
 	var b strings.Builder
 	b.WriteString("# OIP compatibility matrix\n\n")
 	b.WriteString("Written by `oipkit matrix` from the conformance reports below. Cells: **pass**; **fail** " +
-		"(a blocking deviation, linked to its evidence); **warn** (a deviation the catalog grades non-blocking: " +
-		"SHOULD, MAY, implied, or an ambiguity of §5); **skip** (applicable but not checked, e.g. a fixture the " +
-		"runtime cannot deploy); **n/a** (extension not advertised, optional fixture absent); **—** (no spec checks it).\n\n")
+		"(the server broke a rule the spec puts on servers, linked to its evidence); **lenient** (the server " +
+		"accepted a request that breaks a rule the spec puts on clients); **warn** (a difference stock clients " +
+		"tolerate: SHOULD, MAY, implied, or an ambiguity of §5); **skip** (applicable but not checked, e.g. a " +
+		"fixture the runtime cannot deploy); **not run** (a route that did not answer, a run that ended early); " +
+		"**n/a** (extension neither advertised nor observed, optional fixture absent); **—** (no spec checks it). " +
+		"Lenient and warn fail a verdict only under `--strict`.\n\n")
 
 	b.WriteString("| implementation | suite | date | targets | features | fixtures not deployed | details |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range cols {
@@ -206,11 +215,21 @@ func WriteCompatibility(w io.Writer, cols []MatrixColumn, cite Citer) error {
 		}
 	}
 
-	b.WriteString("\n## Warnings\n")
+	writeFindingList(&b, cols, StatusLenient, "Lenient", "lenient")
+	writeFindingList(&b, cols, StatusWarning, "Warnings", "warnings")
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+// writeFindingList writes one line per requirement with status s of every
+// implementation: its first finding and, if any, the ambiguity that
+// tolerates it.
+func writeFindingList(b *strings.Builder, cols []MatrixColumn, s Status, title, noun string) {
+	fmt.Fprintf(b, "\n## %s\n", title)
 	for _, c := range cols {
-		warned := c.Report.WithStatus(StatusWarning)
-		fmt.Fprintf(&b, "\n### %s: %d warnings\n\n", mdEscape(c.name()), len(warned))
-		for _, id := range warned {
+		ids := c.Report.WithStatus(s)
+		fmt.Fprintf(b, "\n### %s: %d %s\n\n", mdEscape(c.name()), len(ids), noun)
+		for _, id := range ids {
 			q, _ := c.Report.Requirement(id)
 			msg, amb := "", ""
 			if len(q.Findings) > 0 {
@@ -223,11 +242,9 @@ func WriteCompatibility(w io.Writer, cols []MatrixColumn, cite Citer) error {
 			if n := len(q.Findings); n > 1 {
 				more = fmt.Sprintf(" [%d findings]", n)
 			}
-			fmt.Fprintf(&b, "- **%s** (%s)%s: %s%s\n", q.ID, q.Level, amb, mdEscape(truncate(msg, 240)), more)
+			fmt.Fprintf(b, "- **%s** (%s)%s: %s%s\n", q.ID, q.Level, amb, mdEscape(truncate(msg, 240)), more)
 		}
 	}
-	_, err = io.WriteString(w, b.String())
-	return err
 }
 
 // writeFailure writes one failed requirement: anchor, citation, and the
@@ -241,7 +258,7 @@ func writeFailure(b *strings.Builder, col int, c MatrixColumn, q RequirementResu
 	}
 	var fails []Finding
 	for _, f := range q.Findings {
-		if f.Grade == GradeFailure {
+		if f.Class == ClassFail {
 			fails = append(fails, f)
 		}
 	}

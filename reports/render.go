@@ -8,14 +8,18 @@ import (
 )
 
 // WriteText writes the human summary printed at the end of a run: the
-// implementation, the profile verdicts, the counts, and one line per failure
-// and warning.
+// implementation, the extensions, the profile verdicts, the counts, and one
+// line per fail, lenient and warning finding, then the skipped and not-run
+// requirements grouped by reason.
 func WriteText(w io.Writer, r *ConformanceReport) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OIP conformance: %s %s (suite %s, oipkit %s, %s)\n",
 		r.Implementation.Name, r.Implementation.Version, r.SuiteVersion, r.OIPKitVersion, r.Duration)
 	fmt.Fprintf(&b, "targets: http=%s grpc=%s; features (%s): %s; strict=%v\n",
 		orNone(r.Targets.HTTP), orNone(r.Targets.GRPC), r.FeatureSource, orNone(strings.Join(r.Features, ",")), r.Strict)
+	if line := extensionLine(r); line != "" {
+		fmt.Fprintf(&b, "extensions: %s\n", line)
+	}
 	if r.Incomplete {
 		fmt.Fprintf(&b, "RUN INCOMPLETE: %s\n", r.Problem)
 	}
@@ -25,39 +29,87 @@ func WriteText(w io.Writer, r *ConformanceReport) error {
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "requirements: %s\n", countLine(r.Counts))
-	skips := map[string][]string{} // reason → requirement IDs
-	var reasons []string
-	for _, q := range r.Requirements {
-		for _, f := range q.Findings {
-			fmt.Fprintf(&b, "  %-7s %s [%s]: %s\n", gradeWord(f.Grade), q.ID, q.Level, firstLine(f.Message))
-		}
-		if q.Status == StatusSkipped {
-			if len(skips[q.Reason]) == 0 {
-				reasons = append(reasons, q.Reason)
+	for _, c := range []Class{ClassFail, ClassLenient, ClassWarning} {
+		for _, q := range r.Requirements {
+			for _, f := range q.Findings {
+				if f.Class == c {
+					fmt.Fprintf(&b, "  %-7s %s [%s]: %s\n", classWord(f.Class), q.ID, q.Level, firstLine(f.Message))
+				}
 			}
-			skips[q.Reason] = append(skips[q.Reason], q.ID)
 		}
 	}
-	for _, why := range reasons {
-		ids := skips[why]
-		list := strings.Join(ids, ", ")
-		if len(ids) > 6 {
-			list = strings.Join(ids[:6], ", ") + fmt.Sprintf(" and %d more", len(ids)-6)
+	for _, s := range []Status{StatusSkipped, StatusNotRun} {
+		byReason := map[string][]string{}
+		var reasons []string
+		for _, q := range r.Requirements {
+			if q.Status != s {
+				continue
+			}
+			if len(byReason[q.Reason]) == 0 {
+				reasons = append(reasons, q.Reason)
+			}
+			byReason[q.Reason] = append(byReason[q.Reason], q.ID)
 		}
-		fmt.Fprintf(&b, "  SKIPPED %s: %s\n", why, list)
+		for _, why := range reasons {
+			ids := byReason[why]
+			list := strings.Join(ids, ", ")
+			if len(ids) > 6 {
+				list = strings.Join(ids[:6], ", ") + fmt.Sprintf(" and %d more", len(ids)-6)
+			}
+			fmt.Fprintf(&b, "  %-7s %s: %s\n", strings.ToUpper(strings.ReplaceAll(string(s), "-", " ")), why, list)
+		}
 	}
 	for _, p := range r.Profiles {
 		if p.Verdict == VerdictPartial {
-			fmt.Fprintf(&b, "NOTE: profile %s is PARTIAL: %d applicable requirement(s) were skipped; conformance is not established\n", p.Name, len(p.Skipped))
+			fmt.Fprintf(&b, "NOTE: profile %s is PARTIAL: %d applicable requirement(s) were skipped or not run; conformance is not established\n",
+				p.Name, len(p.Skipped)+len(p.NotRun))
 		}
+	}
+	if !r.Strict && r.Counts[StatusLenient]+r.Counts[StatusWarning] > 0 {
+		fmt.Fprintf(&b, "NOTE: %d lenient and %d warning requirement(s) do not fail the verdict; --strict makes them fail\n",
+			r.Counts[StatusLenient], r.Counts[StatusWarning])
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// WriteMarkdown writes the full report as Markdown: verdicts, counts, and a
-// table of every requirement with its status, followed by the evidence of
-// each failure and warning.
+// extensionLine summarizes advertised and observed extensions in one line,
+// calling out every disagreement between the two.
+func extensionLine(r *ConformanceReport) string {
+	var parts []string
+	for _, e := range r.Extensions {
+		if !e.Advertised && e.Probe != ProbeObserved {
+			continue
+		}
+		parts = append(parts, e.Name+" ("+extensionState(e)+")")
+	}
+	line := strings.Join(parts, ", ")
+	if len(r.UnknownExtensions) > 0 {
+		if line != "" {
+			line += "; "
+		}
+		line += "advertised outside the vocabulary: " + strings.Join(r.UnknownExtensions, ", ")
+	}
+	return line
+}
+
+// extensionState is "advertised, observed", "NOT advertised, observed",
+// "advertised, ABSENT" and so on: capitals mark a disagreement.
+func extensionState(e ExtensionResult) string {
+	adv := "advertised"
+	if !e.Advertised {
+		adv = "NOT advertised"
+	}
+	probe := string(e.Probe)
+	if e.Advertised && e.Probe == ProbeAbsent {
+		probe = "ABSENT"
+	}
+	return adv + ", " + probe
+}
+
+// WriteMarkdown writes the full report as Markdown: verdicts, extensions,
+// counts, a table of every requirement with its statement and status, and
+// the evidence of each fail, lenient and warning finding.
 func WriteMarkdown(w io.Writer, r *ConformanceReport) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# OIP conformance report: %s %s\n\n", r.Implementation.Name, r.Implementation.Version)
@@ -73,13 +125,21 @@ func WriteMarkdown(w io.Writer, r *ConformanceReport) error {
 	for _, p := range r.Profiles {
 		fmt.Fprintf(&b, "| %s | **%s** | %s |\n", p.Name, p.Verdict, mdEscape(p.Summary))
 	}
-	fmt.Fprintf(&b, "\n## Requirements\n\n%s\n\n| requirement | level | status | detail |\n|---|---|---|---|\n", countLine(r.Counts))
+	writeExtensionsTable(&b, r)
+	fmt.Fprintf(&b, "\n## Requirements\n\n%s\n\n", countLine(r.Counts))
+	b.WriteString("A **lenient** requirement is a rule the spec puts on clients that the server does not enforce; " +
+		"lenient and warning requirements fail a verdict only under `--strict`.\n\n")
+	b.WriteString("| requirement | level | binds | status | statement | detail |\n|---|---|---|---|---|---|\n")
 	for _, q := range r.Requirements {
 		detail := q.Reason
 		if len(q.Findings) > 0 {
 			detail = firstLine(q.Findings[0].Message)
+			if n := len(q.Findings); n > 1 {
+				detail += fmt.Sprintf(" (and %d more)", n-1)
+			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", q.ID, q.Level, q.Status, mdEscape(truncate(detail, 200)))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", q.ID, q.Level, q.Binds, statusCell(q.Status),
+			mdEscape(q.Statement), mdEscape(truncate(detail, 200)))
 	}
 	var withFindings []RequirementResult
 	for _, q := range r.Requirements {
@@ -91,7 +151,8 @@ func WriteMarkdown(w io.Writer, r *ConformanceReport) error {
 		b.WriteString("\n## Evidence\n")
 		for _, q := range withFindings {
 			for _, f := range q.Findings {
-				fmt.Fprintf(&b, "\n### %s (%s) — %s\n\nSpec: %s\n\n```\n%s\n```\n", q.ID, q.Level, f.Grade, mdEscape(f.Spec), f.Message)
+				fmt.Fprintf(&b, "\n### %s (%s) — %s\n\n%s\n\nSpec: %s\n\n```\n%s\n```\n",
+					q.ID, q.Level, f.Class, mdEscape(q.Statement), mdEscape(f.Spec), strings.ReplaceAll(f.Message, "```", "'''"))
 				if f.Evidence != nil {
 					fmt.Fprintf(&b, "\nSent:\n\n```\n%s```\n\nReceived:\n\n```\n%s```\n", messageText(f.Evidence.Request), messageText(f.Evidence.Response))
 				}
@@ -100,6 +161,48 @@ func WriteMarkdown(w io.Writer, r *ConformanceReport) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeExtensionsTable lists every extension the server advertised or the
+// suite observed, and the advertised names outside the vocabulary.
+func writeExtensionsTable(b *strings.Builder, r *ConformanceReport) {
+	var rows []ExtensionResult
+	for _, e := range r.Extensions {
+		if e.Advertised || e.Probe == ProbeObserved || e.Probe == ProbeAbsent && e.Tested {
+			rows = append(rows, e)
+		}
+	}
+	if len(rows) == 0 && len(r.UnknownExtensions) == 0 {
+		return
+	}
+	b.WriteString("\n## Extensions\n\nEvery extension the suite has a probe for is probed, advertised or not; its specs run when it is advertised or observed.\n\n")
+	b.WriteString("| extension | advertised | probe | specs ran | detail |\n|---|---|---|---|---|\n")
+	for _, e := range rows {
+		adv := "yes"
+		if !e.Advertised {
+			adv = "**no**"
+		}
+		if len(e.Capabilities) > 0 {
+			adv += " (" + strings.Join(e.Capabilities, ", ") + ")"
+		}
+		probe := string(e.Probe)
+		if e.Advertised && e.Probe == ProbeAbsent || !e.Advertised && e.Probe == ProbeObserved {
+			probe = "**" + probe + "**"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %v | %s |\n", e.Name, adv, probe, e.Tested, mdEscape(e.Detail))
+	}
+	if len(r.UnknownExtensions) > 0 {
+		fmt.Fprintf(b, "\nAdvertised names outside the vocabulary (not tested): %s\n", mdEscape(strings.Join(r.UnknownExtensions, ", ")))
+	}
+}
+
+// statusCell renders a status, bold when it calls for attention.
+func statusCell(s Status) string {
+	switch s {
+	case StatusFailed, StatusLenient, StatusNotRun:
+		return "**" + string(s) + "**"
+	}
+	return string(s)
 }
 
 // messageText renders one side of an exchange like a wire dump.
@@ -134,9 +237,13 @@ func countLine(c map[Status]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func gradeWord(g Grade) string {
-	if g == GradeFailure {
+// classWord is the class as the text summary prints it.
+func classWord(c Class) string {
+	switch c {
+	case ClassFail:
 		return "FAIL"
+	case ClassLenient:
+		return "LENIENT"
 	}
 	return "WARN"
 }

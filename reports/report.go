@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -19,19 +20,27 @@ type Status string
 const (
 	// StatusPassed: every spec checking the requirement ran and passed.
 	StatusPassed Status = "passed"
-	// StatusFailed: a check of the requirement failed in a way that blocks
-	// the verdict: the requirement is a MUST, the run is --strict, the
-	// catalog grades that deviation FAIL whatever the level (a 5xx for a
-	// malformed request, OIP-REST-ERR-003), or the server gave no answer.
+	// StatusFailed: a check of the requirement found a fail: the server
+	// broke a rule the spec puts on servers (a MUST, or a deviation the
+	// catalog grades fail whatever the level, such as a 5xx for a
+	// malformed request, OIP-REST-ERR-003), or gave no answer.
 	StatusFailed Status = "failed"
-	// StatusWarning: a check failed, but the requirement is non-blocking
-	// (SHOULD, implied, MAY, informative) or the catalog grades that
-	// particular deviation as a warning (an ambiguity of the spec).
+	// StatusLenient: the server accepted a request that breaks a rule the
+	// spec puts on clients (a string dimension, mixed raw and typed
+	// contents). It fails a verdict only under --strict.
+	StatusLenient Status = "lenient"
+	// StatusWarning: a check found a difference stock clients tolerate: a
+	// SHOULD, MAY or implied requirement, or a deviation an ambiguity of the
+	// spec allows. It fails a verdict only under --strict.
 	StatusWarning Status = "warning"
 	// StatusSkipped: a spec could not run, for example because a fixture
 	// model is not deployed. Skips make a profile partial, and outrank
-	// warnings (the findings are still listed).
+	// lenient and warning findings (which are still listed).
 	StatusSkipped Status = "skipped"
+	// StatusNotRun: a spec was not run because the run could not reach it:
+	// a route it needs does not answer, or the run ended early. The run is
+	// incomplete.
+	StatusNotRun Status = "not-run"
 	// StatusNotSupported: the server does not support the feature the
 	// requirement needs, or the requirement's transport was not targeted.
 	StatusNotSupported Status = "not-supported"
@@ -40,7 +49,7 @@ const (
 )
 
 // Statuses lists every status in report order.
-var Statuses = []Status{StatusPassed, StatusFailed, StatusWarning, StatusSkipped, StatusNotSupported, StatusNotCovered}
+var Statuses = []Status{StatusPassed, StatusFailed, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun, StatusNotSupported, StatusNotCovered}
 
 // Verdict is a profile's overall result.
 type Verdict string
@@ -49,10 +58,11 @@ type Verdict string
 const (
 	// VerdictPass: no blocking requirement failed and nothing was skipped.
 	VerdictPass Verdict = "pass"
-	// VerdictFail: at least one blocking requirement failed.
+	// VerdictFail: at least one requirement failed, or, under --strict,
+	// was lenient or warned.
 	VerdictFail Verdict = "fail"
-	// VerdictPartial: nothing blocking failed but some applicable
-	// requirements were skipped, so conformance is not established.
+	// VerdictPartial: nothing failed but some applicable requirements were
+	// skipped or not run, so conformance is not established.
 	VerdictPartial Verdict = "partial"
 	// VerdictNotSupported: the profile's transport was not targeted or the
 	// server does not support its features.
@@ -76,15 +86,24 @@ type ConformanceReport struct {
 	Duration string  `json:"duration"`
 	Targets  Targets `json:"targets"`
 	// Features are the extensions treated as supported; FeatureSource says
-	// where they came from: "advertised" (server metadata) or "flag".
+	// where they came from: "discovered" (advertised in server metadata or
+	// observed by a probe, see Extensions) or "flag".
 	Features      []string `json:"features"`
 	FeatureSource string   `json:"featureSource"`
+	// Extensions records, for every extension of the vocabulary, whether
+	// the server advertised it and what the suite's probe observed.
+	Extensions []ExtensionResult `json:"extensions,omitempty"`
+	// UnknownExtensions are advertised names outside the vocabulary (e.g.
+	// KServe's "model_repository_extension"), as sent.
+	UnknownExtensions []string `json:"unknownExtensions,omitempty"`
 	// Fixtures maps each fixture model the suite looked for to whether it
 	// is deployed.
 	Fixtures map[string]bool `json:"fixtures,omitempty"`
 	Strict   bool            `json:"strict"`
-	// Incomplete is set when the run ended early (the server stopped
-	// answering, or the suite was interrupted); Problem says why.
+	// Incomplete is set when the run could not check everything it
+	// should have: it ended early (the server stopped answering, the suite
+	// was interrupted) or a route did not answer and the specs needing it
+	// were not run. Problem says why.
 	Incomplete   bool                `json:"incomplete,omitempty"`
 	Problem      string              `json:"problem,omitempty"`
 	Profiles     []ProfileResult     `json:"profiles"`
@@ -105,15 +124,52 @@ type Targets struct {
 	GRPC string `json:"grpc,omitempty"`
 }
 
+// ExtensionResult is what the run found out about one extension.
+type ExtensionResult struct {
+	Name string `json:"name"`
+	// Advertised: server metadata lists it (possibly with capabilities,
+	// "model_repository(unload_dependents)").
+	Advertised   bool     `json:"advertised"`
+	Capabilities []string `json:"capabilities,omitempty"`
+	// Probe is what the suite's probe observed: ProbeObserved,
+	// ProbeAbsent, ProbeInconclusive, or ProbeNone when the suite has no
+	// probe (and no specs) for the extension.
+	Probe ProbeOutcome `json:"probe"`
+	// Detail says what the probe sent and saw, in one line.
+	Detail   string    `json:"detail,omitempty"`
+	Evidence *Evidence `json:"evidence,omitempty"`
+	// Tested: the extension's specs ran (advertised, observed, or named by
+	// --features).
+	Tested bool `json:"tested"`
+}
+
+// ProbeOutcome is the result of probing one extension.
+type ProbeOutcome string
+
+// The probe outcomes.
+const (
+	// ProbeObserved: the extension works, advertised or not.
+	ProbeObserved ProbeOutcome = "observed"
+	// ProbeAbsent: the server answered, and not as the extension says.
+	ProbeAbsent ProbeOutcome = "absent"
+	// ProbeInconclusive: the probe could not tell (fixture missing, no
+	// answer, transport not targeted).
+	ProbeInconclusive ProbeOutcome = "inconclusive"
+	// ProbeNone: the suite has no probe for this extension.
+	ProbeNone ProbeOutcome = "not-probed"
+)
+
 // ProfileResult is the verdict of one conformance profile.
 type ProfileResult struct {
 	Name     string         `json:"name"`
 	Verdict  Verdict        `json:"verdict"`
 	Summary  string         `json:"summary"`
 	Counts   map[Status]int `json:"counts"`
-	Failed   []string       `json:"failed,omitempty"`  // blocking requirements that failed
-	Skipped  []string       `json:"skipped,omitempty"` // applicable requirements that were skipped
+	Failed   []string       `json:"failed,omitempty"`  // requirements that failed
+	Lenient  []string       `json:"lenient,omitempty"` // requirements the server was lenient about
 	Warnings []string       `json:"warnings,omitempty"`
+	Skipped  []string       `json:"skipped,omitempty"` // applicable requirements that were skipped
+	NotRun   []string       `json:"notRun,omitempty"`  // applicable requirements that were not run
 }
 
 // RequirementResult is the outcome of one catalog requirement.
@@ -123,8 +179,15 @@ type RequirementResult struct {
 	Blocking  bool   `json:"blocking"`
 	Transport string `json:"transport"`
 	Extension string `json:"extension,omitempty"`
-	Status    Status `json:"status"`
-	// Reason explains a skipped, not-supported or not-covered status.
+	// Statement is the catalog's one-line paraphrase of the obligation.
+	Statement string `json:"statement,omitempty"`
+	// Binds is whom the rule binds (server, client, both); Class the
+	// finding class the catalog gives a failed check of it.
+	Binds  string `json:"binds,omitempty"`
+	Class  Class  `json:"class,omitempty"`
+	Status Status `json:"status"`
+	// Reason explains a skipped, not-run, not-supported or not-covered
+	// status.
 	Reason string `json:"reason,omitempty"`
 	// Specs are the full texts of the specs labelled with the requirement.
 	Specs []string `json:"specs,omitempty"`
@@ -136,24 +199,54 @@ type RequirementResult struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Grade is the weight of a finding.
-type Grade string
+// Class is the weight of a finding (catalog classes, see specs.Class).
+type Class string
 
-// The finding grades.
+// The finding classes.
 const (
-	GradeFailure Grade = "failure"
-	GradeWarning Grade = "warning"
+	// ClassFail: the server broke a rule the spec puts on servers, or gave
+	// no answer.
+	ClassFail Class = "fail"
+	// ClassLenient: the server accepted a request that breaks a rule the
+	// spec puts on clients.
+	ClassLenient Class = "lenient"
+	// ClassWarning: a difference stock clients tolerate.
+	ClassWarning Class = "warning"
 )
 
 // Finding is one failed check.
 type Finding struct {
-	Spec    string `json:"spec"`
-	Grade   Grade  `json:"grade"`
+	Spec  string `json:"spec"`
+	Class Class  `json:"class"`
+	// Message says what was wrong: got X, want Y.
 	Message string `json:"message"`
-	// Ambiguity is the catalog §5 item that makes this deviation a
-	// warning, if any (e.g. "A-18").
+	// Ambiguity is the catalog §5 item (or the weaker requirement) that
+	// makes this deviation a warning, if any (e.g. "A-18").
 	Ambiguity string    `json:"ambiguity,omitempty"`
 	Evidence  *Evidence `json:"evidence,omitempty"`
+}
+
+// UnmarshalJSON reads a finding, also from reports written before classes
+// existed ("grade": "failure" or "warning").
+func (f *Finding) UnmarshalJSON(b []byte) error {
+	type plain Finding
+	var v struct {
+		plain
+		Grade string `json:"grade"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = Finding(v.plain)
+	if f.Class == "" {
+		switch v.Grade {
+		case "failure":
+			f.Class = ClassFail
+		case "warning":
+			f.Class = ClassWarning
+		}
+	}
+	return nil
 }
 
 // Evidence is what the suite sent and what came back.
@@ -227,6 +320,11 @@ func (r *ConformanceReport) Validate() error {
 		}
 		if !known {
 			return fmt.Errorf("requirement %s: unknown status %q", q.ID, q.Status)
+		}
+		for _, f := range q.Findings {
+			if f.Class != ClassFail && f.Class != ClassLenient && f.Class != ClassWarning {
+				return fmt.Errorf("requirement %s: finding %q has unknown class %q", q.ID, firstLine(f.Message), f.Class)
+			}
 		}
 	}
 	return nil

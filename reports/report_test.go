@@ -10,10 +10,13 @@ import (
 func sampleReport(name string, status Status) *ConformanceReport {
 	rs := []RequirementResult{
 		{ID: "OIP-REST-INFER-006", Level: "MUST", Blocking: true, Status: status,
-			Findings: []Finding{{Spec: "echoes a plain id", Grade: GradeFailure, Message: "id is \"\", want \"42\"",
+			Findings: []Finding{{Spec: "echoes a plain id", Class: ClassFail, Message: "id is \"\", want \"42\"",
 				Evidence: &Evidence{Request: Message{Method: "POST", Target: "/v2/models/add_sub/infer", Body: `{"id":"42"}`},
 					Response: Message{Status: "HTTP 200", Body: `{"model_name":"add_sub"}`}}}}},
 		{ID: "OIP-REST-ERR-003", Level: "SHOULD", Status: StatusWarning},
+		{ID: "OIP-REST-INFER-010", Level: "MUST", Binds: "client", Status: StatusLenient, Statement: "Every input shape dimension is an integer.",
+			Findings: []Finding{{Spec: "rejects a string shape dimension", Class: ClassLenient, Message: "got 200, want an error status",
+				Evidence: &Evidence{Request: Message{Method: "POST", Target: "/v2/models/add_sub/infer"}, Response: Message{Status: "HTTP 200"}}}}},
 		{ID: "OIP-EXT-BIN-014", Level: "MAY", Status: StatusNotCovered, Reason: "waived: no fixture"},
 	}
 	return &ConformanceReport{
@@ -36,7 +39,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Implementation != r.Implementation || len(got.Requirements) != 3 ||
+	if got.Implementation != r.Implementation || len(got.Requirements) != 4 ||
 		got.Requirements[0].Findings[0].Evidence.Request.Target != "/v2/models/add_sub/infer" {
 		t.Errorf("round trip lost data: %+v", got)
 	}
@@ -75,12 +78,13 @@ func TestRenderings(t *testing.T) {
 	if err := WriteMarkdown(&md, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"FAIL    OIP-REST-INFER-006 [MUST]", "OIP-REST-CORE", "FAIL"} {
+	for _, want := range []string{"FAIL    OIP-REST-INFER-006 [MUST]", "LENIENT OIP-REST-INFER-010 [MUST]", "OIP-REST-CORE", "1 lenient", "--strict makes them fail"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text summary lacks %q:\n%s", want, text.String())
 		}
 	}
-	for _, want := range []string{"| OIP-REST-INFER-006 | MUST | failed |", "POST /v2/models/add_sub/infer", "waived: no fixture"} {
+	for _, want := range []string{"| OIP-REST-INFER-006 | MUST |  | **failed** |", "| OIP-REST-INFER-010 | MUST | client | **lenient** | Every input shape dimension is an integer. |",
+		"### OIP-REST-INFER-010 (MUST) — lenient", "POST /v2/models/add_sub/infer", "waived: no fixture"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
 		}
@@ -96,7 +100,7 @@ func TestMatrix(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"| | triton 1.0 | MLServer |", "| OIP-REST-INFER-006 (MUST) | [**fail**](#c1-oip-rest-infer-006) | pass |",
-		"| OIP-REST-ERR-003 (SHOULD) | warn | warn |", "| **OIP-REST-CORE** | **fail** | **fail** |"} {
+		"| OIP-REST-ERR-003 (SHOULD) | warn | warn |", "| OIP-REST-INFER-010 (MUST) | lenient | lenient |", "| **OIP-REST-CORE** | **fail** | **fail** |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("matrix lacks %q:\n%s", want, out)
 		}
@@ -132,9 +136,56 @@ func TestCompatibility(t *testing.T) {
 		"Details: [report](runtimes/pytriton/report.md)",
 		"### mlserver 1.0: 0 failed",
 		"- **OIP-REST-ERR-003** (SHOULD)",
+		"## Lenient", "- **OIP-REST-INFER-010** (MUST): got 200, want an error status",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("compatibility document lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Reports written before finding classes said "grade": "failure".
+func TestReadLegacyGrade(t *testing.T) {
+	in := `{"apiVersion":"oipkit.dev/v1alpha1","kind":"ConformanceReport","implementation":{"name":"x"},
+"requirements":[{"id":"OIP-REST-INFER-006","status":"failed","findings":[{"spec":"s","grade":"failure","message":"m"},{"spec":"s","grade":"warning","message":"w"}]}]}`
+	r, err := Read(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := r.Requirements[0].Findings
+	if fs[0].Class != ClassFail || fs[1].Class != ClassWarning {
+		t.Errorf("classes %q, %q; want fail, warning", fs[0].Class, fs[1].Class)
+	}
+}
+
+// The text summary names every disagreement between what a server
+// advertises and what the probes observed.
+func TestExtensionLine(t *testing.T) {
+	r := sampleReport("x", StatusPassed)
+	r.Extensions = []ExtensionResult{
+		{Name: "binary_tensor_data", Advertised: false, Probe: ProbeObserved, Tested: true},
+		{Name: "model_configuration", Advertised: true, Probe: ProbeAbsent, Tested: true},
+		{Name: "statistics", Advertised: true, Probe: ProbeNone},
+		{Name: "trace", Probe: ProbeNone},
+	}
+	r.UnknownExtensions = []string{"model_repository_extension"}
+	var text, md bytes.Buffer
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	want := "extensions: binary_tensor_data (NOT advertised, observed), model_configuration (advertised, ABSENT), statistics (advertised, not-probed); advertised outside the vocabulary: model_repository_extension"
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, text.String())
+	}
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| binary_tensor_data | **no** | **observed** | true |", "| model_configuration | yes | **absent** | true |", "outside the vocabulary (not tested): model_repository_extension"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+	if strings.Contains(md.String(), "| trace |") {
+		t.Error("Markdown lists an extension neither advertised nor observed")
 	}
 }

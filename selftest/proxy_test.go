@@ -137,8 +137,8 @@ func brokenServerStoppable(t *testing.T, b breakage) (httpURL, grpcAddr string, 
 	return hs.URL, ln.Addr().String(), stop
 }
 
-// forward is a GRPCInferenceService that passes every core RPC to the
-// reference server.
+// forward is a GRPCInferenceService that passes every core RPC, and
+// ModelConfig, to the reference server.
 type forward struct {
 	pb.UnimplementedGRPCInferenceServiceServer
 	up pb.GRPCInferenceServiceClient
@@ -161,6 +161,12 @@ func (f forward) ModelMetadata(ctx context.Context, r *pb.ModelMetadataRequest) 
 }
 func (f forward) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
 	return f.up.ModelInfer(ctx, r)
+}
+
+// ModelConfig is the model_configuration extension, which the reference
+// server advertises.
+func (f forward) ModelConfig(ctx context.Context, r *pb.ModelConfigRequest) (*pb.ModelConfigResponse, error) {
+	return f.up.ModelConfig(ctx, r)
 }
 
 // ----- helpers for REST rewrites -----

@@ -30,16 +30,30 @@ Run the Open Inference Protocol conformance suite. With neither --http nor
 --grpc it starts the bundled reference server on free loopback ports and
 tests that.
 
-Supported extensions are read from the server's metadata ("extensions")
-unless --features names them. Each requirement of the catalog is reported
-as passed, failed, warning, skipped, not-supported or not-covered; a
-profile passes when none of its MUST requirements failed and none of its
-specs were skipped.
+The targets are identified first: one that is not an OIP server (a static
+web server, another gRPC service, the gRPC port given as --http or the
+reverse) stops the run within about two seconds with one line saying what
+answered.
+
+Every extension the suite knows is probed, advertised or not; an
+extension's specs run when the server advertises it or the probe observed
+it, unless --features names the extensions. Each requirement of the catalog
+is reported as passed, failed, lenient, warning, skipped, not-run,
+not-supported or not-covered. A failed check is a fail (the server broke a
+rule the spec puts on servers), lenient (it accepted a request that breaks
+a rule the spec puts on clients) or a warning (a difference stock clients
+tolerate); lenient and warnings fail a profile only with --strict. After
+the first call on a route that gets no answer in time, the specs needing
+that route are reported not run instead of each waiting out --timeout.
+
+Reports go to --report-dir (report.json, report.md, junit.xml); when
+GITHUB_STEP_SUMMARY is set, a Markdown summary is appended to that file.
 
 Exit status: 0 every selected profile passed; 1 usage error; 2 the run
 could not start or complete (unreachable target, not an OIP server, server
-stopped answering); 3 a blocking requirement failed; 4 partial (specs were
-skipped, e.g. a fixture model is not deployed).`)
+stopped answering, a route never answered); 3 a requirement failed (with
+--strict also: a lenient or warning one); 4 partial (specs were skipped,
+e.g. a fixture model is not deployed).`)
 	var opts conformance.Options
 	var headers, profiles multiFlag
 	features := fs.String("features", "", "comma-separated `list` of supported extensions, overriding the advertised ones (\"none\" for no extension)")
@@ -47,7 +61,7 @@ skipped, e.g. a fixture model is not deployed).`)
 	fs.StringVar(&opts.GRPCAddr, "grpc", "", "gRPC `host:port` of the server under test")
 	fs.Var(&headers, "header", "`\"Key: Value\"` HTTP header / gRPC metadata sent with every call (repeatable)")
 	fs.StringVar(&opts.Host, "host", "", "override the HTTP Host header and gRPC :authority")
-	fs.BoolVar(&opts.Strict, "strict", false, "grade every failed check as a failure (warnings included)")
+	fs.BoolVar(&opts.Strict, "strict", false, "fail profiles on lenient and warning findings too")
 	fs.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "timeout of each call")
 	fs.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", conformance.DefaultMaxResponseBytes, "largest response accepted, in `bytes`")
 	fs.StringVar(&opts.ReportDir, "report-dir", "conformance-report", "`directory` for report.json, report.md and junit.xml (\"\" writes none)")
@@ -93,6 +107,7 @@ skipped, e.g. a fixture model is not deployed).`)
 		fmt.Printf("oipkit conform: testing the bundled reference server at %s and %s\n", opts.HTTPURL, opts.GRPCAddr)
 	}
 
+	opts.StepSummary = os.Getenv(conformance.EnvStepSummary)
 	rep, err := conformance.Run(&ginkgoT{}, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "oipkit conform: %v\n", err)

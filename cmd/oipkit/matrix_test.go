@@ -20,7 +20,7 @@ func TestMatrixCommand(t *testing.T) {
 	write := func(runtime, name string, status reports.Status, readme bool) string {
 		rs := []reports.RequirementResult{{ID: "OIP-REST-INFER-006", Level: "MUST", Blocking: true, Status: status}}
 		if status == reports.StatusFailed {
-			rs[0].Findings = []reports.Finding{{Spec: "echoes a plain id", Grade: reports.GradeFailure, Message: `id is "", want "42"`,
+			rs[0].Findings = []reports.Finding{{Spec: "echoes a plain id", Class: reports.ClassFail, Message: `id is "", want "42"`,
 				Evidence: &reports.Evidence{Request: reports.Message{Method: "POST", Target: "/v2/models/add_sub/infer", Body: `{"id":"42"}`},
 					Response: reports.Message{Status: "HTTP 200", Body: `{"model_name":"add_sub"}`}}}}
 		}

@@ -1,4 +1,4 @@
-package conformance
+package engine
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2"
 
 	"github.com/oipkit/oipkit/specs"
 )
@@ -16,26 +16,8 @@ import (
 // server's advertisement maps onto features one to one.
 type Feature = specs.Extension
 
-// The features the suite has specs for.
-const (
-	FeatureBinaryTensorData   = specs.ExtBinaryTensorData
-	FeatureClassification     = specs.ExtClassification
-	FeatureLogging            = specs.ExtLogging
-	FeatureModelConfiguration = specs.ExtModelConfiguration
-	FeatureModelRepository    = specs.ExtModelRepository
-	FeatureParameters         = specs.ExtParameters
-	FeatureSchedulePolicy     = specs.ExtSchedulePolicy
-	FeatureSequence           = specs.ExtSequence
-	FeatureStatistics         = specs.ExtStatistics
-	FeatureSystemSharedMemory = specs.ExtSystemSharedMemory
-	FeatureTrace              = specs.ExtTrace
-)
-
 // Features is the closed feature vocabulary: the extensions of package specs.
 var Features = specs.Extensions
-
-// ParseFeature returns the feature named s.
-func ParseFeature(s string) (Feature, error) { return specs.ParseExtension(s) }
 
 // Transport is the protocol a spec speaks.
 type Transport = specs.Transport
@@ -49,54 +31,56 @@ const (
 // Label keys. A spec carries one transport label, zero or more feature
 // labels and one or more requirement labels.
 const (
-	labelKeyTransport = "transport:"
-	labelKeyFeature   = "feature:"
-	labelKeyReq       = specs.LabelPrefix
+	LabelKeyTransport = "transport:"
+	LabelKeyFeature   = "feature:"
+	LabelKeyReq       = specs.LabelPrefix
 )
 
-// catalog is the requirement catalog the labels are checked against.
-var catalog = specs.MustCatalog()
+// Catalog is the requirement catalog the labels are checked against and
+// findings are graded by.
+var Catalog = specs.MustCatalog()
 
 // Req labels a spec with the requirements it checks. An ID missing from the
 // catalog panics while the spec tree is built, so a typo can never produce a
 // spec that silently covers nothing.
-func Req(ids ...string) Labels {
+func Req(ids ...string) ginkgo.Labels {
 	if len(ids) == 0 {
 		panic("conformance: Req needs at least one requirement ID")
 	}
-	out := make(Labels, 0, len(ids))
+	out := make(ginkgo.Labels, 0, len(ids))
 	for _, id := range ids {
-		if _, ok := catalog.Get(id); !ok {
+		if _, ok := Catalog.Get(id); !ok {
 			panic(fmt.Sprintf("conformance: unknown requirement ID %q in a spec label", id))
 		}
-		out = append(out, labelKeyReq+id)
+		out = append(out, LabelKeyReq+id)
 	}
 	return out
 }
 
 // Needs labels a spec with the features it requires; an unknown feature
 // panics while the tree is built.
-func Needs(fs ...Feature) Labels {
-	out := make(Labels, 0, len(fs))
+func Needs(fs ...Feature) ginkgo.Labels {
+	out := make(ginkgo.Labels, 0, len(fs))
 	for _, f := range fs {
 		if !slices.Contains(Features, f) {
 			panic(fmt.Sprintf("conformance: unknown feature %q in a spec label", f))
 		}
-		out = append(out, labelKeyFeature+string(f))
+		out = append(out, LabelKeyFeature+string(f))
 	}
 	return out
 }
 
 // Over labels a container with its transport.
-func Over(t Transport) Labels {
+func Over(t Transport) ginkgo.Labels {
 	if t != TransportREST && t != TransportGRPC {
 		panic(fmt.Sprintf("conformance: unknown transport %q", t))
 	}
-	return Labels{labelKeyTransport + string(t)}
+	return ginkgo.Labels{LabelKeyTransport + string(t)}
 }
 
-// labelValues returns the values of the labels with the given key prefix.
-func labelValues(labels []string, key string) []string {
+// LabelValues returns the values of the labels with the given key prefix,
+// sorted and without duplicates.
+func LabelValues(labels []string, key string) []string {
 	var out []string
 	for _, l := range labels {
 		if v, ok := strings.CutPrefix(l, key); ok {

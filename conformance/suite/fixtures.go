@@ -1,15 +1,19 @@
-package conformance
+package suite
 
 import (
 	"fmt"
 	"math"
-	"reflect"
 
+	. "github.com/oipkit/oipkit/conformance/engine"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
 )
 
 // Named test values. Fixture outputs are computed from these by the suite,
 // never read from a server.
+
+// identityFixture is the identity fixture of datatype d ("identity_fp32").
+func identityFixture(d tensor.Datatype) string { return "identity_" + d.Lower() }
 
 // sample returns the [2,3] test tensor of datatype d used for identity round
 // trips: distinct values including the type's extremes, so that a swapped,
@@ -80,6 +84,12 @@ func int32s(name string, shape []int64, v ...int32) tensor.Tensor {
 	return tensor.Tensor{Name: name, Datatype: tensor.Int32, Shape: shape, Data: v}
 }
 
+// renamed returns t under another name.
+func renamed(t tensor.Tensor, name string) tensor.Tensor {
+	t.Name = name
+	return t
+}
+
 // addSubInputs are the add_sub inputs of catalog OIP-REST-INFER-001:
 // INPUT0 = 0..15, INPUT1 = 1 (times 16), for a batch of n rows (row r adds
 // 100*r to INPUT0, so rows are distinguishable).
@@ -106,150 +116,70 @@ func addSubOutputs(in0, in1 tensor.Tensor) (out0, out1 tensor.Tensor) {
 	return int32s("OUTPUT0", in0.Shape, s...), int32s("OUTPUT1", in0.Shape, d...)
 }
 
-// renamed returns t under another name.
-func renamed(t tensor.Tensor, name string) tensor.Tensor {
-	t.Name = name
-	return t
+// addSubRequest is the canonical add_sub JSON request (batch of one) and
+// its expected outputs.
+func addSubRequest() (Body, tensor.Tensor, tensor.Tensor) {
+	in0, in1 := addSubInputs(1)
+	out0, out1 := addSubOutputs(in0, in1)
+	return Request(JSONInput(in0), JSONInput(in1)), out0, out1
 }
 
-// sameTensor compares datatype, shape and elements. exact requires bit
-// equality for floats (binary and raw transports); otherwise floats are
-// compared with a relative tolerance suited to JSON's decimal text.
-func sameTensor(want, got tensor.Tensor, exact bool) error {
-	if got.Datatype != want.Datatype {
-		return fmt.Errorf("output %q: datatype %s, want %s", want.Name, got.Datatype, want.Datatype)
+// addSubWith returns an add_sub JSON body after mutate has changed it.
+func addSubWith(mutate func(b Body)) func() []byte {
+	return func() []byte {
+		b, _, _ := addSubRequest()
+		mutate(b)
+		body, _ := b.Encode()
+		return body
 	}
-	if !reflect.DeepEqual(normShape(got.Shape), normShape(want.Shape)) {
-		return fmt.Errorf("output %q: shape %v, want %v", want.Name, got.Shape, want.Shape)
-	}
-	if got.Len() != want.Len() {
-		return fmt.Errorf("output %q: %d elements, want %d", want.Name, got.Len(), want.Len())
-	}
-	for i := 0; i < want.Len(); i++ {
-		g, w := element(got, i), element(want, i)
-		if !sameElement(w, g, exact) {
-			return fmt.Errorf("output %q: element %d is %v, want %v (got %v, want %v)",
-				want.Name, i, g, w, preview(got), preview(want))
-		}
-	}
-	return nil
 }
 
-func normShape(s []int64) []int64 {
-	if s == nil {
-		return []int64{}
-	}
-	return s
+// input0 returns add_sub's first input object of b.
+func input0(b Body) Obj { return b.Inputs()[0] }
+
+func literal(s string) func() []byte { return func() []byte { return []byte(s) } }
+
+// addSubPB is the canonical add_sub gRPC request and its expected outputs.
+func addSubPB(raw bool) (*pb.ModelInferRequest, tensor.Tensor, tensor.Tensor) {
+	in0, in1 := addSubInputs(1)
+	out0, out1 := addSubOutputs(in0, in1)
+	return PBRequest("add_sub", raw, in0, in1), out0, out1
 }
 
-// element returns element i as a comparable Go value.
-func element(t tensor.Tensor, i int) any {
-	switch v := t.Data.(type) {
-	case []bool:
-		return v[i]
-	case []uint8:
-		return uint64(v[i])
-	case []uint16:
-		return uint64(v[i])
-	case []uint32:
-		return uint64(v[i])
-	case []uint64:
-		return v[i]
-	case []int8:
-		return int64(v[i])
-	case []int16:
-		return int64(v[i])
-	case []int32:
-		return int64(v[i])
-	case []int64:
-		return v[i]
-	case []tensor.Float16:
-		return v[i]
-	case []tensor.BFloat16:
-		return v[i]
-	case []float32:
-		return v[i]
-	case []float64:
-		return v[i]
-	case [][]byte:
-		return string(v[i])
+// addSubPBWith returns the typed (or raw) add_sub request after mutate.
+func addSubPBWith(raw bool, mutate func(*pb.ModelInferRequest)) func() *pb.ModelInferRequest {
+	return func() *pb.ModelInferRequest {
+		req, _, _ := addSubPB(raw)
+		mutate(req)
+		return req
 	}
-	return nil
 }
 
-func sameElement(want, got any, exact bool) bool {
-	switch w := want.(type) {
-	case float32:
-		g := got.(float32)
-		if exact {
-			return math.Float32bits(w) == math.Float32bits(g)
-		}
-		return closeTo(float64(w), float64(g), 1e-6)
-	case float64:
-		g := got.(float64)
-		if exact {
-			return math.Float64bits(w) == math.Float64bits(g)
-		}
-		return closeTo(w, g, 1e-12)
-	case tensor.Float16:
-		g := got.(tensor.Float16)
-		return exact && w == g || !exact && closeTo(float64(w.Float32()), float64(g.Float32()), 1e-3)
-	case tensor.BFloat16:
-		g := got.(tensor.BFloat16)
-		return exact && w == g || !exact && closeTo(float64(w.Float32()), float64(g.Float32()), 1e-2)
+// binaryRequest is a request whose inputs are all binary.
+func binaryRequest(ts ...tensor.Tensor) Body {
+	b := Body{JSON: Obj{"inputs": []any{}}}
+	for _, t := range ts {
+		addBinary(&b, t)
 	}
-	return want == got
+	return b
 }
 
-func closeTo(a, b, rel float64) bool {
-	if a == b {
-		return true
+// addBinary adds t as a binary input. The suite's own sample tensors always
+// encode, so a failure is a bug in the suite.
+func addBinary(b *Body, t tensor.Tensor) {
+	if err := b.AddBinary(t); err != nil {
+		panic(fmt.Sprintf("conformance: encode %s: %v", t.Name, err))
 	}
-	return math.Abs(a-b) <= rel*math.Max(math.Abs(a), math.Abs(b))
 }
 
-func preview(t tensor.Tensor) string {
-	s := fmt.Sprint(t.Data)
-	if b, ok := t.Data.([][]byte); ok {
-		parts := make([]string, len(b))
-		for i, e := range b {
-			parts[i] = fmt.Sprintf("%q", e)
-		}
-		s = fmt.Sprint(parts)
-	}
-	return clip(s, 200)
+// tensorMeta is one tensor of model metadata: name, datatype, shape.
+type tensorMeta struct {
+	name, datatype string
+	shape          []int64
 }
 
-// jsonValues is the element list of t as JSON values (for hand-built REST
-// bodies): numbers, booleans or strings, never base64.
-func jsonValues(t tensor.Tensor) []any {
-	out := make([]any, t.Len())
-	for i := range out {
-		switch e := element(t, i).(type) {
-		case tensor.Float16:
-			out[i] = e.Float32()
-		case tensor.BFloat16:
-			out[i] = e.Float32()
-		default:
-			out[i] = e
-		}
-	}
-	return out
-}
-
-// nested reshapes a flat element list into nested arrays following shape.
-func nested(flat []any, shape []int64) any {
-	if len(shape) <= 1 {
-		return flat
-	}
-	rows := int(shape[0])
-	if rows == 0 {
-		return []any{}
-	}
-	per := len(flat) / rows
-	out := make([]any, rows)
-	for r := range out {
-		out[r] = nested(flat[r*per:(r+1)*per], shape[1:])
-	}
-	return out
-}
+// The metadata of add_sub (fixture contract).
+var (
+	addSubMeta    = []tensorMeta{{"INPUT0", "INT32", []int64{-1, 16}}, {"INPUT1", "INT32", []int64{-1, 16}}}
+	addSubOutMeta = []tensorMeta{{"OUTPUT0", "INT32", []int64{-1, 16}}, {"OUTPUT1", "INT32", []int64{-1, 16}}}
+)

@@ -1,4 +1,4 @@
-package conformance
+package engine
 
 import (
 	"context"
@@ -19,11 +19,11 @@ import (
 	"github.com/oipkit/oipkit/tensor"
 )
 
-// pbRequest builds a ModelInferRequest carrying ts as typed contents, or as
+// PBRequest builds a ModelInferRequest carrying ts as typed contents, or as
 // raw_input_contents when raw is set, with the project's one gRPC encoder.
 // FP16/BF16 are always raw, the only form they have (OIP-GRPC-INFER-011).
 // The suite's own tensors always encode.
-func pbRequest(model string, raw bool, ts ...tensor.Tensor) *pb.ModelInferRequest {
+func PBRequest(model string, raw bool, ts ...tensor.Tensor) *pb.ModelInferRequest {
 	req := &oip.InferRequest{Model: model}
 	for _, t := range ts {
 		req.Inputs = append(req.Inputs, oip.InferInput{Tensor: t})
@@ -35,40 +35,9 @@ func pbRequest(model string, raw bool, ts ...tensor.Tensor) *pb.ModelInferReques
 	return m
 }
 
-// infer sends a ModelInfer.
-func (t *target) infer(ctx context.Context, req *pb.ModelInferRequest) (*pb.ModelInferResponse, *call) {
-	return invoke(ctx, "ModelInfer", req, t.grpc.Stub().ModelInfer)
-}
-
-// rawFormErr checks the response-side raw rule (OIP-GRPC-RAW-007): when
-// raw_output_contents is used it has one entry per output and no output sets
-// contents; each raw entry has the byte size its shape implies.
-func rawFormErr(resp *pb.ModelInferResponse) error {
-	raw := resp.GetRawOutputContents()
-	if len(raw) == 0 {
-		return nil
-	}
-	var list []error
-	if len(raw) != len(resp.GetOutputs()) {
-		list = append(list, fmt.Errorf("raw_output_contents has %d entries for %d outputs", len(raw), len(resp.GetOutputs())))
-	}
-	for i, o := range resp.GetOutputs() {
-		if o.GetContents() != nil {
-			list = append(list, fmt.Errorf("output %q sets contents although raw_output_contents is used", o.GetName()))
-		}
-		d := tensor.Datatype(o.GetDatatype())
-		if i < len(raw) && d.Size() > 0 {
-			if n, err := tensor.ElementCount(o.GetShape()); err == nil && int64(len(raw[i])) != n*int64(d.Size()) {
-				list = append(list, fmt.Errorf("raw_output_contents[%d] (%q) is %d bytes, want %d for shape %v of %s", i, o.GetName(), len(raw[i]), n*int64(d.Size()), o.GetShape(), d))
-			}
-		}
-	}
-	return errs(list...)
-}
-
-// pbOutput decodes output name from typed or raw contents (A-24: either form
-// is allowed, matched by name, never by position).
-func pbOutput(resp *pb.ModelInferResponse, name string) (tensor.Tensor, error) {
+// PBOutput decodes output name from typed or raw contents (A-24: either
+// form is allowed, matched by name, never by position).
+func PBOutput(resp *pb.ModelInferResponse, name string) (tensor.Tensor, error) {
 	var names []string
 	same := 0
 	for _, o := range resp.GetOutputs() {
@@ -112,67 +81,30 @@ func pbOutput(resp *pb.ModelInferResponse, name string) (tensor.Tensor, error) {
 	return tensor.Tensor{}, fmt.Errorf("output %q is missing (outputs: %v)", name, names)
 }
 
-// expectPB compares wanted outputs (by name) with a response.
-func expectPB(resp *pb.ModelInferResponse, want ...tensor.Tensor) error {
-	if resp == nil {
-		return fmt.Errorf("no response")
+// rawFormErr checks the response-side raw rule (OIP-GRPC-RAW-007): when
+// raw_output_contents is used it has one entry per output and no output sets
+// contents; each raw entry has the byte size its shape implies.
+func rawFormErr(resp *pb.ModelInferResponse) error {
+	raw := resp.GetRawOutputContents()
+	if len(raw) == 0 {
+		return nil
 	}
 	var list []error
-	for _, w := range want {
-		got, err := pbOutput(resp, w.Name)
-		if err == nil {
-			err = sameTensor(w, got, true)
+	if len(raw) != len(resp.GetOutputs()) {
+		list = append(list, fmt.Errorf("raw_output_contents has %d entries for %d outputs", len(raw), len(resp.GetOutputs())))
+	}
+	for i, o := range resp.GetOutputs() {
+		if o.GetContents() != nil {
+			list = append(list, fmt.Errorf("output %q sets contents although raw_output_contents is used", o.GetName()))
 		}
-		list = append(list, err)
+		d := tensor.Datatype(o.GetDatatype())
+		if i < len(raw) && d.Size() > 0 {
+			if n, err := tensor.ElementCount(o.GetShape()); err == nil && int64(len(raw[i])) != n*int64(d.Size()) {
+				list = append(list, fmt.Errorf("raw_output_contents[%d] (%q) is %d bytes, want %d for shape %v of %s", i, o.GetName(), len(raw[i]), n*int64(d.Size()), o.GetShape(), d))
+			}
+		}
 	}
 	return errs(list...)
-}
-
-// grpcRejection grades the answer to a request the server must refuse: any
-// non-OK status passes req (and OIP-GRPC-SVC-002); a code other than the
-// recommended ones is a warning under OIP-GRPC-ERR-002; an empty message is
-// a warning under OIP-GRPC-ERR-001's "descriptive message".
-func grpcRejection(c *call, req string, want ...codes.Code) []finding {
-	if c.err == nil {
-		err := fmt.Errorf("%s: %s, want a non-OK status (e.g. %s)", shortMethod(c.method), c.got(), codeList(want))
-		fs := []finding{on(req, c, err)}
-		if empty := emptyResponse(c.resp); empty != "" {
-			// OK with nothing in it: a failure reported in-band instead of
-			// through the status.
-			fs = append(fs, on("OIP-GRPC-SVC-002", c, fmt.Errorf("%s: OK with %s; a failure must be signalled by a non-OK status", shortMethod(c.method), empty)))
-		}
-		return fs
-	}
-	var fs []finding
-	code := c.code()
-	if grpcNoAnswer(c.err) != nil {
-		return []finding{on("", c, fmt.Errorf("%s: no answer: %v", shortMethod(c.method), c.err))}
-	}
-	if clientSide(c.err) {
-		// The status was made up by the client because the server's
-		// answer could not be read: the server refused nothing.
-		return []finding{on(req, c, fmt.Errorf("%s: the answer could not be decoded (%v), want a non-OK status from the server", shortMethod(c.method), c.err))}
-	}
-	if len(want) > 0 && !containsCode(want, code) {
-		fs = append(fs, on("OIP-GRPC-ERR-002", c, fmt.Errorf("%s: got %s, recommended %s", shortMethod(c.method), code, codeList(want))))
-	}
-	if msg := statusMessage(c.err); strings.TrimSpace(msg) == "" {
-		fs = append(fs, softOn("OIP-GRPC-ERR-001", "A-04", c, fmt.Errorf("%s: %s has an empty message", shortMethod(c.method), code)))
-	}
-	return fs
-}
-
-// clientSide reports a status that grpc-go made up on the client because
-// the server's message could not be read (not a protobuf, too large, bad
-// compression); the server did not send it.
-func clientSide(err error) bool {
-	msg := statusMessage(err)
-	for _, p := range []string{"grpc: failed to unmarshal", "grpc: received message larger than max", "grpc: failed to decompress", "grpc: Decompressor is not installed"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // emptyResponse describes an OK response that carries no result.
@@ -188,23 +120,6 @@ func emptyResponse(m proto.Message) string {
 		}
 	}
 	return ""
-}
-
-func containsCode(cs []codes.Code, c codes.Code) bool {
-	for _, x := range cs {
-		if x == c {
-			return true
-		}
-	}
-	return false
-}
-
-func codeList(cs []codes.Code) string {
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = c.String()
-	}
-	return strings.Join(parts, " or ")
 }
 
 // unknownFields reports fields a message carried that the OIP proto does not
@@ -272,38 +187,45 @@ func (rawCodec) Name() string { return "proto" }
 // (OIP-PROTO only, catalog §4.2).
 const fieldProperties = 6
 
-// fetchModelMetadata calls ModelMetadata and decodes the answer tolerantly,
+// modelMetadata calls ModelMetadata and decodes the answer tolerantly,
 // as OIP-GRPC-META-003 asks: when field 6 is not OIP-PROTO's
 // map<string, string> properties, fields 1-5 are still read, and wire says
 // precisely what field 6 holds. err is the call's status; a reply that
 // cannot be read at all becomes the INTERNAL status grpc-go would have made
 // up, so that it counts as no usable answer.
-func (t *target) fetchModelMetadata(ctx context.Context, req *pb.ModelMetadataRequest) (resp *pb.ModelMetadataResponse, err, wire error) {
+func (t *Target) modelMetadata(ctx context.Context, req *pb.ModelMetadataRequest) *Call {
+	c := &Call{Method: methodPrefix + "ModelMetadata", Req: req}
+	route := grpcRoute(c.Method)
+	if c.Err = t.routes.check(route); c.Err != nil {
+		return c
+	}
 	cctx, cancel := t.grpc.Context(ctx)
 	defer cancel()
 	var raw rawReply
-	err = t.grpc.Conn().Invoke(cctx, "/inference.GRPCInferenceService/ModelMetadata", req, &raw, grpc.ForceCodecV2(rawCodec{}))
-	if err != nil {
-		return nil, err, nil
+	if c.Err = t.grpc.Conn().Invoke(cctx, c.Method, req, &raw, grpc.ForceCodecV2(rawCodec{})); c.Err != nil {
+		if isTimeout(c.Err) {
+			t.routes.timedOut(route, c.Err)
+		}
+		return c
 	}
 	resp, wire, derr := decodeModelMetadata(raw.b)
 	if derr != nil {
-		return nil, status.Errorf(codes.Internal, "grpc: failed to unmarshal the received response: %v", derr), nil
+		c.Err = status.Errorf(codes.Internal, "grpc: failed to unmarshal the received response: %v", derr)
+		return c
 	}
-	return resp, nil, wire
+	c.Resp, c.Wire = resp, wire
+	return c
 }
 
-// modelMetadata is fetchModelMetadata for a spec: the call is recorded as
-// evidence and counts toward the server still answering.
-func modelMetadata(ctx context.Context, req *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, *call, error) {
-	c := &call{method: "/inference.GRPCInferenceService/ModelMetadata", req: req}
-	resp, err, wire := tgt.fetchModelMetadata(ctx, req)
-	c.err = err
-	if err == nil {
-		c.resp = resp
-	}
-	tgt.noteAnswer(grpcNoAnswer(err), c.method)
-	return resp, c, wire
+// ModelMetadata calls ModelMetadata for a spec and decodes the answer
+// tolerantly (see the Target method): c.Wire says what field 6 holds when it
+// is not OIP-PROTO's properties. The call is evidence and counts toward the
+// server still answering.
+func ModelMetadata(ctx context.Context, req *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, *Call) {
+	c := current.modelMetadata(ctx, req)
+	current.specGate(c.Err, c.Method, true)
+	resp, _ := c.Resp.(*pb.ModelMetadataResponse)
+	return resp, c
 }
 
 // decodeModelMetadata decodes b as OIP-PROTO's ModelMetadataResponse. When

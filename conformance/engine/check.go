@@ -1,0 +1,344 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+
+	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/specs"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+)
+
+// Report entry names. The report builder reads these entries back from the
+// ginkgo report; they are the only channel from a spec to the report.
+const (
+	EntryFinding = "oipkit.finding"
+	EntryNote    = "oipkit.note"
+)
+
+// EntryValue is the value of an oipkit.finding or oipkit.note report entry. Req
+// "" means every requirement the spec is labelled with.
+type EntryValue struct {
+	Req       string
+	Class     reports.Class // findings only
+	Message   string
+	Ambiguity string
+	Evidence  *reports.Evidence
+}
+
+// String renders the entry for ginkgo's own output.
+func (e EntryValue) String() string { return e.Req + ": " + e.Message }
+
+// grading says how a failed check is graded when the requirement's catalog
+// class is not the whole story. Matchers set it for the failure they found
+// (a 5xx is a server fault whatever the requirement, an accepted bad
+// request is a negative result); a Check sets it for the spec's reasons
+// (an ambiguity that tolerates the deviation).
+type grading struct {
+	// hard: graded fail whatever the requirement, for this reason (the
+	// catalog grades a 5xx for a malformed request FAIL, OIP-REST-ERR-003).
+	hard string
+	// soft: graded warning whatever the requirement, because this catalog
+	// ambiguity (or weaker requirement) tolerates the deviation.
+	soft string
+	// fault: a server fault graded by the requirement's level, whatever
+	// whom the rule binds (a 5xx where the requirement's test asks for a
+	// 4xx).
+	fault bool
+	// negative: the server accepted a request that breaks the rule. Lenient
+	// when the rule binds clients (alone or with servers).
+	negative bool
+	// noAnswer: no usable answer (no response, an unreadable one); fail.
+	noAnswer bool
+}
+
+// Check is one check of one requirement: [Verify] names the requirement
+// once, To applies a gomega matcher.
+type Check struct {
+	req    string
+	actual any
+	ev     Evidencer
+	g      grading
+}
+
+// Verify starts a check of requirement req (a catalog ID the spec is
+// labelled with) on actual, usually an [*Exchange] or a [*Call], which is
+// also the evidence recorded with a finding:
+//
+//	Verify("OIP-REST-INFER-006", e).To(HaveJSONString("id", "42"))
+//
+// To grades and records a failure and returns false, so that a spec can
+// stop when a precondition failed; the spec fails, if the finding's class
+// says so, only after all its checks ran.
+func Verify(req string, actual any) *Check {
+	c := &Check{req: req, actual: actual}
+	if ev, ok := actual.(Evidencer); ok {
+		c.ev = ev
+	}
+	return c
+}
+
+// On sets the evidence when actual is a value taken from an exchange or a
+// call (a string, a list) rather than the exchange itself.
+func (c *Check) On(ev Evidencer) *Check {
+	c.ev = ev
+	return c
+}
+
+// Soft grades a failure of this check as a warning because why (a catalog
+// ambiguity such as "A-18", or the weaker requirement the deviation really
+// falls under) tolerates it.
+func (c *Check) Soft(why string) *Check {
+	c.g.soft = why
+	return c
+}
+
+// Hard grades a failure of this check as fail whatever the requirement,
+// because the catalog says so (why).
+func (c *Check) Hard(why string) *Check {
+	c.g.hard = why
+	return c
+}
+
+// AsServerFault grades a failure by the requirement's level (fail for a
+// MUST, warning below), whatever whom the rule binds: for a 5xx answer to a
+// request whose requirement's own test asks for a 4xx.
+func (c *Check) AsServerFault() *Check {
+	c.g.fault = true
+	return c
+}
+
+// To checks actual with m and records a finding when it does not match.
+func (c *Check) To(m types.GomegaMatcher, description ...any) bool {
+	return c.assert(m, true, description)
+}
+
+// NotTo checks that actual does not match m.
+func (c *Check) NotTo(m types.GomegaMatcher, description ...any) bool {
+	return c.assert(m, false, description)
+}
+
+func (c *Check) assert(m types.GomegaMatcher, positive bool, description []any) bool {
+	checkLabelled(c.req)
+	if !answeredOrRecord(c.req, c.actual, c.ev) {
+		return false
+	}
+	ok := true
+	g := gomega.NewGomega(func(message string, _ ...int) {
+		ok = false
+		gr := c.g
+		if mg, isGraded := m.(gradedMatcher); isGraded && positive {
+			mine := mg.grading()
+			gr.negative, gr.noAnswer = mine.negative, mine.noAnswer
+			if gr.hard == "" && gr.soft == "" {
+				gr.hard, gr.soft = mine.hard, mine.soft
+			}
+		}
+		recordFinding(c.req, message, gr, c.ev)
+	})
+	if positive {
+		g.Expect(c.actual).To(m, description...)
+	} else {
+		g.Expect(c.actual).NotTo(m, description...)
+	}
+	return ok
+}
+
+// Answered records a failure of every requirement of the spec when x (an
+// exchange or a call) got no usable answer, and reports whether it got one.
+// A spec that only records notes uses it: a server must answer every
+// request, with a result or an error.
+func Answered(x Evidencer) bool { return answeredOrRecord("", x, x) }
+
+func answeredOrRecord(req string, actual any, ev Evidencer) bool {
+	for _, x := range []any{actual, ev} {
+		var err error
+		switch v := x.(type) {
+		case *Exchange:
+			if v != nil && v.Err != nil {
+				if v.reported {
+					return false
+				}
+				v.reported, err = true, v.noAnswer()
+			}
+		case *Call:
+			if v != nil && GRPCNoAnswer(v.Err) != nil {
+				if v.reported {
+					return false
+				}
+				v.reported, err = true, v.noAnswer()
+			}
+		}
+		if err != nil {
+			recordFinding(req, err.Error(), grading{noAnswer: true}, ev)
+			return false
+		}
+	}
+	return true
+}
+
+// checkLabelled fails the spec when it checks a requirement it is not
+// labelled with: the finding would be reported under the wrong spec, or
+// dropped when the requirement has no spec of its own.
+func checkLabelled(req string) {
+	if req == "" {
+		return
+	}
+	if labels := ginkgo.CurrentSpecReport().Labels(); !slices.Contains(labels, LabelKeyReq+req) {
+		ginkgo.Fail(fmt.Sprintf("conformance suite bug: a check of %s ran in a spec not labelled with it (labels %v)", req, labels), 2)
+	}
+}
+
+// Grade returns the class of a failed check of req (req "" means the whole
+// spec, which only a missing answer or a server that stopped being live
+// fails).
+func classify(req string, g grading) reports.Class {
+	switch {
+	case req == "" || g.noAnswer || g.hard != "":
+		return reports.ClassFail
+	case g.soft != "":
+		return reports.ClassWarning
+	}
+	r, ok := Catalog.Get(req)
+	switch {
+	case !ok:
+		return reports.ClassFail
+	case g.fault:
+		return reports.Class(specs.LevelClass(r.Level))
+	case g.negative && r.Binds != specs.BindsServer:
+		return reports.ClassLenient
+	}
+	return reports.Class(r.Class)
+}
+
+// specState is what the running spec has recorded: the findings that will
+// fail it, and whether it was cut short as not run.
+var specState struct {
+	sync.Mutex
+	pending []string
+	notRun  bool
+}
+
+// Every spec starts clean and, after its body, fails with all the findings
+// that fail it. ginkgo.DeferCleanup callbacks (the liveness check after a negative
+// spec) run after ginkgo.AfterEach and flush their own findings.
+var (
+	_ = ginkgo.BeforeEach(func() {
+		specState.Lock()
+		specState.pending, specState.notRun = nil, false
+		specState.Unlock()
+	})
+	_ = ginkgo.AfterEach(flush)
+)
+
+// record is the one fail handler: it grades a failed check, records it as
+// a report entry with its evidence, and keeps it for flush when its class
+// fails the spec.
+func recordFinding(req, message string, g grading, ev Evidencer) {
+	class := classify(req, g)
+	e := EntryValue{Req: req, Class: class, Message: message, Ambiguity: g.soft}
+	if g.hard != "" {
+		e.Message += " (graded fail whatever the level: " + g.hard + ")"
+		e.Ambiguity = ""
+	}
+	if ev != nil {
+		e.Evidence = ev.Evidence()
+	}
+	ginkgo.AddReportEntry(EntryFinding, e, ginkgo.ReportEntryVisibilityNever)
+	line := describe(e)
+	if class == reports.ClassFail || current != nil && current.Strict() {
+		specState.Lock()
+		specState.pending = append(specState.pending, line)
+		specState.Unlock()
+		return
+	}
+	ginkgo.GinkgoWriter.Printf("%s %s\n", strings.ToUpper(string(class)), line)
+}
+
+// flush fails the spec with every finding that fails it. A spec cut short
+// as not run is not failed: its findings are in the report already.
+func flush() {
+	specState.Lock()
+	p, notRun := specState.pending, specState.notRun
+	specState.pending = nil
+	specState.Unlock()
+	if len(p) > 0 && !notRun {
+		ginkgo.Fail(strings.Join(p, "\n"), 1)
+	}
+}
+
+// markNotRun notes that the running spec is being cut short as not run.
+func markNotRun() {
+	specState.Lock()
+	specState.notRun = true
+	specState.Unlock()
+}
+
+func describe(e EntryValue) string {
+	var b strings.Builder
+	if e.Req != "" {
+		fmt.Fprintf(&b, "%s: ", e.Req)
+	}
+	b.WriteString(e.Message)
+	if e.Ambiguity != "" {
+		fmt.Fprintf(&b, " (tolerated by %s)", e.Ambiguity)
+	}
+	if ev := e.Evidence; ev != nil {
+		fmt.Fprintf(&b, "\n  sent: %s %s", ev.Request.Method, ev.Request.Target)
+		if ev.Response.Status != "" {
+			fmt.Fprintf(&b, "\n  got:  %s %s", ev.Response.Status, clip(ev.Response.Body, 300))
+		}
+	}
+	return b.String()
+}
+
+// Note records an informational observation about req (for example which
+// version a server chose); notes never affect a verdict.
+func Note(req, format string, args ...any) {
+	ginkgo.AddReportEntry(EntryNote, EntryValue{Req: req, Message: fmt.Sprintf(format, args...)}, ginkgo.ReportEntryVisibilityNever)
+}
+
+// AfterNegative registers the check that follows a negative spec: the
+// server must still answer its liveness probe as it did before the run. A
+// failure is a finding of every requirement of the spec.
+func AfterNegative() {
+	spec := ginkgo.CurrentSpecReport().FullText()
+	ginkgo.DeferCleanup(func(ctx ginkgo.SpecContext) {
+		current.stillLive(ctx, spec)
+		flush()
+	})
+}
+
+func (t *Target) stillLive(ctx context.Context, spec string) {
+	if t.rest != nil {
+		e := t.send(ctx, http.MethodGet, "/v2/health/live", nil, nil)
+		t.noteAnswer(e.Err, "GET /v2/health/live")
+		switch {
+		case e.Err != nil:
+			recordFinding("", fmt.Sprintf("server stopped answering after %q: GET /v2/health/live: %v", spec, e.Err), grading{noAnswer: true}, e)
+			return
+		case t.liveREST == http.StatusOK && e.Status != http.StatusOK:
+			recordFinding("", fmt.Sprintf("server is no longer live after %q: GET /v2/health/live %s", spec, e.Got()), grading{}, e)
+			return
+		}
+	}
+	if t.grpc != nil {
+		resp := &pb.ServerLiveResponse{}
+		c := t.call(ctx, methodPrefix+"ServerLive", &pb.ServerLiveRequest{}, resp)
+		t.noteAnswer(GRPCNoAnswer(c.Err), c.Method)
+		switch {
+		case GRPCNoAnswer(c.Err) != nil:
+			recordFinding("", fmt.Sprintf("server stopped answering after %q: ServerLive: %v", spec, c.Err), grading{noAnswer: true}, c)
+		case t.liveGRPC && (c.Err != nil || !resp.GetLive()):
+			recordFinding("", fmt.Sprintf("server is no longer live after %q: ServerLive %s", spec, c.Got()), grading{}, c)
+		}
+	}
+}

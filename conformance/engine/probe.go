@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/oipkit/oipkit/reports"
+)
+
+// Probes. A server's advertisement is a claim, not a fact: one that serves
+// an extension may not list it, and one that lists it may not serve it.
+// Every extension with specs therefore registers a probe (in its ext_*.go
+// file of package suite) that tries the extension once, before the specs
+// run, whatever the server advertises. The extension's specs run when it is
+// advertised or observed; the report records both, and the specs grade the
+// disagreements (the extension's "lists X in extensions" requirement for
+// one that works but is not listed, OIP-GEN-005 for one that is listed but
+// does not work).
+
+// ProbeResult is what a probe found out.
+type ProbeResult struct {
+	// Outcome is reports.ProbeObserved, ProbeAbsent or ProbeInconclusive.
+	Outcome reports.ProbeOutcome
+	// Detail says what was sent and seen, in one line.
+	Detail string
+	// Evidence is the exchange or call that decided the outcome.
+	Evidence Evidencer
+}
+
+// Probe tries one extension against the server. It runs before the specs,
+// through p, whose calls never skip.
+type Probe func(ctx context.Context, p *Prober) ProbeResult
+
+// probes is the registry, keyed by extension.
+var probes = map[Feature]Probe{}
+
+// RegisterProbe registers the probe of an extension. It returns true so
+// that a suite file can register at package level:
+//
+//	var _ = engine.RegisterProbe(specs.ExtBinaryTensorData, probeBinary)
+//
+// An unknown extension or a second probe for one panics while the suite is
+// built.
+func RegisterProbe(ext Feature, p Probe) bool {
+	if !ext.Known() {
+		panic(fmt.Sprintf("conformance: probe for unknown extension %q", ext))
+	}
+	if _, dup := probes[ext]; dup {
+		panic(fmt.Sprintf("conformance: a second probe for extension %q", ext))
+	}
+	probes[ext] = p
+	return true
+}
+
+// Probed lists the extensions that have a probe.
+func Probed() []Feature {
+	var out []Feature
+	for _, f := range Features {
+		if probes[f] != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// runProbes runs every registered probe, in vocabulary order.
+func (t *Target) runProbes(ctx context.Context) {
+	for _, f := range Probed() {
+		r := probes[f](ctx, &Prober{t: t})
+		t.mu.Lock()
+		t.probes[f] = r
+		t.mu.Unlock()
+	}
+}
+
+// ProbeOf returns the probe result of ext; ok is false when the extension
+// has no probe.
+func ProbeOf(ext Feature) (r ProbeResult, ok bool) {
+	current.mu.Lock()
+	defer current.mu.Unlock()
+	r, ok = current.probes[ext]
+	return r, ok
+}
+
+// Prober is what a probe may use: calls that never skip the (not yet
+// running) spec, and what discovery found.
+type Prober struct{ t *Target }
+
+// Targeted reports whether the run tests transport tr.
+func (p *Prober) Targeted(tr Transport) bool {
+	return tr == TransportREST && p.t.rest != nil || tr == TransportGRPC && p.t.grpc != nil
+}
+
+// Deployed reports whether a fixture model is deployed.
+func (p *Prober) Deployed(fixture string) bool { return p.t.Deployed(fixture) }
+
+// Get sends GET path.
+func (p *Prober) Get(ctx context.Context, path string) *Exchange {
+	return p.t.send(ctx, http.MethodGet, path, nil, nil)
+}
+
+// Post sends a REST inference request.
+func (p *Prober) Post(ctx context.Context, model, version string, b Body) *Exchange {
+	body, h := b.wire()
+	return p.t.send(ctx, http.MethodPost, InferPath(model, version), h, body)
+}
+
+// Call makes the RPC name of inference.GRPCInferenceService with req and
+// decodes the answer into resp.
+func (p *Prober) Call(ctx context.Context, name string, req, resp proto.Message) *Call {
+	return p.t.call(ctx, methodPrefix+name, req, resp)
+}
+
+// Inconclusive is the result of a probe that could not tell, with why.
+func Inconclusive(ev Evidencer, format string, args ...any) ProbeResult {
+	return ProbeResult{Outcome: reports.ProbeInconclusive, Detail: fmt.Sprintf(format, args...), Evidence: ev}
+}
+
+// Observed is the result of a probe that saw the extension work.
+func Observed(ev Evidencer, format string, args ...any) ProbeResult {
+	return ProbeResult{Outcome: reports.ProbeObserved, Detail: fmt.Sprintf(format, args...), Evidence: ev}
+}
+
+// Absent is the result of a probe that got an answer, and not the
+// extension's.
+func Absent(ev Evidencer, format string, args ...any) ProbeResult {
+	return ProbeResult{Outcome: reports.ProbeAbsent, Detail: fmt.Sprintf(format, args...), Evidence: ev}
+}

@@ -1,0 +1,94 @@
+package suite
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	. "github.com/oipkit/oipkit/conformance/engine"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+)
+
+// OIP-GRPC-HEALTH: the gRPC health RPCs.
+
+var _ = Describe("gRPC health", Over(TransportGRPC), func() {
+	It("answers ServerLive with OK and live=true", Req("OIP-GRPC-HEALTH-001"), func(ctx SpecContext) {
+		_, c := Invoke(ctx, "ServerLive", &pb.ServerLiveRequest{}, Stub().ServerLive)
+		Verify("OIP-GRPC-HEALTH-001", c).To(Satisfy(func(r *pb.ServerLiveResponse) error {
+			if !r.GetLive() {
+				return fmt.Errorf("ServerLive: live=false, want true")
+			}
+			return nil
+		}))
+	})
+
+	It("answers ServerReady with OK and ready=true when the fixtures are loaded", Req("OIP-GRPC-HEALTH-002"), func(ctx SpecContext) {
+		_, c := Invoke(ctx, "ServerReady", &pb.ServerReadyRequest{}, Stub().ServerReady)
+		Verify("OIP-GRPC-HEALTH-002", c).To(Satisfy(func(r *pb.ServerReadyResponse) error {
+			if !r.GetReady() {
+				return fmt.Errorf("ServerReady: ready=false, want true")
+			}
+			return nil
+		}))
+	})
+
+	It("answers ModelReady with ready=true for loaded models and versions", Req("OIP-GRPC-HEALTH-004"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		qs := []*pb.ModelReadyRequest{{Name: "add_sub"}}
+		if Versions() {
+			qs = append(qs, &pb.ModelReadyRequest{Name: "versioned", Version: "2"})
+		}
+		for _, q := range qs {
+			_, c := Invoke(ctx, "ModelReady", q, Stub().ModelReady)
+			Verify("OIP-GRPC-HEALTH-004", c).To(Satisfy(func(r *pb.ModelReadyResponse) error {
+				if !r.GetReady() {
+					return fmt.Errorf("ModelReady{%q, %q}: ready=false, want true", q.Name, q.Version)
+				}
+				return nil
+			}))
+		}
+	})
+
+	It("never answers ModelReady with ready=true for an unknown model", Req("OIP-GRPC-HEALTH-005", "OIP-GRPC-HEALTH-004"), func(ctx SpecContext) {
+		AfterNegative()
+		_, c := Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "does_not_exist"}, Stub().ModelReady)
+		if !Answered(c) {
+			return
+		}
+		if c.Err != nil {
+			Note("OIP-GRPC-HEALTH-005", "ModelReady for an unknown model answered %s", c.Code())
+			return
+		}
+		// A-25 accepts OK with ready=false or a non-OK status, and "never
+		// true": a model that does not exist is not ready for inferencing,
+		// so true also breaks the MUST that ModelReady reports the
+		// model's readiness (OIP-GRPC-HEALTH-004).
+		notTrue := func(r *pb.ModelReadyResponse) error {
+			if r.GetReady() {
+				return fmt.Errorf("ModelReady{\"does_not_exist\"}: OK with ready=true, want ready=false or NOT_FOUND")
+			}
+			return nil
+		}
+		Verify("OIP-GRPC-HEALTH-005", c).To(Satisfy(notTrue))
+		Verify("OIP-GRPC-HEALTH-004", c).To(Satisfy(notTrue))
+	})
+
+	It("records grpc.health.v1 Check when the server exposes it", Req("OIP-GRPC-HEALTH-006"), func(ctx SpecContext) {
+		_, c := InvokeMethod(ctx, "/grpc.health.v1.Health/Check", &healthpb.HealthCheckRequest{}, Health().Check)
+		if !Answered(c) {
+			return
+		}
+		if c.Err != nil && c.Code() == codes.Unimplemented {
+			Note("OIP-GRPC-HEALTH-006", "grpc.health.v1 is not exposed")
+			return
+		}
+		Verify("OIP-GRPC-HEALTH-006", c).To(Satisfy(func(r *healthpb.HealthCheckResponse) error {
+			if r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				return fmt.Errorf("Health/Check: %s, want SERVING", r.GetStatus())
+			}
+			return nil
+		}))
+	})
+})

@@ -1,0 +1,216 @@
+package suite
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	"google.golang.org/grpc/codes"
+
+	. "github.com/oipkit/oipkit/conformance/engine"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
+)
+
+// OIP-GRPC-INFER: ModelInfer.
+
+var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
+	BeforeEach(func() { NeedFixture("add_sub") })
+
+	It("answers a valid add_sub ModelInfer with OK and the sums and differences", Req("OIP-GRPC-INFER-001"), func(ctx SpecContext) {
+		req, out0, out1 := addSubPB(false)
+		_, c := Infer(ctx, req)
+		Verify("OIP-GRPC-INFER-001", c).To(HaveOutputs(out0, out1))
+	})
+
+	for _, tc := range []struct{ what, id string }{
+		{"a plain id", "abc"},
+		{"a UTF-8 id", "é-✓"},
+		{"a 1 KiB id", strings.Repeat("0123456789abcdef", 64)},
+	} {
+		It("returns "+tc.what+" in the response", Req("OIP-GRPC-INFER-003"), func(ctx SpecContext) {
+			req, _, _ := addSubPB(false)
+			req.Id = tc.id
+			_, c := Infer(ctx, req)
+			Verify("OIP-GRPC-INFER-003", c).To(HaveResponseID(tc.id))
+		})
+	}
+
+	It("names the model that ran in model_name", Req("OIP-GRPC-INFER-004"), func(ctx SpecContext) {
+		req, _, _ := addSubPB(false)
+		_, c := Infer(ctx, req)
+		Verify("OIP-GRPC-INFER-004", c).To(HaveModelName("add_sub"))
+	})
+
+	It("returns every output when outputs is empty", Req("OIP-GRPC-INFER-005"), func(ctx SpecContext) {
+		req, out0, out1 := addSubPB(false)
+		_, c := Infer(ctx, req)
+		Verify("OIP-GRPC-INFER-005", c).To(HaveOutputs(out0, out1))
+	})
+
+	It("returns exactly the requested output", Req("OIP-GRPC-INFER-006"), func(ctx SpecContext) {
+		req, _, out1 := addSubPB(false)
+		req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "OUTPUT1"}}
+		_, c := Infer(ctx, req)
+		if Verify("OIP-GRPC-INFER-006", c).To(HaveOutputs(out1)) {
+			Verify("OIP-GRPC-INFER-006", c).Soft("A-19").To(HaveOnlyOutputs("OUTPUT1"))
+		}
+	})
+
+	It("carries output name, datatype, shape and data in contents or raw_output_contents", Req("OIP-GRPC-INFER-014"), func(ctx SpecContext) {
+		req, out0, out1 := addSubPB(false)
+		_, c := Infer(ctx, req)
+		Verify("OIP-GRPC-INFER-014", c).To(All(HaveOutputTensorFields(), HaveOutputs(out0, out1)))
+	})
+
+	It("runs a batch of three rows", Req("OIP-GRPC-INFER-001"), func(ctx SpecContext) {
+		in0, in1 := addSubInputs(3)
+		out0, out1 := addSubOutputs(in0, in1)
+		_, c := Infer(ctx, PBRequest("add_sub", false, in0, in1))
+		Verify("OIP-GRPC-INFER-001", c).To(HaveOutputs(out0, out1))
+	})
+})
+
+var _ = Describe("gRPC versioned inference", Over(TransportGRPC), func() {
+	BeforeEach(func() { NeedFixture("versioned") })
+
+	It("runs the version named in model_version and reports it", Req("OIP-GRPC-INFER-002", "OIP-GRPC-INFER-004"), func(ctx SpecContext) {
+		NeedVersions()
+		for _, v := range []int32{1, 2} {
+			req := PBRequest("versioned", false, int32s("INPUT0", []int64{1}, 10))
+			req.ModelVersion = fmt.Sprint(v)
+			_, c := Infer(ctx, req)
+			Verify("OIP-GRPC-INFER-002", c).To(HaveOutputs(int32s("OUTPUT0", []int64{1}, 10+v)))
+			if c.Err == nil {
+				Verify("OIP-GRPC-INFER-004", c).To(Satisfy(func(r *pb.ModelInferResponse) error {
+					if got := r.GetModelVersion(); got != "" && got != req.ModelVersion {
+						return fmt.Errorf("model_version is %q, want %q", got, req.ModelVersion)
+					}
+					return nil
+				}))
+			}
+		}
+	})
+
+	It("runs a version of its choice when model_version is empty", Req("OIP-GRPC-INFER-002"), func(ctx SpecContext) {
+		_, c := Infer(ctx, PBRequest("versioned", false, int32s("INPUT0", []int64{1}, 10)))
+		if !Answered(c) {
+			return
+		}
+		if c.Err != nil && !ClientSide(c.Err) {
+			// The version policy is the server's, and REST lets it "return
+			// an error" (OIP-REST-INFER-003, A-08): a refusal is recorded,
+			// not graded.
+			Note("OIP-GRPC-INFER-002", "empty model_version answered %s", c.Code())
+			return
+		}
+		Verify("OIP-GRPC-INFER-002", c).To(Satisfy(func(r *pb.ModelInferResponse) error {
+			t, err := PBOutput(r, "OUTPUT0")
+			if err != nil {
+				return err
+			}
+			v, _ := t.Data.([]int32)
+			if len(v) != 1 || (v[0] != 11 && v[0] != 12) {
+				return fmt.Errorf("OUTPUT0 is %v, want [11] (version 1) or [12] (version 2)", t.Data)
+			}
+			Note("OIP-GRPC-INFER-002", "empty model_version ran version %d", v[0]-10)
+			return nil
+		}))
+	})
+})
+
+var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
+	for _, d := range tensor.Datatypes {
+		if d == tensor.FP16 || d == tensor.BF16 {
+			It(fmt.Sprintf("round-trips %s through identity as raw contents, bit for bit", d), Req("OIP-GRPC-INFER-011"), func(ctx SpecContext) {
+				NeedFixture(identityFixture(d))
+				in := sample("INPUT0", d)
+				_, c := Infer(ctx, PBRequest(identityFixture(d), true, in))
+				Verify("OIP-GRPC-INFER-011", c).To(HaveOutputs(renamed(in, "OUTPUT0")))
+			})
+			continue
+		}
+		It(fmt.Sprintf("round-trips %s through identity in its typed contents field", d), Req("OIP-GRPC-INFER-009"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			in := sample("INPUT0", d)
+			_, c := Infer(ctx, PBRequest(identityFixture(d), false, in))
+			Verify("OIP-GRPC-INFER-009", c).To(HaveOutputs(renamed(in, "OUTPUT0")))
+		})
+	}
+
+	It("keeps row-major order in typed contents", Req("OIP-GRPC-INFER-010"), func(ctx SpecContext) {
+		NeedFixture("identity_int32")
+		in := int32s("INPUT0", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
+		_, c := Infer(ctx, PBRequest("identity_int32", false, in))
+		Verify("OIP-GRPC-INFER-010", c).To(HaveOutputs(renamed(in, "OUTPUT0")))
+	})
+
+	It("records how INT8 values outside the type's range are handled", Req("OIP-GRPC-INFER-012"), func(ctx SpecContext) {
+		NeedFixture("identity_int8")
+		req := &pb.ModelInferRequest{ModelName: "identity_int8",
+			Inputs: []*pb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "INT8", Shape: []int64{1, 1},
+				Contents: &pb.InferTensorContents{IntContents: []int32{300}}}}}
+		_, c := Infer(ctx, req)
+		if !Answered(c) {
+			return
+		}
+		if c.Err == nil {
+			Note("OIP-GRPC-INFER-012", "INT8 300 was accepted: %s", clipped(c.Got(), 200))
+		} else {
+			Note("OIP-GRPC-INFER-012", "INT8 300 was rejected with %s", c.Code())
+		}
+	})
+})
+
+var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
+	grpcRejectSpecs(
+		grpcCase{text: "an unknown model", req: "OIP-GRPC-INFER-013", codes: []codes.Code{codes.NotFound, codes.InvalidArgument},
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.ModelName = "does_not_exist" })},
+		grpcCase{text: "an unknown version", req: "OIP-GRPC-INFER-002", codes: []codes.Code{codes.NotFound, codes.InvalidArgument}, versions: true,
+			build: func() *pb.ModelInferRequest {
+				req := PBRequest("versioned", false, int32s("INPUT0", []int64{1}, 1))
+				req.ModelVersion = "99"
+				return req
+			}},
+		grpcCase{text: "a missing input", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.Inputs = r.Inputs[:1] })},
+		grpcCase{text: "an unknown input name", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.Inputs[0].Name = "NOPE" })},
+		grpcCase{text: "15 typed elements for shape [1,16]", req: "OIP-GRPC-INFER-008", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
+				c := r.Inputs[0].Contents
+				c.IntContents = c.IntContents[:15]
+			})},
+		grpcCase{text: "17 typed elements for shape [1,16]", req: "OIP-GRPC-INFER-008", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
+				c := r.Inputs[0].Contents
+				c.IntContents = append(c.IntContents, 16)
+			})},
+		// The MUST of OIP-GRPC-INFER-009 binds the sender to the matching
+		// field (it binds clients and servers alike), so a server that
+		// accepts the mismatch is lenient.
+		grpcCase{text: "INT32 data in fp32_contents", req: "OIP-GRPC-INFER-009", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
+				c := r.Inputs[0].Contents
+				fp := make([]float32, len(c.IntContents))
+				for i, v := range c.IntContents {
+					fp[i] = float32(v)
+				}
+				r.Inputs[0].Contents = &pb.InferTensorContents{Fp32Contents: fp}
+			})},
+		grpcCase{text: "raw contents together with typed contents on every input", req: "OIP-GRPC-INFER-007", codes: invalid,
+			build: func() *pb.ModelInferRequest {
+				typed, _, _ := addSubPB(false)
+				raw, _, _ := addSubPB(true)
+				typed.RawInputContents = raw.RawInputContents
+				return typed
+			}},
+		// The catalog grades FP16 in fp32_contents as soft.
+		grpcCase{text: "FP16 data in fp32_contents", req: "OIP-GRPC-INFER-011", codes: invalid, soft: "A-06",
+			build: func() *pb.ModelInferRequest {
+				return &pb.ModelInferRequest{ModelName: "identity_fp16", Inputs: []*pb.ModelInferRequest_InferInputTensor{{
+					Name: "INPUT0", Datatype: "FP16", Shape: []int64{1, 2},
+					Contents: &pb.InferTensorContents{Fp32Contents: []float32{1, 2}}}}}
+			}},
+	)
+})

@@ -1,0 +1,212 @@
+package suite
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	. "github.com/oipkit/oipkit/conformance/engine"
+)
+
+// OIP-REST-INFER: the REST inference request.
+
+var _ = Describe("REST inference", Over(TransportREST), func() {
+	BeforeEach(func() { NeedFixture("add_sub") })
+
+	It("answers a valid add_sub request with 200 and the sums and differences", Req("OIP-REST-INFER-001", "OIP-REST-INFER-023"), func(ctx SpecContext) {
+		b, out0, out1 := addSubRequest()
+		e := Post(ctx, "add_sub", "", b)
+		Verify("OIP-REST-INFER-001", e).To(HaveOutputs(out0, out1))
+		Verify("OIP-REST-INFER-023", e).To(HaveStatus(http.StatusOK))
+	})
+
+	It("returns every output when outputs is omitted", Req("OIP-REST-INFER-016"), func(ctx SpecContext) {
+		b, out0, out1 := addSubRequest()
+		Verify("OIP-REST-INFER-016", Post(ctx, "add_sub", "", b)).To(HaveOutputs(out0, out1))
+	})
+
+	It("returns a requested output", Req("OIP-REST-INFER-017"), func(ctx SpecContext) {
+		b, _, out1 := addSubRequest()
+		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT1"}}
+		Verify("OIP-REST-INFER-017", Post(ctx, "add_sub", "", b)).To(HaveOutputs(out1))
+	})
+
+	It("leaves out outputs that were not requested", Req("OIP-REST-INFER-018"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT1"}}
+		Verify("OIP-REST-INFER-018", Post(ctx, "add_sub", "", b)).To(HaveOnlyOutputs("OUTPUT1"))
+	})
+
+	It("runs a batch of three rows and returns the whole batch", Req("OIP-REST-INFER-013", "OIP-REST-RESP-010"), func(ctx SpecContext) {
+		in0, in1 := addSubInputs(3)
+		out0, out1 := addSubOutputs(in0, in1)
+		e := Post(ctx, "add_sub", "", Request(JSONInput(in0), JSONInput(in1)))
+		Verify("OIP-REST-INFER-013", e).To(HaveOutputs(out0, out1))
+		Verify("OIP-REST-RESP-010", e).To(HaveOutputs(out0, out1))
+		Verify("OIP-REST-RESP-010", e).To(Satisfy(func(r *InferResponse) error {
+			for _, o := range r.Outputs {
+				if len(o.Shape) == 0 || o.Shape[0] != 3 {
+					return fmt.Errorf("output %q: shape %v, want [3 16]", o.Name, o.Shape)
+				}
+			}
+			return nil
+		}))
+	})
+})
+
+var _ = Describe("REST inference ids and parameters", Over(TransportREST), func() {
+	BeforeEach(func() { NeedFixture("add_sub") })
+
+	for _, tc := range []struct{ what, id string }{
+		{"a plain id", "42"},
+		{"a UTF-8 id", "é-✓"},
+		{"a 1 KiB id", strings.Repeat("0123456789abcdef", 64)},
+	} {
+		It("echoes "+tc.what+" in the response", Req("OIP-REST-INFER-006", "OIP-REST-RESP-004"), func(ctx SpecContext) {
+			b, _, _ := addSubRequest()
+			b.JSON["id"] = tc.id
+			e := Post(ctx, "add_sub", "", b)
+			Verify("OIP-REST-INFER-006", e).To(HaveResponseID(tc.id))
+			Verify("OIP-REST-RESP-004", e).To(HaveResponseID(tc.id))
+		})
+	}
+
+	It("answers a numeric id with an error or by coercing it, never a 5xx", Req("OIP-REST-INFER-007", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+		AfterNegative()
+		b, _, _ := addSubRequest()
+		b.JSON["id"] = 42
+		e := Post(ctx, "add_sub", "", b)
+		if !Answered(e) {
+			return
+		}
+		Verify(errStatusReq, e).To(AvoidServerError())
+		switch {
+		case e.Status >= 500:
+			Verify("OIP-REST-INFER-007", e).AsServerFault().To(HaveStatus(http.StatusBadRequest, http.StatusOK), "want 400, or 200 with id \"42\"")
+		case e.Status == http.StatusOK:
+			Note("OIP-REST-INFER-007", "a numeric id was accepted")
+			// Accepting the number is the server's choice; echoing it as
+			// anything but the string "42" is not.
+			Verify("OIP-REST-INFER-007", e).To(Satisfy(func(r *InferResponse) error {
+				if raw, ok := r.Top["id"]; ok && string(raw) != `"42"` {
+					return fmt.Errorf("a numeric id 42 was accepted but echoed as %s, want \"42\"", clipped(string(raw), 80))
+				}
+				return nil
+			}))
+		default:
+			Verify("OIP-REST-ERR-001", e).To(HaveErrorBody())
+		}
+	})
+
+	It("accepts empty parameters on the request", Req("OIP-REST-INFER-008"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		b.JSON["parameters"] = Obj{}
+		Verify("OIP-REST-INFER-008", Post(ctx, "add_sub", "", b)).To(HaveStatus(http.StatusOK))
+	})
+
+	It("accepts empty parameters on an input", Req("OIP-REST-INFER-015"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		input0(b)["parameters"] = Obj{}
+		Verify("OIP-REST-INFER-015", Post(ctx, "add_sub", "", b)).To(HaveStatus(http.StatusOK))
+	})
+})
+
+var _ = Describe("REST versioned inference", Over(TransportREST), func() {
+	BeforeEach(func() { NeedFixture("versioned") })
+
+	It("runs the version named in the path", Req("OIP-REST-INFER-002"), func(ctx SpecContext) {
+		NeedVersions()
+		for _, v := range []int32{1, 2} {
+			ver := fmt.Sprint(v)
+			e := Post(ctx, "versioned", ver, Request(JSONInput(int32s("INPUT0", []int64{1}, 10))))
+			Verify("OIP-REST-INFER-002", e).To(HaveOutputs(int32s("OUTPUT0", []int64{1}, 10+v)))
+			if e.Status != http.StatusOK {
+				continue
+			}
+			Verify("OIP-REST-INFER-002", e).To(Satisfy(func(r *InferResponse) error {
+				if raw, ok := r.Top["model_version"]; ok {
+					var got string
+					if json.Unmarshal(raw, &got) != nil || (got != "" && got != ver) {
+						return fmt.Errorf("model_version is %s, want %q", raw, ver)
+					}
+				}
+				return nil
+			}))
+		}
+	})
+
+	It("runs a version of its choice or answers an error when no version is given", Req("OIP-REST-INFER-003"), func(ctx SpecContext) {
+		e := Post(ctx, "versioned", "", Request(JSONInput(int32s("INPUT0", []int64{1}, 10))))
+		if !Answered(e) {
+			return
+		}
+		if e.Status != http.StatusOK {
+			Note("OIP-REST-INFER-003", "unversioned inference answered %d", e.Status)
+			Verify("OIP-REST-INFER-003", e).To(HaveErrorBody())
+			return
+		}
+		Verify("OIP-REST-INFER-003", e).To(Satisfy(func(r *InferResponse) error {
+			t, err := r.Tensor("OUTPUT0")
+			if err != nil {
+				return err
+			}
+			v, _ := t.Data.([]int32)
+			if len(v) != 1 || (v[0] != 11 && v[0] != 12) {
+				return fmt.Errorf("OUTPUT0 is %v, want [11] (version 1) or [12] (version 2)", t.Data)
+			}
+			Note("OIP-REST-INFER-003", "unversioned inference ran version %d", v[0]-10)
+			return nil
+		}))
+	})
+})
+
+var _ = Describe("REST inference errors", Over(TransportREST), func() {
+	BeforeEach(func() { NeedFixture("add_sub") })
+
+	restRejectSpecs(
+		restCase{text: "an unknown model", req: "OIP-REST-INFER-022", model: "does_not_exist", body: addSubWith(func(Body) {})},
+		restCase{text: "an empty body", req: "OIP-REST-INFER-004", want4xx: true, body: literal("")},
+		restCase{text: "a body that is not valid JSON", req: "OIP-REST-INFER-024", want4xx: true, body: literal(`{"inputs": [`)},
+		restCase{text: "a body without inputs", req: "OIP-REST-INFER-005", body: literal(`{}`)},
+		restCase{text: "a body with outputs but no inputs", req: "OIP-REST-INFER-005", body: literal(`{"outputs": []}`)},
+		restCase{text: "an input without a name", req: "OIP-REST-INFER-009", body: addSubWith(func(b Body) { delete(input0(b), "name") })},
+		restCase{text: "an input without a shape", req: "OIP-REST-INFER-009", body: addSubWith(func(b Body) { delete(input0(b), "shape") })},
+		restCase{text: "an input without a datatype", req: "OIP-REST-INFER-009", body: addSubWith(func(b Body) { delete(input0(b), "datatype") })},
+		restCase{text: "an input without data", req: "OIP-REST-INFER-009", body: addSubWith(func(b Body) { delete(input0(b), "data") })},
+		restCase{text: "a negative shape dimension", req: "OIP-REST-INFER-010", body: addSubWith(func(b Body) { input0(b)["shape"] = []any{-1, 16} })},
+		restCase{text: "a fractional shape dimension", req: "OIP-REST-INFER-010", body: addSubWith(func(b Body) { input0(b)["shape"] = []any{1.5, 16} })},
+		restCase{text: "a string shape dimension", req: "OIP-REST-INFER-010", body: addSubWith(func(b Body) { input0(b)["shape"] = []any{"1", 16} })},
+		restCase{text: "a datatype name that does not exist", req: "OIP-REST-INFER-011", body: addSubWith(func(b Body) { input0(b)["datatype"] = "FLOAT32" })},
+		restCase{text: "a datatype other than the model's", req: "OIP-REST-INFER-012", body: addSubWith(func(b Body) { input0(b)["datatype"] = "FP32" })},
+		restCase{text: "a shape other than the model's", req: "OIP-REST-INFER-012", body: addSubWith(func(b Body) {
+			input0(b)["shape"] = []any{1, 15}
+			input0(b)["data"] = input0(b)["data"].([]any)[:15]
+		})},
+		restCase{text: "15 elements for shape [1,16]", req: "OIP-REST-INFER-014", soft500: "A-18", body: addSubWith(func(b Body) {
+			input0(b)["data"] = input0(b)["data"].([]any)[:15]
+		})},
+		restCase{text: "17 elements for shape [1,16]", req: "OIP-REST-INFER-014", soft500: "A-18", body: addSubWith(func(b Body) {
+			input0(b)["data"] = append(input0(b)["data"].([]any), 16)
+		})},
+		restCase{text: "an unknown input name", req: "OIP-REST-INFER-021", body: addSubWith(func(b Body) { input0(b)["name"] = "NOPE" })},
+		restCase{text: "a missing input", req: "OIP-REST-INFER-021", body: addSubWith(func(b Body) { b.JSON["inputs"] = b.JSON["inputs"].([]any)[:1] })},
+		restCase{text: "a duplicated input", req: "OIP-REST-INFER-021", body: addSubWith(func(b Body) {
+			ins := b.JSON["inputs"].([]any)
+			b.JSON["inputs"] = append(ins, ins[0])
+		})},
+		restCase{text: "a requested output without a name", req: "OIP-REST-INFER-019", body: addSubWith(func(b Body) { b.JSON["outputs"] = []any{Obj{}} })},
+		restCase{text: "a requested output the model does not have", req: "OIP-REST-INFER-020", body: addSubWith(func(b Body) { b.JSON["outputs"] = []any{Obj{"name": "NOPE"}} })},
+	)
+
+	It("answers inference on an unknown version with an error", Req("OIP-REST-INFER-002", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+		NeedVersions()
+		AfterNegative()
+		e := Post(ctx, "versioned", "99", Request(JSONInput(int32s("INPUT0", []int64{1}, 1))))
+		unknownModel(e, "OIP-REST-INFER-002", "OIP-REST-ERR-001", "")
+		Verify(errStatusReq, e).To(AvoidServerError())
+	})
+})
+

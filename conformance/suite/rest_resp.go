@@ -1,0 +1,100 @@
+package suite
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	. "github.com/oipkit/oipkit/conformance/engine"
+)
+
+// OIP-REST-RESP: the REST inference response.
+
+var _ = Describe("REST inference", Over(TransportREST), func() {
+	BeforeEach(func() { NeedFixture("add_sub") })
+
+	It("answers success with 200 and a JSON object body", Req("OIP-REST-RESP-001"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		e := Post(ctx, "add_sub", "", b)
+		if Verify("OIP-REST-RESP-001", e).To(HaveStatus(http.StatusOK)) {
+			Verify("OIP-REST-RESP-001", e).To(HaveJSONObjectBody())
+		}
+	})
+
+	It("names the model in model_name", Req("OIP-REST-RESP-002"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		Verify("OIP-REST-RESP-002", Post(ctx, "add_sub", "", b)).To(HaveModelName("add_sub"))
+	})
+
+	It("sends outputs as an array of objects with name, datatype, shape and data", Req("OIP-REST-RESP-006"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		Verify("OIP-REST-RESP-006", Post(ctx, "add_sub", "", b)).To(HaveOutputsSchema())
+	})
+
+	It("sends concrete output shapes with no dimension below 0", Req("OIP-REST-RESP-007"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		Verify("OIP-REST-RESP-007", Post(ctx, "add_sub", "", b)).To(HaveConcreteShapes())
+	})
+
+	It("sends the output datatypes of the model metadata", Req("OIP-REST-RESP-008"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		Verify("OIP-REST-RESP-008", Post(ctx, "add_sub", "", b)).To(HaveOutputDatatype("INT32", "OUTPUT0", "OUTPUT1"))
+	})
+
+	It("sends prod(shape) data elements for every output", Req("OIP-REST-RESP-009"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		Verify("OIP-REST-RESP-009", Post(ctx, "add_sub", "", b)).To(HaveDataCounts())
+	})
+
+	It("serves a response without binary data as application/json", Req("OIP-REST-RESP-012"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		e := Post(ctx, "add_sub", "", b)
+		if Verify("OIP-REST-RESP-012", e).To(HaveStatus(http.StatusOK)) {
+			Verify("OIP-REST-RESP-012", e).To(HaveContentType("application/json"))
+		}
+	})
+
+	It("names outputs after the model's outputs", Req("OIP-REST-RESP-013"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		Verify("OIP-REST-RESP-013", Post(ctx, "add_sub", "", b)).To(HaveOnlyOutputs("OUTPUT0", "OUTPUT1"))
+	})
+})
+
+var _ = Describe("REST inference ids and parameters", Over(TransportREST), func() {
+	BeforeEach(func() { NeedFixture("add_sub") })
+
+	It("sends response parameters, if any, as an object", Req("OIP-REST-RESP-005"), func(ctx SpecContext) {
+		b, _, _ := addSubRequest()
+		Verify("OIP-REST-RESP-005", Post(ctx, "add_sub", "", b)).To(Satisfy(func(r *InferResponse) error {
+			if raw, ok := r.Top["parameters"]; ok {
+				var m map[string]json.RawMessage
+				if json.Unmarshal(raw, &m) != nil {
+					return fmt.Errorf("parameters is %s, want an object", clipped(string(raw), 120))
+				}
+			}
+			return nil
+		}))
+	})
+})
+
+var _ = Describe("REST versioned inference", Over(TransportREST), func() {
+	BeforeEach(func() { NeedFixture("versioned") })
+
+	It("reports the version that ran in model_version, if it sends one", Req("OIP-REST-RESP-003"), func(ctx SpecContext) {
+		NeedVersions()
+		e := Post(ctx, "versioned", "2", Request(JSONInput(int32s("INPUT0", []int64{1}, 0))))
+		// check the version only when one is sent (empty or null
+		// means none).
+		Verify("OIP-REST-RESP-003", e).To(Satisfy(func(r *InferResponse) error {
+			if raw, ok := r.Top["model_version"]; ok {
+				var got string
+				if json.Unmarshal(raw, &got) != nil || (got != "" && got != "2") {
+					return fmt.Errorf("model_version is %s, want \"2\"", raw)
+				}
+			}
+			return nil
+		}))
+	})
+})
