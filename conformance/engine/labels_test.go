@@ -54,4 +54,3 @@ func TestLabelFilterSelectsByFeatureAndTransport(t *testing.T) {
 		}
 	}
 }
-

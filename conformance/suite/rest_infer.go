@@ -209,4 +209,3 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 		Verify(errStatusReq, e).To(AvoidServerError())
 	})
 })
-
