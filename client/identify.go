@@ -143,6 +143,15 @@ func (c *GRPC) notGRPC(ctx context.Context, err error) error {
 	msg := st.Message()
 	switch st.Code() {
 	case codes.Unimplemented:
+		// A server of the service that lacks this one RPC is still an OIP
+		// server (a broken one, for the conformance suite to report):
+		// another core RPC of the service answers.
+		cctx, cancel := c.Context(ctx)
+		_, merr := c.stub.ServerMetadata(cctx, &inferencepb.ServerMetadataRequest{})
+		cancel()
+		if merr == nil {
+			return nil
+		}
 		services := c.listServices(ctx)
 		hint := ""
 		if len(services) > 0 {

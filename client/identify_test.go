@@ -17,6 +17,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/reference/referencetest"
+	"github.com/oipkit/oipkit/specs/inferencepb"
 )
 
 // Each case is a real listener on loopback; identification must decide
@@ -144,4 +145,29 @@ func TestIdentifySilentServer(t *testing.T) {
 		}
 	}()
 	wantIdentifyErr(t, restIdentify(t, "http://"+ln.Addr().String()), client.ErrUnreachable, "no answer")
+}
+
+// metadataOnly serves inference.GRPCInferenceService without ServerLive.
+type metadataOnly struct {
+	inferencepb.UnimplementedGRPCInferenceServiceServer
+}
+
+func (metadataOnly) ServerMetadata(context.Context, *inferencepb.ServerMetadataRequest) (*inferencepb.ServerMetadataResponse, error) {
+	return &inferencepb.ServerMetadataResponse{Name: "partial"}, nil
+}
+
+// A server of the service that lacks ServerLive is an OIP server (a broken
+// one, for the conformance suite to grade), not another service.
+func TestIdentifyServiceWithoutServerLive(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	inferencepb.RegisterGRPCInferenceServiceServer(s, metadataOnly{})
+	go s.Serve(ln)
+	defer s.Stop()
+	if err := grpcIdentify(t, ln.Addr().String()); err != nil {
+		t.Errorf("Identify: %v, want an OIP server", err)
+	}
 }

@@ -47,8 +47,15 @@ type conformRun struct {
 // JSON report back.
 func conform(t *testing.T, args ...string) conformRun {
 	t.Helper()
+	return conformEnv(t, nil, args...)
+}
+
+// conformEnv is conform with extra environment variables ("K=V").
+func conformEnv(t *testing.T, env []string, args ...string) conformRun {
+	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command(oipkit, append([]string{"conform", "--report-dir", dir}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

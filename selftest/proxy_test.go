@@ -33,9 +33,11 @@ type breakage struct {
 	// grpcOpts are extra options of the gRPC front end (e.g. a codec).
 	grpcOpts []grpc.ServerOption
 	// failed are the requirements the report must show failed, and nothing
-	// else may fail. warned must appear among the warnings (others may).
-	failed []string
-	warned []string
+	// else may fail. warned must appear among the warnings (others may);
+	// lenient must be lenient: client rules the server does not enforce.
+	failed  []string
+	warned  []string
+	lenient []string
 	// quiet must be neither failed nor warnings: deviations the catalog
 	// only asks to record.
 	quiet []string

@@ -2,6 +2,7 @@ package selftest
 
 import (
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,25 @@ func TestReferenceConforms(t *testing.T) {
 		t.Logf("warnings against the reference server: %v", ids)
 	}
 	t.Logf("reference server: %v in %v", run.report.Counts, run.elapsed)
+	// JUnit: one test case per graded requirement, every one passing.
+	cases := readJUnit(t, filepath.Join(run.dir, "junit.xml"))
+	graded := 0
+	for _, q := range run.report.Requirements {
+		if q.Status != reports.StatusNotSupported && q.Status != reports.StatusNotCovered {
+			graded++
+			if c, ok := cases[q.ID]; !ok || c.Failure != nil || c.Skipped != nil {
+				t.Errorf("JUnit case of %s: %+v, want a pass", q.ID, c)
+			}
+		}
+	}
+	if len(cases) != graded {
+		t.Errorf("JUnit has %d test cases, want one per graded requirement (%d)", len(cases), graded)
+	}
+	for _, e := range run.report.Extensions {
+		if (e.Name == "binary_tensor_data" || e.Name == "model_configuration") && (!e.Advertised || e.Probe != reports.ProbeObserved) {
+			t.Errorf("extension %s: advertised %v, probe %s; want advertised and observed", e.Name, e.Advertised, e.Probe)
+		}
+	}
 }
 
 // TestReferenceConformsStrict: the reference server has no warnings either.
