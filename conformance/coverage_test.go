@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -55,5 +56,49 @@ func TestSpecTree(t *testing.T) {
 	}
 	if cov.SpecCount != len(seen) {
 		t.Errorf("coverage counted %d specs, preview %d", cov.SpecCount, len(seen))
+	}
+}
+
+// Every spec lives in the file of its primary (first-labelled)
+// requirement's group: OIP-REST-PARAM-001 in suite/rest_param.go,
+// OIP-GEN-005 in suite/gen.go, OIP-EXT-BIN-009 in suite/ext_bin.go.
+func TestSpecsLiveInTheirGroupFile(t *testing.T) {
+	rep := ginkgo.PreviewSpecs(conformance.SuiteDescription)
+	for _, sr := range rep.SpecReports {
+		if sr.LeafNodeType != types.NodeTypeIt {
+			continue
+		}
+		var primary string
+		for _, l := range sr.LeafNodeLabels {
+			if id, ok := strings.CutPrefix(l, "req:"); ok {
+				primary = id
+				break
+			}
+		}
+		group := primary[:strings.LastIndexByte(primary, '-')]
+		want := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(group, "OIP-"), "-", "_")) + ".go"
+		if got := filepath.Base(sr.LeafNodeLocation.FileName); got != want || filepath.Base(filepath.Dir(sr.LeafNodeLocation.FileName)) != "suite" {
+			t.Errorf("%q checks %s first but is declared in %s, want suite/%s", sr.FullText(), primary, sr.LeafNodeLocation, want)
+		}
+	}
+}
+
+// make verify fails when a blocking requirement of the core or of a
+// probed extension has neither a spec nor a waiver.
+func TestCoverageFlagsUncoveredBlocking(t *testing.T) {
+	w, err := conformance.Waivers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems := (&conformance.Coverage{Specs: map[string][]string{}, Waivers: w}).Problems()
+	for _, want := range []string{"OIP-REST-INFER-006 (MUST) has neither a spec nor a waiver in specs/waivers.yaml", "OIP-EXT-CFG-002 (MUST) has neither a spec nor a waiver in specs/waivers.yaml"} {
+		if !slices.Contains(problems, want) {
+			t.Errorf("problems lack %q", want)
+		}
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p, "OIP-EXT-STAT-") {
+			t.Errorf("%q: an extension without specs is not gated", p)
+		}
 	}
 }

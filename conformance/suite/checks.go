@@ -240,7 +240,9 @@ type restCase struct {
 // which must need the add_sub fixture.
 func restRejectSpecs(cases ...restCase) {
 	for _, c := range cases {
-		It("rejects "+c.text+" with an error status and {\"error\": string}", Req(c.req, "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+		// Offset(1): the spec is located where the table is, in the file of
+		// its group.
+		It("rejects "+c.text+" with an error status and {\"error\": string}", Offset(1), Req(c.req, "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
 			AfterNegative()
 			model := c.model
 			if model == "" {
@@ -278,7 +280,7 @@ var invalid = []codes.Code{codes.InvalidArgument}
 // grpcRejectSpecs declares one spec per case in the enclosing container.
 func grpcRejectSpecs(cases ...grpcCase) {
 	for _, c := range cases {
-		It("answers "+c.text+" with a non-OK status", Req(c.req, "OIP-GRPC-SVC-002", "OIP-GRPC-ERR-001", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
+		It("answers "+c.text+" with a non-OK status", Offset(1), Req(c.req, "OIP-GRPC-SVC-002", "OIP-GRPC-ERR-001", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
 			req := c.build()
 			if c.versions {
 				NeedVersions()
