@@ -160,7 +160,8 @@ func (c *Coverage) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString("\nExtension groups without specs are omitted above.\n")
 
-	b.WriteString("\n## Requirements\n\n| requirement | level | specs | checked by |\n|---|---|---|---|\n")
+	b.WriteString("\n## Requirements\n\nClass is what a failed check of the requirement is (fail, lenient, warning), from whom it binds and its level; `regrade` in requirements.yaml says why where it is not the level's.\n\n")
+	b.WriteString("| requirement | level | binds | class | specs | checked by |\n|---|---|---|---|---|---|\n")
 	for _, r := range engine.Catalog.Requirements {
 		if r.Extension != "" && !tested(r.Extension) && len(c.Specs[r.ID]) == 0 {
 			continue
@@ -173,7 +174,7 @@ func (c *Coverage) WriteMarkdown(w io.Writer) error {
 		default:
 			detail = "—"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", r.ID, r.Level, len(c.Specs[r.ID]), strings.ReplaceAll(detail, "|", `\|`))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", r.ID, r.Level, r.Binds, r.Class, len(c.Specs[r.ID]), strings.ReplaceAll(detail, "|", `\|`))
 	}
 	if p := c.Problems(); len(p) > 0 {
 		b.WriteString("\n## Problems\n\n")
