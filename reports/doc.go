@@ -1,5 +1,5 @@
 // Package reports holds oipkit's conformance report: a typed, versioned
-// document (apiVersion oipkit.dev/v1alpha1, kind ConformanceReport) written
+// document (apiVersion oipkit.dev/v1alpha2, kind ConformanceReport) written
 // once per conformance run, its JSON encoding, its text and Markdown
 // renderings, and a requirement × implementation compatibility matrix built
 // from several reports.

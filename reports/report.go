@@ -7,11 +7,17 @@ import (
 	"time"
 )
 
-// APIVersion and Kind identify the report format.
+// APIVersion and Kind identify the report format. v1alpha2 added finding
+// classes (fail, lenient, warning) in place of grades, the lenient and
+// not-run statuses, each requirement's statement, and the extensions'
+// advertised-versus-observed record; v1alpha1 reports are still read.
 const (
-	APIVersion = "oipkit.dev/v1alpha1"
+	APIVersion = "oipkit.dev/v1alpha2"
 	Kind       = "ConformanceReport"
 )
+
+// apiVersionV1Alpha1 is the previous format, whose findings carry "grade".
+const apiVersionV1Alpha1 = "oipkit.dev/v1alpha1"
 
 // Status is the outcome of one requirement in one run. The set is closed.
 type Status string
@@ -306,7 +312,7 @@ func (r *ConformanceReport) WithStatus(s Status) []string {
 // Validate checks the fields every report must have.
 func (r *ConformanceReport) Validate() error {
 	switch {
-	case r.APIVersion != APIVersion:
+	case r.APIVersion != APIVersion && r.APIVersion != apiVersionV1Alpha1:
 		return fmt.Errorf("apiVersion %q, want %q", r.APIVersion, APIVersion)
 	case r.Kind != Kind:
 		return fmt.Errorf("kind %q, want %q", r.Kind, Kind)

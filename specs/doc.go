@@ -5,10 +5,12 @@
 //
 //   - requirements.yaml: every numbered requirement of the OIP requirements
 //     catalog, with its normalized strength (Level), transport, gating
-//     extension, a one-line statement, its source and a short test recipe.
-//     Conformance specs are labelled LabelPrefix+ID, so reports can map each
-//     result back to a requirement and decide whether a failure blocks the
-//     verdict (Level.Blocking).
+//     extension, whom the rule binds (server, client or both), the finding
+//     class of a failed check (fail, lenient, warning; a Regrade reason
+//     where it is not what the level gives), a one-line statement, its
+//     source and a short test recipe. Conformance specs are labelled
+//     LabelPrefix+ID, so reports can map each result back to a requirement
+//     and grade it.
 //   - fixtures.yaml: the fixture-model contract every server under test must
 //     deploy, so the suite can compute expected outputs itself.
 //   - datatypes.yaml: the tensor datatype table (sizes, JSON form, gRPC
