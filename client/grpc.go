@@ -59,7 +59,7 @@ func NewGRPC(addr string, raw bool, opts Options) (*GRPC, error) {
 
 	creds := insecure.NewCredentials()
 	if opts.TLS != nil {
-		creds = credentials.NewTLS(opts.TLS)
+		creds = alertingTLS{credentials.NewTLS(opts.TLS)}
 	}
 	recv := opts.MaxResponseBytes
 	if recv > math.MaxInt32 { // gRPC frames messages with a 32-bit length

@@ -34,9 +34,13 @@ var (
 	// ErrNotOIP: something answers, but not the Open Inference Protocol
 	// over this transport. The message says what was seen and, when it is
 	// recognisable, the likely mistake (the gRPC port given as --http, a
-	// plain-HTTP port given as https, …).
+	// plain-HTTP port given as https, a TLS port given as http://, …).
 	ErrNotOIP = errors.New("not an OIP server")
 )
+
+// A third error, ErrTLS (tls.go), says that the server speaks TLS but no
+// session could be set up: its certificate is not trusted or not for this
+// name, or it wants a client certificate it did not get.
 
 // DefaultIdentifyTimeout bounds an identification when the context has no
 // earlier deadline: a server that does not answer its health route within
@@ -51,16 +55,7 @@ const DefaultIdentifyTimeout = 2 * time.Second
 func (c *REST) Identify(ctx context.Context) (md *oip.ServerMetadata, err error) {
 	ctx, cancel := identifyContext(ctx)
 	defer cancel()
-	u, _ := url.Parse(c.base) // validated by NewREST
-	addr := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		addr = net.JoinHostPort(u.Hostname(), port)
-	}
-	if err := dial(ctx, addr); err != nil {
+	if err := dial(ctx, hostPortOfURL(c.base)); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, c.base, err)
 	}
 	live, lerr := c.Do(ctx, http.MethodGet, "/v2/health/live", nil, nil)
@@ -83,6 +78,9 @@ func (c *REST) Identify(ctx context.Context) (md *oip.ServerMetadata, err error)
 	if live.Status == http.StatusOK || jsonObject(meta) || jsonObject(live) {
 		return md, nil
 	}
+	if plainToTLS(live) || plainToTLS(meta) {
+		return nil, fmt.Errorf("%w: %s: the server speaks TLS: use https:// (GET /v2/health/live answered %s)", ErrNotOIP, c.base, describeHTTP(live))
+	}
 	return nil, fmt.Errorf("%w: %s: GET /v2/health/live answered %s; GET /v2 answered %s%s",
 		ErrNotOIP, c.base, describeHTTP(live), describeHTTP(meta), serverHint(live.Header))
 }
@@ -102,6 +100,14 @@ func (c *REST) notHTTP(ctx context.Context, what string, err error) error {
 		return fmt.Errorf("%w: %s: the server does not speak TLS (use http:// instead of https://)", ErrNotOIP, c.base)
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
 		return fmt.Errorf("%w: %s: the server speaks plain HTTP (use http:// instead of https://)", ErrNotOIP, c.base)
+	}
+	if why, cause, ok := explainTLS(msg, c.opts.TLS); ok {
+		return fmt.Errorf("%w: %s: %s (%s)", ErrTLS, c.base, why, cause)
+	}
+	switch {
+	case (strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset")) &&
+		strings.HasPrefix(c.base, "http://") && speaksTLS(ctx, hostPortOfURL(c.base)):
+		return fmt.Errorf("%w: %s: the server speaks TLS: use https:// (or, for a gRPC port, --grpc host:port with the TLS flags)", ErrNotOIP, c.base)
 	case strings.Contains(msg, "EOF"), strings.Contains(msg, "connection reset"):
 		return fmt.Errorf("%w: %s closed the connection without an HTTP answer to %s (a gRPC or TLS port? pass a gRPC port as --grpc host:port): %v", ErrNotOIP, c.base, what, err)
 	}
@@ -141,6 +147,12 @@ func (c *GRPC) Identify(ctx context.Context) (md *oip.ServerMetadata, err error)
 func (c *GRPC) notGRPC(ctx context.Context, err error) error {
 	st := status.Convert(err)
 	msg := st.Message()
+	if strings.Contains(msg, "tls: first record does not look like a TLS handshake") {
+		return fmt.Errorf("%w: %s: the server does not speak TLS (drop the TLS options)", ErrNotOIP, c.addr)
+	}
+	if why, cause, ok := explainTLS(msg, c.opts.TLS); ok && st.Code() != codes.Unimplemented {
+		return fmt.Errorf("%w: %s: %s (%s)", ErrTLS, c.addr, why, cause)
+	}
 	switch st.Code() {
 	case codes.Unimplemented:
 		// A server of the service that lacks this one RPC is still an OIP
@@ -164,11 +176,12 @@ func (c *GRPC) notGRPC(ctx context.Context, err error) error {
 	case codes.Unavailable, codes.Unknown, codes.Internal:
 		lower := strings.ToLower(msg)
 		switch {
+		case c.opts.TLS == nil && (strings.Contains(lower, "error reading server preface") || strings.Contains(lower, "eof") ||
+			strings.Contains(lower, "connection reset")) && speaksTLS(ctx, c.addr):
+			return fmt.Errorf("%w: %s: the server speaks TLS: pass --tls (and --ca with the CA that signed its certificate)", ErrNotOIP, c.addr)
 		case strings.Contains(lower, "frame too large"), strings.Contains(lower, "http/1"),
 			strings.Contains(lower, "error reading server preface"):
 			return fmt.Errorf("%w: %s answers HTTP/1.1, not gRPC (HTTP/2): it looks like a REST port (pass it as --http http://%s)", ErrNotOIP, c.addr, c.addr)
-		case strings.Contains(lower, "tls: first record does not look like a tls handshake"):
-			return fmt.Errorf("%w: %s: the server does not speak TLS (drop the TLS options)", ErrNotOIP, c.addr)
 		case strings.Contains(lower, "missing http content-type"), strings.Contains(lower, "unexpected http status code"),
 			strings.Contains(lower, "malformed header"), strings.Contains(lower, "content-type"):
 			return fmt.Errorf("%w: %s answers HTTP/2 but not gRPC (%s)", ErrNotOIP, c.addr, msg)
@@ -247,6 +260,31 @@ func deadlineOf(ctx context.Context) string {
 		return b.Round(time.Millisecond).String()
 	}
 	return "the deadline"
+}
+
+// plainToTLS reports whether an answer is a TLS server's refusal of a
+// plaintext HTTP request, as Go's net/http and nginx word it.
+func plainToTLS(r *RawResponse) bool {
+	if r.Status != http.StatusBadRequest {
+		return false
+	}
+	b := string(r.Body)
+	return strings.Contains(b, "HTTP request to an HTTPS server") || strings.Contains(b, "plain HTTP request was sent to HTTPS port")
+}
+
+// hostPortOfURL is the host:port a base URL connects to.
+func hostPortOfURL(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // jsonObject reports whether an answer's body is a JSON object.

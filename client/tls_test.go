@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -16,6 +17,10 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/oipkit/oipkit/client"
+	"github.com/oipkit/oipkit/internal/tlstest"
+	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/reference"
+	"github.com/oipkit/oipkit/reference/referencetest"
 	"github.com/oipkit/oipkit/specs/inferencepb"
 )
 
@@ -94,5 +99,146 @@ func TestGRPCTLS(t *testing.T) {
 	c3 := grpcClient(t, addr, false, client.Options{})
 	if _, err := c3.ServerLive(context.Background()); err == nil {
 		t.Error("plaintext call to a TLS server succeeded")
+	}
+}
+
+// tlsReference starts the reference server serving TLS, mutual when asked.
+func tlsReference(t *testing.T, pki *tlstest.PKI, mutual bool) *reference.Server {
+	t.Helper()
+	return referencetest.Start(t, func(c *reference.Config) { c.TLS = pki.ServerConfig(t, mutual) })
+}
+
+func identifyWith(t *testing.T, rest bool, target string, cfg *tls.Config) error {
+	t.Helper()
+	var c interface {
+		Identify(context.Context) (*oip.ServerMetadata, error)
+		Close() error
+	}
+	var err error
+	if rest {
+		c, err = client.NewREST(target, false, client.Options{TLS: cfg})
+	} else {
+		c, err = client.NewGRPC(target, false, client.Options{TLS: cfg})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Identify(context.Background())
+	return err
+}
+
+// TestIdentifyTLS: over TLS and mutual TLS, identification succeeds with
+// the right certificates and otherwise names the mistake in one line.
+func TestIdentifyTLS(t *testing.T) {
+	pki := tlstest.New(t)
+	srv := tlsReference(t, pki, true)
+	https, addr := srv.HTTPURL(), srv.GRPCAddr()
+	if !strings.HasPrefix(https, "https://") {
+		t.Fatalf("HTTPURL of a TLS server = %q", https)
+	}
+	withCert, noCert := pki.ClientConfig(t, true), pki.ClientConfig(t, false)
+	untrusted := pki.ClientConfig(t, false)
+	cert, err := tls.LoadX509KeyPair(pki.UntrustedClientCert, pki.UntrustedClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	untrusted.Certificates = []tls.Certificate{cert}
+	otherName := pki.ClientConfig(t, true)
+	otherName.ServerName = "elsewhere.example"
+	byName := pki.ClientConfig(t, true)
+	byName.ServerName = tlstest.ServerName
+
+	for _, rest := range []bool{true, false} {
+		transport, target := "gRPC", addr
+		if rest {
+			transport, target = "REST", https
+		}
+		t.Run(transport, func(t *testing.T) {
+			if err := identifyWith(t, rest, target, withCert); err != nil {
+				t.Errorf("with CA and client certificate: %v", err)
+			}
+			if err := identifyWith(t, rest, target, byName); err != nil {
+				t.Errorf("with a server name the certificate lists: %v", err)
+			}
+			wantIdentifyErr(t, identifyWith(t, rest, target, &tls.Config{}), client.ErrTLS, "--ca", "unknown authority")
+			wantIdentifyErr(t, identifyWith(t, rest, target, noCert), client.ErrTLS, "requires a client certificate", "--cert", "certificate required")
+			wantIdentifyErr(t, identifyWith(t, rest, target, untrusted), client.ErrTLS, "--cert is not signed by one")
+			wantIdentifyErr(t, identifyWith(t, rest, target, otherName), client.ErrTLS, "--tls-server-name", "elsewhere.example")
+		})
+	}
+	// Plaintext to the TLS ports, each given as the right and the wrong
+	// transport: the hint is TLS, not "a REST port" or "a gRPC port".
+	plain := "http://" + srv.HTTPAddr()
+	wantIdentifyErr(t, identifyWith(t, true, plain, nil), client.ErrNotOIP, "speaks TLS", "https://")
+	wantIdentifyErr(t, identifyWith(t, false, addr, nil), client.ErrNotOIP, "speaks TLS", "--tls")
+	wantIdentifyErr(t, identifyWith(t, true, "http://"+addr, nil), client.ErrNotOIP, "speaks TLS")
+	// TLS to plaintext ports.
+	plainSrv := referencetest.Start(t)
+	wantIdentifyErr(t, identifyWith(t, true, "https://"+plainSrv.HTTPAddr(), withCert), client.ErrNotOIP, "http://")
+	wantIdentifyErr(t, identifyWith(t, false, plainSrv.GRPCAddr(), withCert), client.ErrNotOIP, "does not speak TLS")
+}
+
+// TestGRPCRefusedClientCertificate: a refused client certificate is
+// reported as the server's alert on an ordinary call too, not as
+// "connection reset by peer" (see alertingTLS).
+func TestGRPCRefusedClientCertificate(t *testing.T) {
+	pki := tlstest.New(t)
+	srv := tlsReference(t, pki, true)
+	for i := range 5 { // the reset used to win the race most of the time
+		c := grpcClient(t, srv.GRPCAddr(), false, client.Options{TLS: pki.ClientConfig(t, false)})
+		_, err := c.ServerLive(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "certificate required") {
+			t.Fatalf("try %d: ServerLive without a client certificate: %v", i, err)
+		}
+		if terr := client.TLSError(err, pki.ClientConfig(t, false)); !errors.Is(terr, client.ErrTLS) || !strings.Contains(terr.Error(), "--cert") {
+			t.Errorf("TLSError(%v) = %v", err, terr)
+		}
+	}
+	c := grpcClient(t, srv.GRPCAddr(), true, client.Options{TLS: pki.ClientConfig(t, true)})
+	if ready, err := c.ServerReady(context.Background()); err != nil || !ready {
+		t.Errorf("ServerReady with a client certificate = %v, %v", ready, err)
+	}
+}
+
+func TestTLSFilesConfig(t *testing.T) {
+	pki := tlstest.New(t)
+	if cfg, err := (client.TLSFiles{}).Config(); cfg != nil || err != nil {
+		t.Errorf("no TLS asked: %v, %v", cfg, err)
+	}
+	cfg, err := client.TLSFiles{CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey, ServerName: "x.test"}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RootCAs == nil || len(cfg.Certificates) != 1 || cfg.ServerName != "x.test" || cfg.InsecureSkipVerify {
+		t.Errorf("config = %+v", cfg)
+	}
+	if cfg, err := (client.TLSFiles{TLS: true}).Config(); err != nil || cfg == nil || cfg.RootCAs != nil {
+		t.Errorf("--tls alone: %+v, %v (want the system roots)", cfg, err)
+	}
+	if cfg, err := (client.TLSFiles{InsecureSkipVerify: true}).Config(); err != nil || !cfg.InsecureSkipVerify {
+		t.Errorf("--insecure-skip-verify: %+v, %v", cfg, err)
+	}
+	for _, c := range []struct {
+		f    client.TLSFiles
+		want string
+	}{
+		{client.TLSFiles{CA: pki.CA + ".missing"}, "no such file"},
+		{client.TLSFiles{CA: pki.ClientKey}, "no PEM certificate"},
+		{client.TLSFiles{Cert: pki.ClientCert}, "without its key"},
+		{client.TLSFiles{Key: pki.ClientKey}, "without its certificate"},
+		{client.TLSFiles{Cert: pki.ClientCert, Key: pki.ServerKey}, "private key does not match"},
+	} {
+		if _, err := c.f.Config(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err = %v, want %q", c.f, err, c.want)
+		}
+	}
+}
+
+func TestTLSErrorIgnoresOtherErrors(t *testing.T) {
+	for _, err := range []error{nil, errors.New("connection refused"), errors.New("HTTP 404: not found")} {
+		if got := client.TLSError(err, nil); got != nil {
+			t.Errorf("TLSError(%v) = %v", err, got)
+		}
 	}
 }

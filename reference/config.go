@@ -1,6 +1,7 @@
 package reference
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,11 @@ type Config struct {
 	// GRPCAddr is the gRPC listen address (default 127.0.0.1:8001); ""
 	// disables gRPC.
 	GRPCAddr string
+
+	// TLS, when set, makes both REST and gRPC serve TLS with this
+	// configuration; its ClientAuth and ClientCAs decide mutual TLS.
+	// LoadTLS builds one from PEM files. nil serves plaintext.
+	TLS *tls.Config
 
 	// MaxBodyBytes caps a REST request body (default 64 MiB); larger bodies
 	// get 413.

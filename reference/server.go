@@ -2,6 +2,7 @@ package reference
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -93,9 +95,16 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 			MaxHeaderBytes:    1 << 20,
 			ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		}
+		if cfg.TLS != nil {
+			s.httpSrv.TLSConfig = cfg.TLS.Clone()
+		}
 	}
 	if cfg.GRPCAddr != "" {
-		s.grpcSrv = grpc.NewServer(
+		var creds []grpc.ServerOption
+		if cfg.TLS != nil {
+			creds = append(creds, grpc.Creds(credentials.NewTLS(cfg.TLS.Clone())))
+		}
+		s.grpcSrv = grpc.NewServer(append(creds,
 			grpc.MaxRecvMsgSize(cfg.GRPCMaxMessageBytes),
 			// Clients may ping, but not more often than every 5s; idle
 			// connections are closed after IdleTimeout like REST ones.
@@ -110,7 +119,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 			}),
 			grpc.ChainUnaryInterceptor(s.metricsInterceptor, s.recoverInterceptor),
 			grpc.ChainStreamInterceptor(s.recoverStreamInterceptor),
-		)
+		)...)
 		inferencepb.RegisterGRPCInferenceServiceServer(s.grpcSrv, &grpcService{s: s})
 		healthpb.RegisterHealthServer(s.grpcSrv, s.health)
 		s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -156,11 +165,17 @@ func (s *Server) Start(ctx context.Context) error {
 	s.started = true
 	if s.httpLn != nil {
 		go func() {
-			if err := s.httpSrv.Serve(s.httpLn); !errors.Is(err, http.ErrServerClosed) {
+			var err error
+			if s.httpSrv.TLSConfig != nil {
+				err = s.httpSrv.ServeTLS(s.httpLn, "", "") // the certificates are in TLSConfig
+			} else {
+				err = s.httpSrv.Serve(s.httpLn)
+			}
+			if !errors.Is(err, http.ErrServerClosed) {
 				s.serveErr <- fmt.Errorf("serve HTTP: %w", err)
 			}
 		}()
-		s.log.Info("REST listening", "addr", s.httpLn.Addr().String())
+		s.log.Info("REST listening", "addr", s.httpLn.Addr().String(), "tls", s.tlsMode())
 	}
 	if s.grpcLn != nil {
 		go func() {
@@ -168,7 +183,7 @@ func (s *Server) Start(ctx context.Context) error {
 				s.serveErr <- fmt.Errorf("serve gRPC: %w", err)
 			}
 		}()
-		s.log.Info("gRPC listening", "addr", s.grpcLn.Addr().String())
+		s.log.Info("gRPC listening", "addr", s.grpcLn.Addr().String(), "tls", s.tlsMode())
 	}
 	return nil
 }
@@ -201,13 +216,29 @@ func (s *Server) HTTPAddr() string {
 	return s.httpLn.Addr().String()
 }
 
-// HTTPURL is the base URL of the REST endpoint ("http://127.0.0.1:43121"),
-// or "" when REST is disabled or the server has not started.
+// HTTPURL is the base URL of the REST endpoint ("http://127.0.0.1:43121",
+// https:// with TLS), or "" when REST is disabled or the server has not
+// started.
 func (s *Server) HTTPURL() string {
-	if a := s.HTTPAddr(); a != "" {
-		return "http://" + a
+	a := s.HTTPAddr()
+	switch {
+	case a == "":
+		return ""
+	case s.cfg.TLS != nil:
+		return "https://" + a
 	}
-	return ""
+	return "http://" + a
+}
+
+// tlsMode names the transport security for logs: off, tls or mutual.
+func (s *Server) tlsMode() string {
+	switch {
+	case s.cfg.TLS == nil:
+		return "off"
+	case s.cfg.TLS.ClientAuth >= tls.VerifyClientCertIfGiven:
+		return "mutual"
+	}
+	return "tls"
 }
 
 // GRPCAddr is the bound gRPC address, or "" when gRPC is disabled or the

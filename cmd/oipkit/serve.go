@@ -21,7 +21,11 @@ func runServe(ctx context.Context, args []string) error {
 Run the reference Open Inference Protocol server with every fixture model
 loaded. An empty --http or --grpc address disables that protocol. SIGINT or
 SIGTERM shuts the server down gracefully (in-flight requests finish, 30s
-at most).`)
+at most).
+
+With --tls-cert and --tls-key both REST and gRPC serve TLS; --tls-client-ca
+makes it mutual TLS: every client must present a certificate signed by one
+of those CAs.`)
 	cfg := def
 	fs.StringVar(&cfg.HTTPAddr, "http", def.HTTPAddr, "REST listen `address` (\"\" disables REST)")
 	fs.StringVar(&cfg.GRPCAddr, "grpc", def.GRPCAddr, "gRPC listen `address` (\"\" disables gRPC)")
@@ -32,6 +36,9 @@ at most).`)
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", def.WriteTimeout, "REST `timeout` for writing a response")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", def.IdleTimeout, "`timeout` after which idle REST and gRPC connections are closed")
 	fs.DurationVar(&cfg.DefaultDelay, "delay", def.DefaultDelay, "`duration` the delay model sleeps when a request has no delay_ms parameter")
+	tlsCert := fs.String("tls-cert", "", "PEM `file` of the server certificate (chain); serves TLS with --tls-key")
+	tlsKey := fs.String("tls-key", "", "PEM `file` of the server certificate's private key")
+	tlsClientCA := fs.String("tls-client-ca", "", "PEM `file` of the CAs whose client certificates are accepted; requires one (mutual TLS)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -46,6 +53,15 @@ at most).`)
 	for name, v := range map[string]int64{"--max-body-bytes": cfg.MaxBodyBytes, "--max-elements": cfg.MaxTensorElements, "--grpc-max-message-bytes": int64(cfg.GRPCMaxMessageBytes)} {
 		if v <= 0 {
 			return fmt.Errorf("%w: %s must be positive, got %d", errUsage, name, v)
+		}
+	}
+	if *tlsCert != "" || *tlsKey != "" || *tlsClientCA != "" {
+		if *tlsCert == "" || *tlsKey == "" {
+			return fmt.Errorf("%w: TLS needs both --tls-cert and --tls-key", errUsage)
+		}
+		var err error
+		if cfg.TLS, err = reference.LoadTLS(*tlsCert, *tlsKey, *tlsClientCA); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
 	if cfg.DefaultDelay == 0 {
