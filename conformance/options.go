@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
@@ -48,6 +49,10 @@ type Options struct {
 	Header http.Header
 	// Host overrides the HTTP Host header and the gRPC :authority.
 	Host string
+	// TLS secures the connections: gRPC uses TLS exactly when it is set,
+	// REST when the URL is https:// (with the system's roots when it is
+	// nil). client.TLSFiles builds it from PEM files.
+	TLS *tls.Config
 	// Timeout bounds each call (default 10s).
 	Timeout time.Duration
 	// Strict fails the verdict on lenient and warning findings too.
@@ -117,7 +122,7 @@ func (o Options) transports() []Transport {
 // engineConfig is what the engine needs of the options.
 func (o Options) engineConfig() engine.Config {
 	return engine.Config{
-		HTTPURL: o.HTTPURL, GRPCAddr: o.GRPCAddr, Header: o.Header, Host: o.Host,
+		HTTPURL: o.HTTPURL, GRPCAddr: o.GRPCAddr, Header: o.Header, Host: o.Host, TLS: o.TLS,
 		Timeout: o.Timeout, MaxResponseBytes: o.MaxResponseBytes, Features: o.Features,
 		Strict: o.Strict, ImplementationName: o.ImplementationName,
 	}

@@ -37,10 +37,9 @@ type TargetConfig struct {
 	Protocol     client.Protocol `json:"protocol"`       // default http for --http, grpc-raw for --grpc
 	Model        string          `json:"model"`
 	ModelVersion string          `json:"modelVersion,omitempty"`
-	TLS          bool            `json:"tls,omitempty"`
-	// InsecureSkipVerify disables certificate verification (tests only).
-	InsecureSkipVerify bool   `json:"insecureSkipVerify,omitempty"`
-	CA                 string `json:"ca,omitempty"` // PEM file of root CAs
+	// TLSFiles secures the connection: TLS, CA, Cert, Key, ServerName,
+	// InsecureSkipVerify (recorded as file names).
+	client.TLSFiles
 	// Headers are "Key: Value" lines sent as HTTP headers or gRPC metadata.
 	// Values are recorded in results as "Key: <redacted>" (they often hold
 	// tokens).

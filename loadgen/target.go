@@ -3,11 +3,9 @@ package loadgen
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	"google.golang.org/grpc"
@@ -39,6 +37,7 @@ type OIPTarget struct {
 	payloads []payload
 	validate bool
 	info     TargetInfo
+	tls      *tls.Config // nil for plaintext
 }
 
 // payload is one distinct request, ready to send.
@@ -83,7 +82,7 @@ func NewTarget(ctx context.Context, cfg Config) (*OIPTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &OIPTarget{cfg: tc, validate: cfg.Inputs.Validate}
+	t := &OIPTarget{cfg: tc, validate: cfg.Inputs.Validate, tls: opts.TLS}
 	addr := tc.HTTP
 	if tc.Protocol.IsGRPC() {
 		addr = tc.GRPC
@@ -132,21 +131,11 @@ func clientOptions(cfg Config) (client.Options, error) {
 		}
 		opts.Header = h
 	}
-	if tc.TLS || tc.CA != "" || tc.InsecureSkipVerify {
-		tcfg := &tls.Config{InsecureSkipVerify: tc.InsecureSkipVerify} //nolint:gosec // opt-in flag for test servers
-		if tc.CA != "" {
-			pem, err := os.ReadFile(tc.CA)
-			if err != nil {
-				return opts, configErr("--ca: %v", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return opts, configErr("--ca %s: no PEM certificates", tc.CA)
-			}
-			tcfg.RootCAs = pool
-		}
-		opts.TLS = tcfg
+	tlsCfg, err := tc.TLSFiles.Config()
+	if err != nil {
+		return opts, configErr("%v", err)
 	}
+	opts.TLS = tlsCfg
 	return opts, nil
 }
 
@@ -230,6 +219,10 @@ func (t *OIPTarget) waitReady(ctx context.Context, timeout time.Duration) error 
 		}
 		if err == nil {
 			return nil
+		}
+		// A certificate that is refused now will be refused after waiting.
+		if terr := client.TLSError(err, t.tls); terr != nil {
+			return fmt.Errorf("%w: %v", ErrNotReady, terr)
 		}
 		last = err
 		select {

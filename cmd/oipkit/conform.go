@@ -61,6 +61,8 @@ e.g. a fixture model is not deployed).`)
 	fs.StringVar(&opts.GRPCAddr, "grpc", "", "gRPC `host:port` of the server under test")
 	fs.Var(&headers, "header", "`\"Key: Value\"` HTTP header / gRPC metadata sent with every call (repeatable)")
 	fs.StringVar(&opts.Host, "host", "", "override the HTTP Host header and gRPC :authority")
+	var tlsFiles client.TLSFiles
+	addTLSFlags(fs, &tlsFiles)
 	fs.BoolVar(&opts.Strict, "strict", false, "fail profiles on lenient and warning findings too")
 	fs.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "timeout of each call")
 	fs.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", conformance.DefaultMaxResponseBytes, "largest response accepted, in `bytes`")
@@ -78,6 +80,12 @@ e.g. a fixture model is not deployed).`)
 	var err error
 	if opts.Header, err = client.ParseHeaders(headers); err != nil {
 		return fmt.Errorf("%w: --header: %v", errUsage, err)
+	}
+	if opts.TLS, err = tlsFiles.Config(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if opts.TLS != nil && strings.HasPrefix(opts.HTTPURL, "http://") {
+		return fmt.Errorf("%w: TLS flags with the plain http:// URL %s: use https://", errUsage, opts.HTTPURL)
 	}
 	for _, p := range profiles {
 		opts.Profiles = append(opts.Profiles, strings.Split(p, ",")...)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -31,6 +32,7 @@ type Config struct {
 	GRPCAddr         string // gRPC host:port; "" when gRPC is not tested
 	Header           http.Header
 	Host             string
+	TLS              *tls.Config // nil: plaintext gRPC; REST uses TLS for https:// URLs
 	Timeout          time.Duration
 	MaxResponseBytes int64
 	// Features, when non-nil, overrides the features discovered from the
@@ -96,7 +98,7 @@ func Current() *Target { return current }
 func Connect(ctx context.Context, cfg Config) (*Target, error) {
 	t := &Target{cfg: cfg, Features: map[Feature]bool{}, fixtures: map[string]bool{},
 		probes: map[Feature]ProbeResult{}, routes: newRouteHealth()}
-	copts := client.Options{Timeout: cfg.Timeout, Header: cfg.Header, Host: cfg.Host, MaxResponseBytes: cfg.MaxResponseBytes}
+	copts := client.Options{Timeout: cfg.Timeout, Header: cfg.Header, Host: cfg.Host, TLS: cfg.TLS, MaxResponseBytes: cfg.MaxResponseBytes}
 	var err error
 	if cfg.HTTPURL != "" {
 		if u, perr := url.Parse(cfg.HTTPURL); perr != nil || u.Host == "" {
