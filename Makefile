@@ -12,7 +12,7 @@ FUZZTIME    ?= 5s
 
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl clean
+.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean
 
 all: build
 
@@ -53,7 +53,7 @@ race:
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
 
-test: vet verify unit race fuzz
+test: vet verify unit race fuzz image-check
 
 demo: build
 	scripts/demo.sh
@@ -79,6 +79,26 @@ perf-analyzer-compare: build
 # bench-compare runs oipkit load beside ghz and wrk against the reference server.
 bench-compare: build
 	scripts/bench-compare.sh
+
+# image writes the container image (static oipkit on an empty base, non-root,
+# linux/amd64 and linux/arm64) as an OCI archive, without a container daemon.
+# Reproducible: timestamps are the last commit's time. Load it with
+# `podman load -i`, `docker load -i`, or push it with `skopeo copy --all
+# oci-archive:$(IMAGE_ARCHIVE) docker://REGISTRY/oipkit:TAG`. See deploy/README.md.
+IMAGE_ARCHIVE   ?= $(BIN)/oipkit-image.oci.tar
+IMAGE_NAME      ?= oipkit
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+image:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./deploy/image -o $(IMAGE_ARCHIVE) -name $(IMAGE_NAME) \
+		-platforms $(IMAGE_PLATFORMS) -revision "$(IMAGE_REVISION)" -digest-file $(IMAGE_ARCHIVE).digest
+
+# image-check builds the image twice and fails unless both builds give the same
+# digest and the same archive bytes; skopeo inspects it when installed.
+image-check:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) IMAGE_REVISION="$(IMAGE_REVISION)" \
+		IMAGE_PLATFORMS=$(IMAGE_PLATFORMS) GO=$(GO) scripts/image-check.sh
 
 serve: build
 	$(BIN)/oipkit serve
