@@ -110,8 +110,11 @@ func explainTLS(msg string, cfg *tls.Config) (why, cause string, ok bool) {
 	switch {
 	case strings.Contains(msg, "certificate signed by unknown authority"):
 		why = "the server's certificate is not signed by a CA this client trusts: pass the CA that signed it with --ca (or --insecure-skip-verify to skip verification)"
-	case strings.Contains(msg, "x509: certificate is valid for"), strings.Contains(msg, "x509: certificate is not valid for any names"):
+	case strings.Contains(msg, "x509: certificate is valid for"), strings.Contains(msg, "x509: certificate is not valid for any names"),
+		strings.Contains(msg, "because it doesn't contain any IP SANs"):
 		why = "the server's certificate is not for the name connected to: connect by a name it lists, or set --tls-server-name"
+	case strings.Contains(msg, "x509: certificate relies on legacy Common Name field"):
+		why = "the server's certificate names its host only in the Common Name, which Go does not accept: it needs a subjectAltName"
 	case strings.Contains(msg, "x509: certificate has expired or is not yet valid"):
 		why = "the server's certificate has expired or is not yet valid"
 	case hasCert && (strings.Contains(msg, "tls: certificate required") || strings.Contains(msg, "tls: client didn't provide a certificate")):
