@@ -106,6 +106,9 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		}
 		s.grpcSrv = grpc.NewServer(append(creds,
 			grpc.MaxRecvMsgSize(cfg.GRPCMaxMessageBytes),
+			// A connection that does not finish its TLS handshake and HTTP/2
+			// preface in time is dropped, as REST drops a slow header.
+			grpc.ConnectionTimeout(cfg.ReadHeaderTimeout),
 			// Clients may ping, but not more often than every 5s; idle
 			// connections are closed after IdleTimeout like REST ones.
 			grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
