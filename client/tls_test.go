@@ -239,11 +239,11 @@ func TestTLSFilesConfig(t *testing.T) {
 // the loopback tests do not produce.
 func TestTLSErrorWording(t *testing.T) {
 	for msg, want := range map[string]string{
-		`Get "https://10.0.0.1:8443/v2": tls: failed to verify certificate: x509: cannot validate certificate for 10.0.0.1 because it doesn't contain any IP SANs`: "--tls-server-name",
+		`Get "https://10.0.0.1:8443/v2": tls: failed to verify certificate: x509: cannot validate certificate for 10.0.0.1 because it doesn't contain any IP SANs`:                         "--tls-server-name",
 		`connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate relies on legacy Common Name field, use SANs instead"`: "subjectAltName",
-		`tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2030-01-01T00:00:00Z is after 2029-01-01T00:00:00Z`: "expired",
+		`tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2030-01-01T00:00:00Z is after 2029-01-01T00:00:00Z`:                            "expired",
 		`remote error: tls: unknown certificate authority`: "refused the client certificate",
-		`remote error: tls: handshake failure`: "TLS handshake failed",
+		`remote error: tls: handshake failure`:             "TLS handshake failed",
 	} {
 		err := client.TLSError(errors.New(msg), nil)
 		if !errors.Is(err, client.ErrTLS) || !strings.Contains(err.Error(), want) {
