@@ -104,7 +104,19 @@ func (c *REST) notHTTP(ctx context.Context, what string, err error) error {
 	if why, cause, ok := explainTLS(msg, c.opts.TLS); ok {
 		return fmt.Errorf("%w: %s: %s (%s)", ErrTLS, c.base, why, cause)
 	}
+	// A refused client certificate (TLS 1.3) arrives as an alert after the
+	// handshake, and net/http may report only the closed connection it
+	// left: ask the TLS layer directly.
+	if strings.HasPrefix(c.base, "https://") {
+		if why, cause, ok := explainTLS(tlsDiagnose(ctx, hostPortOfURL(c.base), c.opts.TLS), c.opts.TLS); ok {
+			return fmt.Errorf("%w: %s: %s (%s)", ErrTLS, c.base, why, cause)
+		}
+	}
 	switch {
+	// An HTTP/2 server speaks first (SETTINGS); when that arrives before
+	// the request is written, net/http reports an unsolicited response.
+	case strings.Contains(msg, "readLoopPeekFailLocked"):
+		return fmt.Errorf("%w: %s sends HTTP/2 frames unasked: it looks like a gRPC port (pass it as --grpc host:port)", ErrNotOIP, c.base)
 	case (strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset")) &&
 		strings.HasPrefix(c.base, "http://") && speaksTLS(ctx, hostPortOfURL(c.base)):
 		return fmt.Errorf("%w: %s: the server speaks TLS: use https:// (or, for a gRPC port, --grpc host:port with the TLS flags)", ErrNotOIP, c.base)

@@ -230,3 +230,37 @@ func speaksTLS(ctx context.Context, addr string) bool {
 	conn.Close()
 	return true
 }
+
+// tlsDiagnose makes one TLS connection to addr with cfg (nil: the system's
+// roots) and waits briefly for the server's first word: an HTTP/1.1 server
+// says nothing until asked, while a server that refuses the client
+// certificate says so with an alert. It returns that failure's text, or ""
+// when the connection is fine.
+func tlsDiagnose(ctx context.Context, addr string, cfg *tls.Config) string {
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	cfg = cfg.Clone()
+	if cfg.ServerName == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	conn, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err.Error()
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(firstReadWait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	conn.SetReadDeadline(deadline)
+	if _, err := conn.Read(make([]byte, 1)); err != nil && strings.Contains(err.Error(), "remote error: tls: ") {
+		return err.Error()
+	}
+	return ""
+}
