@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -116,19 +117,19 @@ func TestConformOverTLS(t *testing.T) {
 	runOipkit(t, with(targets(tlsSrv), "--insecure-skip-verify")...).expect(t, "TLS with --insecure-skip-verify", exitPass)
 	r := runOipkit(t, with(targets(mtlsSrv), "--ca", pki.CA, "--cert", pki.ClientCert, "--key", pki.ClientKey)...)
 	r.expect(t, "mutual TLS", exitPass)
-	if !strings.Contains(r.stdout, "OIP-GRPC-CORE    PASS") || !strings.Contains(r.stdout, "OIP-REST-CORE    PASS") {
+	if !regexp.MustCompile(`OIP-GRPC-CORE\s+PASS`).MatchString(r.stdout) || !regexp.MustCompile(`OIP-REST-CORE\s+PASS`).MatchString(r.stdout) {
 		t.Errorf("mutual TLS: both transports should pass:\n%s", tail(r.stdout))
 	}
 
 	// Failures: one line, exit 2 (could not run), naming the cause.
-	runOipkit(t, with(targets(tlsSrv), "--ca", pki.OtherCA)...).expect(t, "wrong CA", exitNotRun, "unknown authority")
+	runOipkit(t, with(targets(tlsSrv), "--ca", pki.OtherCA)...).expect(t, "wrong CA", exitNotRun, "TLS failed", "--ca", "unknown authority")
 	runOipkit(t, "conform", "--report-dir", "", "--grpc", tlsSrv.GRPCAddr(), "--ca", pki.OtherCA).
-		expect(t, "wrong CA, gRPC", exitNotRun, "unknown authority")
-	runOipkit(t, with(targets(mtlsSrv), "--ca", pki.CA)...).expect(t, "no client certificate", exitNotRun, "certificate required")
+		expect(t, "wrong CA, gRPC", exitNotRun, "TLS failed", "--ca", "unknown authority")
+	runOipkit(t, with(targets(mtlsSrv), "--ca", pki.CA)...).expect(t, "no client certificate", exitNotRun, "TLS failed", "--cert and --key", "certificate required")
 	runOipkit(t, "conform", "--report-dir", "", "--grpc", mtlsSrv.GRPCAddr(), "--ca", pki.CA).
-		expect(t, "no client certificate, gRPC", exitNotRun, "certificate required")
+		expect(t, "no client certificate, gRPC", exitNotRun, "TLS failed", "--cert and --key", "certificate required")
 	runOipkit(t, with(targets(mtlsSrv), "--ca", pki.CA, "--cert", pki.UntrustedClientCert, "--key", pki.UntrustedClientKey)...).
-		expect(t, "untrusted client certificate", exitNotRun, "certificate required")
+		expect(t, "untrusted client certificate", exitNotRun, "TLS failed", "not signed by one")
 
 	// Usage errors: nothing is sent.
 	runOipkit(t, "conform", "--report-dir", "", "--http", strings.Replace(tlsSrv.HTTPURL(), "https", "http", 1), "--ca", pki.CA).
