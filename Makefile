@@ -66,10 +66,10 @@ verify:
 # interop runs the reference server, PyTriton (Triton), MLServer and KServe one at a time, each
 # from its pinned venv in .venv-interop/ (installed on first use): oipkit conform, NVIDIA's
 # tritonclient and a short oipkit load run against each, then writes reports/runtimes/*/,
-# reports/compatibility.md and reports/performance.md. See conformance/runtimes/README.md.
+# reports/compatibility.md and reports/performance.md. See interop/README.md.
 # INTEROP_ALLOW_SETUP_FAILURE=1 skips a runtime whose venv cannot be installed.
 interop: build
-	scripts/interop/all.sh
+	interop/all.sh
 
 # perf-analyzer-compare runs Triton's perf_analyzer (in a Debian trixie chroot:
 # it needs glibc 2.38) and oipkit load side by side against the reference server.

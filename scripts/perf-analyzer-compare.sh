@@ -2,7 +2,7 @@
 # perf-analyzer-compare.sh — Triton's perf_analyzer and oipkit load against the
 # reference server, same model (add_sub), same concurrency, same transport, one
 # after the other. perf_analyzer 2.60.0 needs glibc 2.38, so it runs in the
-# Debian trixie chroot made by scripts/interop/setup-perf-analyzer.sh (root,
+# Debian trixie chroot made by interop/setup-perf-analyzer.sh (root,
 # Debian mirror). Writes reports/perf-analyzer.md and prints it.
 #
 #   scripts/perf-analyzer-compare.sh            (env: CONCURRENCY 4, HTTP_PORT 18720, GRPC_PORT 18721)
@@ -14,7 +14,7 @@ GRPC_PORT=${GRPC_PORT:-18721}
 OUT=${OUT:-reports/perf-analyzer.md}
 WINDOW_MS=5000 # perf_analyzer's measurement window; it needs 3 stable windows
 
-scripts/interop/setup-perf-analyzer.sh >/dev/null
+interop/setup-perf-analyzer.sh >/dev/null
 command -v jq >/dev/null || apt-get install -y -q jq >/dev/null
 go build -o bin/oipkit ./cmd/oipkit
 bin/oipkit serve --http "127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" --log-level error &
@@ -25,7 +25,7 @@ for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$HTTP_PORT/v2/health/ready" 
 rows=()
 pa() { # protocol-flag port label
   local out
-  out=$(scripts/interop/perf_analyzer.sh -m add_sub -u "127.0.0.1:$2" -i "$1" --shape INPUT0:1,16 --shape INPUT1:1,16 \
+  out=$(interop/perf_analyzer.sh -m add_sub -u "127.0.0.1:$2" -i "$1" --shape INPUT0:1,16 --shape INPUT1:1,16 \
     --concurrency-range "$CONCURRENCY" --measurement-interval "$WINDOW_MS" 2>&1)
   local rps p50 p99
   rps=$(awk '/Throughput:/ {print $2; exit}' <<<"$out")

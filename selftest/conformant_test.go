@@ -85,7 +85,7 @@ var variants = []breakage{
 	},
 	{
 		// What KServe Python and MLServer do (catalog §5 "Observed"). Like
-		// conformance/runtimes/kserve it cannot deploy the versioned
+		// interop/kserve it cannot deploy the versioned
 		// fixture: version specs do not apply, the verdict is not
 		// partial.
 		name: "kserve-like",

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# all.sh [RUNTIME...] — the interop run behind `make interop`: for each runtime in turn (default
+# reference pytriton mlserver kserve; never two servers at once) install or reuse its pinned venv,
+# then run interop/run.sh (start, conform, tritonclient check, load runs, stop), each bounded
+# by RUNTIME_TIMEOUT seconds (default 600). Then write reports/compatibility.md (oipkit matrix) and
+# reports/performance.md (oipkit report --compare) from what the runs left in reports/runtimes/.
+# Prints one line per check and "interop: N passed, N failed" (", N skipped" if any); exits 1 if a
+# check failed. Every server it started is stopped on exit, also on failure or interruption.
+# INTEROP_ALLOW_SETUP_FAILURE=1: a venv that cannot be installed (a registry outage) skips that
+# runtime's checks instead of failing them; a check that runs and fails always fails.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+RUNTIMES=("$@")
+(( ${#RUNTIMES[@]} )) || RUNTIMES=(reference pytriton mlserver kserve)
+HOME_DIR=${INTEROP_HOME:-$ROOT/.venv-interop}
+REPORTS=${INTEROP_REPORTS:-$ROOT/reports/runtimes}
+OIPKIT=${OIPKIT:-$ROOT/bin/oipkit}
+export INTEROP_HOME=$HOME_DIR INTEROP_REPORTS=$REPORTS OIPKIT
+mkdir -p "$HOME_DIR/run" "$REPORTS"
+export INTEROP_RESULTS=$HOME_DIR/run/results.txt
+: > "$INTEROP_RESULTS"
+t0=$(date +%s)
+
+# Long steps run through bounded, in a process group of their own that the traps can end: bash
+# defers a trap while a foreground command runs, but not while it waits for a background job.
+child=
+bounded() { # bounded SECONDS COMMAND...
+  timeout --kill-after=30 "$@" &
+  child=$!
+  wait "$child"
+  local rc=$?
+  child=
+  return "$rc"
+}
+interrupted() {
+  echo "interop: interrupted" >&2
+  if [[ -n $child ]]; then
+    kill -TERM -- "-$child" 2> /dev/null # timeout leads its group: run.sh and its checks
+    wait "$child" 2> /dev/null           # run.sh stops its server on the way out
+  fi
+  exit 130
+}
+trap '"$HERE/stop.sh" "${RUNTIMES[@]}" > /dev/null 2>&1' EXIT
+trap interrupted INT TERM
+
+[[ -x $OIPKIT ]] || { echo "interop: $OIPKIT missing (make build)" >&2; exit 2; }
+for tool in python3 timeout setsid; do
+  command -v "$tool" > /dev/null || { echo "interop: $tool is required" >&2; exit 2; }
+done
+if ! command -v curl > /dev/null; then # start.sh polls readiness with curl
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl; } > /dev/null ||
+    { echo "interop: curl is required" >&2; exit 2; }
+fi
+
+setup() { # setup VENV: install or reuse; 0 ok, 1 failed (recorded), 2 skipped (recorded)
+  local log=$HOME_DIR/run/setup-$1.log
+  if bounded 1200 "$HERE/setup-venv.sh" "$1" > "$log" 2>&1; then
+    tail -n 1 "$log"
+    return 0
+  fi
+  tail -n 5 "$log" >&2
+  if [[ ${INTEROP_ALLOW_SETUP_FAILURE:-0} == 1 ]]; then
+    echo "skip $2 setup-$1 (venv install failed; INTEROP_ALLOW_SETUP_FAILURE=1; log $log)" >> "$INTEROP_RESULTS"
+    echo "check: skip $2 setup-$1"
+    return 2
+  fi
+  echo "fail $2 setup-$1 (venv install failed; log $log)" >> "$INTEROP_RESULTS"
+  echo "check: fail $2 setup-$1"
+  return 1
+}
+
+if ! setup tritonclient all; then
+  echo "interop: tritonclient checks will be skipped" >&2
+fi
+for r in "${RUNTIMES[@]}"; do
+  echo "== $r"
+  start=$(date +%s)
+  if [[ $r != reference ]] && ! setup "$r" "$r"; then
+    continue
+  fi
+  bounded "${RUNTIME_TIMEOUT:-600}" "$HERE/run.sh" "$r"
+  rc=$?
+  "$HERE/stop.sh" "$r" > /dev/null 2>&1 # in case timeout cut run.sh short
+  if (( rc == 124 || rc == 137 )); then
+    echo "fail $r run (did not finish within ${RUNTIME_TIMEOUT:-600}s)" >> "$INTEROP_RESULTS"
+    echo "check: fail $r run (timeout)"
+  fi
+  echo "== $r done in $(( $(date +%s) - start ))s"
+done
+
+# The documents, from every report and load result present (committed ones included, when only
+# some runtimes were run).
+reports=() loads=()
+for r in reference pytriton mlserver kserve; do
+  [[ -f $REPORTS/$r/report.json ]] && reports+=("$REPORTS/$r/report.json")
+  for p in http grpc-raw grpc; do
+    [[ -f $REPORTS/$r/load-$p.json ]] && loads+=("$REPORTS/$r/load-$p.json")
+  done
+done
+OUTDIR=$(dirname "$REPORTS")
+if (( ${#reports[@]} )) && "$OIPKIT" matrix -o "$OUTDIR/compatibility.md" "${reports[@]}"; then
+  echo "pass all matrix ($OUTDIR/compatibility.md)" >> "$INTEROP_RESULTS"
+else
+  echo "fail all matrix (no reports, or oipkit matrix failed)" >> "$INTEROP_RESULTS"
+fi
+if (( ${#loads[@]} )) && {
+  machine="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(awk '/^MemTotal:/ {printf "%.0f", $2 / 1048576}' /proc/meminfo) GiB RAM, $(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r)"
+  {
+    echo "# Throughput and latency: reference server and real runtimes side by side"
+    echo
+    echo "Written by \`make interop\` (interop/all.sh → \`oipkit report --compare\`) on $(date -u +%Y-%m-%dT%H:%MZ)."
+    echo "Machine: $machine. Each server ran alone, on loopback, sharing the CPUs with \`oipkit load\`."
+    echo "Server set-ups are those of interop/ (fixture model add_sub; PyTriton: Python backend, \`max_batch_size 0\`;"
+    echo "MLServer: \`parallel_workers 0\`; KServe: one process). PyTriton runs each model as a Python callable behind Triton's"
+    echo "Python backend (a process hop per request), so its figures are PyTriton's, not those of Triton with a native backend."
+    echo "These are short runs for a side-by-side view, not benchmarks: repeated runs on the 2-core development machine varied"
+    echo "by up to ±15%; read the ratios, not the last digit."
+    echo
+    "$OIPKIT" report --compare "${loads[@]}"
+  } > "$OUTDIR/performance.md.tmp"
+}; then
+  mv "$OUTDIR/performance.md.tmp" "$OUTDIR/performance.md"
+  echo "pass all performance ($OUTDIR/performance.md)" >> "$INTEROP_RESULTS"
+else
+  rm -f "$OUTDIR/performance.md.tmp"
+  echo "fail all performance (no load results, or oipkit report --compare failed)" >> "$INTEROP_RESULTS"
+fi
+
+echo
+echo "== summary ($(( $(date +%s) - t0 ))s)"
+grep -v '^pass ' "$INTEROP_RESULTS" || true
+passed=$(grep -c '^pass ' "$INTEROP_RESULTS")
+failed=$(grep -c '^fail ' "$INTEROP_RESULTS")
+skipped=$(grep -c '^skip ' "$INTEROP_RESULTS")
+if (( skipped )); then
+  echo "interop: $passed passed, $failed failed, $skipped skipped"
+else
+  echo "interop: $passed passed, $failed failed"
+fi
+(( failed == 0 ))

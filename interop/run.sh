@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# run.sh RUNTIME [HTTP_PORT GRPC_PORT] — one bounded interop pass against one runtime whose venv
+# is installed (interop/setup-venv.sh RUNTIME): start it on loopback, then
+#   conform      bin/oipkit conform over REST and gRPC into reports/runtimes/RUNTIME/ (report.json,
+#                report.md; junit.xml is not committed); the run must complete (exit 0, 3 or 4,
+#                never 2 or a timeout) and its failed and skipped requirements must be exactly
+#                EXPECT_FAILED and EXPECT_SKIPPED of the runtime's runtime.env (the triage)
+#   tritonclient interop/tritonclient/check.py with the runtime's transports (tritonclient.txt)
+#   load-PROTO   bin/oipkit load add_sub, closed loop, concurrency LOAD_CONCURRENCY (4), LOAD_DURATION
+#                (10s) after a 1s warm-up, every response validated, no failed request, for PROTO
+#                in http (REST JSON), grpc-raw and grpc (typed) (load-PROTO.json)
+# and stop it by its recorded PID, also on failure or interruption. Each check appends
+# "pass|fail|skip RUNTIME CHECK [why]" to INTEROP_RESULTS (if set) and prints it. Exits 1 if a
+# check failed. RUNTIME: reference | pytriton | mlserver | kserve. Env: OIPKIT (bin/oipkit),
+# INTEROP_HOME (.venv-interop), INTEROP_REPORTS (reports/runtimes).
+set -uo pipefail
+RUNTIME=${1:?usage: run.sh RUNTIME [HTTP_PORT GRPC_PORT]}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+HOME_DIR=${INTEROP_HOME:-$ROOT/.venv-interop}
+OIPKIT=${OIPKIT:-$ROOT/bin/oipkit}
+CHECK_ARGS=() EXPECT_FAILED="" EXPECT_SKIPPED=""
+# shellcheck source=/dev/null
+source "$HERE/$RUNTIME/runtime.env"
+HTTP_PORT=${2:-$HTTP_PORT}
+GRPC_PORT=${3:-$GRPC_PORT}
+OUT=${INTEROP_REPORTS:-$ROOT/reports/runtimes}/$RUNTIME
+LOAD_CONCURRENCY=${LOAD_CONCURRENCY:-4}
+LOAD_DURATION=${LOAD_DURATION:-10s}
+mkdir -p "$OUT"
+failed=0
+
+record() { # record pass|fail|skip CHECK [WHY]
+  local line="$1 $RUNTIME $2${3:+ ($3)}"
+  echo "check: $line"
+  [[ -z ${INTEROP_RESULTS:-} ]] || echo "$line" >> "$INTEROP_RESULTS"
+  [[ $1 != fail ]] || failed=1
+}
+
+# The checks run in this script's process group (timeout --foreground), so a signal to the group
+# ends them at once and the EXIT trap stops the server.
+trap '"$HERE/stop.sh" "$RUNTIME"' EXIT
+trap 'exit 130' INT TERM
+if ! "$HERE/start.sh" "$RUNTIME" "$HTTP_PORT" "$GRPC_PORT"; then
+  record fail start "did not start or get ready within ${START_DEADLINE}s (see above); log $HOME_DIR/run/$RUNTIME.log"
+  exit 1
+fi
+
+# conform: must complete; the failed/skipped requirements must match the triage.
+rm -f "$OUT/report.json" "$OUT/report.md" "$OUT/junit.xml"
+timeout --foreground 300 "$OIPKIT" conform --http "http://127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" \
+  --report-dir "$OUT" > "$HOME_DIR/run/$RUNTIME-conform.txt" 2>&1
+rc=$?
+sed -n '/^OIP conformance:/,/^requirements:/p' "$HOME_DIR/run/$RUNTIME-conform.txt"
+case $rc in
+  0 | 3 | 4)
+    if diff=$(python3 - "$OUT/report.json" "$EXPECT_FAILED" "$EXPECT_SKIPPED" <<'PYEOF'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+got = {s: {q["id"] for q in rep["requirements"] if q["status"] == s} for s in ("failed", "skipped")}
+want = {"failed": set(sys.argv[2].split()), "skipped": set(sys.argv[3].split())}
+out = []
+for s in ("failed", "skipped"):
+    for i in sorted(got[s] - want[s]):
+        out.append(f"{i} is {s}, not expected (triage it, then list it in runtime.env)")
+    for i in sorted(want[s] - got[s]):
+        out.append(f"{i} is expected {s} but is {next((q['status'] for q in rep['requirements'] if q['id'] == i), '?')}")
+print("; ".join(out))
+sys.exit(1 if out else 0)
+PYEOF
+    ); then
+      record pass conform
+    else
+      record fail conform "$diff"
+    fi ;;
+  124) record fail conform "did not finish within 300s; output $HOME_DIR/run/$RUNTIME-conform.txt" ;;
+  *) record fail conform "exit $rc: run incomplete; output $HOME_DIR/run/$RUNTIME-conform.txt" ;;
+esac
+rm -f "$OUT/junit.xml"
+
+# tritonclient: NVIDIA's client against the same server.
+if [[ -f $HOME_DIR/tritonclient/.stamp ]]; then # written only by a complete install
+  skips=()
+  for m in add_sub versioned identity_bool identity_uint8 identity_uint16 identity_uint32 identity_uint64 \
+    identity_int8 identity_int16 identity_int32 identity_int64 identity_fp16 identity_fp32 identity_fp64 identity_bytes; do
+    [[ " $FIXTURES " == *" $m "* ]] || skips+=(--skip-model "$m")
+  done
+  timeout --foreground 300 "$HOME_DIR/tritonclient/bin/python" "$HERE/tritonclient/check.py" \
+    --http "127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" --transports "$CHECK_TRANSPORTS" \
+    "${skips[@]}" "${CHECK_ARGS[@]}" > "$OUT/tritonclient.txt" 2>&1
+  rc=$?
+  summary=$(tail -n 1 "$OUT/tritonclient.txt")
+  if (( rc == 0 )); then record pass tritonclient "$CHECK_TRANSPORTS: $summary"; else record fail tritonclient "exit $rc: $summary; see $OUT/tritonclient.txt"; fi
+else
+  record skip tritonclient "no tritonclient venv"
+fi
+
+# load: the same short closed-loop run per protocol.
+for proto in http grpc-raw grpc; do
+  target=(--grpc "127.0.0.1:$GRPC_PORT")
+  [[ $proto != http ]] || target=(--http "http://127.0.0.1:$HTTP_PORT")
+  timeout --foreground 120 "$OIPKIT" load "${target[@]}" --protocol "$proto" --model add_sub --concurrency "$LOAD_CONCURRENCY" \
+    --duration "$LOAD_DURATION" --warmup 1s --validate --progress never --threshold 'errors==0' --threshold 'timeouts==0' \
+    --output "$OUT/load-$proto.json" > "$HOME_DIR/run/$RUNTIME-load-$proto.txt" 2>&1
+  rc=$?
+  line=$(grep -m1 '^rates:' "$HOME_DIR/run/$RUNTIME-load-$proto.txt")
+  if (( rc == 0 )); then record pass "load-$proto" "${line#rates:    }"; else record fail "load-$proto" "exit $rc; see $HOME_DIR/run/$RUNTIME-load-$proto.txt"; fi
+done
+exit $failed

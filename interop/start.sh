@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# start.sh RUNTIME HTTP_PORT GRPC_PORT — starts interop/RUNTIME/start.sh in the
+# background (own session and process group), writes .venv-interop/run/RUNTIME.pid and .log, and
+# waits until GET /v2/health/ready and every fixture in the runtime's FIXTURES answer 200, within
+# START_DEADLINE seconds (runtime.env; env overrides). On failure it prints the log tail, stops the
+# server and exits 1. Start one runtime at a time: 2 cores, and PyTriton allows one per machine.
+set -euo pipefail
+RUNTIME=${1:?usage: start.sh RUNTIME HTTP_PORT GRPC_PORT}
+HTTP_PORT=${2:?usage: start.sh RUNTIME HTTP_PORT GRPC_PORT}
+GRPC_PORT=${3:?usage: start.sh RUNTIME HTTP_PORT GRPC_PORT}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+DIR=$HERE/$RUNTIME
+RUN=${INTEROP_HOME:-$ROOT/.venv-interop}/run
+# The runtime's start.sh takes its venv from VENV.
+export VENV=${INTEROP_HOME:-$ROOT/.venv-interop}/$RUNTIME
+deadline_override=${START_DEADLINE:-}
+# shellcheck source=/dev/null
+source "$DIR/runtime.env"
+START_DEADLINE=${deadline_override:-$START_DEADLINE}
+mkdir -p "$RUN"
+PIDFILE=$RUN/$RUNTIME.pid LOG=$RUN/$RUNTIME.log
+
+if [[ -f $PIDFILE ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+  echo "start: $RUNTIME already running (pid $(cat "$PIDFILE")); interop/stop.sh $RUNTIME first" >&2
+  exit 1
+fi
+for port in "$HTTP_PORT" "$GRPC_PORT"; do
+  # Someone else's server on the port would make the readiness poll below lie.
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "start: 127.0.0.1:$port is already in use" >&2
+    exit 1
+  fi
+done
+
+setsid "$DIR/start.sh" "$HTTP_PORT" "$GRPC_PORT" > "$LOG" 2>&1 < /dev/null &
+pid=$!
+echo "$pid" > "$PIDFILE"
+echo "start: $RUNTIME pid $pid, http 127.0.0.1:$HTTP_PORT, grpc 127.0.0.1:$GRPC_PORT, log $LOG"
+
+ready() {
+  curl -sf -m 2 -o /dev/null "http://127.0.0.1:$HTTP_PORT/v2/health/ready" || return 1
+  local m
+  for m in $FIXTURES; do
+    curl -sf -m 2 -o /dev/null "http://127.0.0.1:$HTTP_PORT/v2/models/$m/ready" || return 1
+  done
+}
+
+t0=$(date +%s)
+while (( $(date +%s) - t0 < START_DEADLINE )); do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "start: $RUNTIME exited before it was ready; log tail:" >&2
+    tail -n 40 "$LOG" >&2
+    rm -f "$PIDFILE"
+    exit 1
+  fi
+  if ready; then
+    echo "start: $RUNTIME ready after $(( $(date +%s) - t0 ))s"
+    exit 0
+  fi
+  sleep 1
+done
+echo "start: $RUNTIME not ready within ${START_DEADLINE}s; log tail:" >&2
+tail -n 40 "$LOG" >&2
+"$(dirname "$0")/stop.sh" "$RUNTIME" >&2 || true
+exit 1
