@@ -12,7 +12,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 RUNTIMES=("$@")
-(( ${#RUNTIMES[@]} )) || RUNTIMES=(reference pytriton mlserver kserve)
+(( ${#RUNTIMES[@]} )) || RUNTIMES=(reference triton pytriton mlserver kserve torchserve)
 HOME_DIR=${INTEROP_HOME:-$ROOT/.venv-interop}
 REPORTS=${INTEROP_REPORTS:-$ROOT/reports/runtimes}
 OIPKIT=${OIPKIT:-$ROOT/bin/oipkit}
@@ -70,13 +70,23 @@ setup() { # setup VENV: install or reuse; 0 ok, 1 failed (recorded), 2 skipped (
   return 1
 }
 
+# venv_of RUNTIME: the venv a runtime runs from (runtime.env VENV_NAME, default its own name;
+# none with NO_VENV=1). PyTriton and standalone Triton share one: the same wheel.
+venv_of() {
+  ( NO_VENV=0 VENV_NAME=$1
+    # shellcheck source=/dev/null
+    source "$HERE/$1/runtime.env"
+    (( NO_VENV )) || echo "$VENV_NAME" )
+}
+
 if ! setup tritonclient all; then
   echo "interop: tritonclient checks will be skipped" >&2
 fi
 for r in "${RUNTIMES[@]}"; do
   echo "== $r"
   start=$(date +%s)
-  if [[ $r != reference ]] && ! setup "$r" "$r"; then
+  venv=$(venv_of "$r")
+  if [[ -n $venv ]] && ! setup "$venv" "$r"; then
     continue
   fi
   bounded "${RUNTIME_TIMEOUT:-600}" "$HERE/run.sh" "$r"
@@ -92,7 +102,7 @@ done
 # The documents, from every report and load result present (committed ones included, when only
 # some runtimes were run).
 reports=() loads=()
-for r in reference pytriton mlserver kserve; do
+for r in reference triton pytriton mlserver kserve torchserve; do
   [[ -f $REPORTS/$r/report.json ]] && reports+=("$REPORTS/$r/report.json")
   for p in http grpc-raw grpc; do
     [[ -f $REPORTS/$r/load-$p.json ]] && loads+=("$REPORTS/$r/load-$p.json")

@@ -12,11 +12,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 DIR=$HERE/$RUNTIME
 RUN=${INTEROP_HOME:-$ROOT/.venv-interop}/run
-# The runtime's start.sh takes its venv from VENV.
-export VENV=${INTEROP_HOME:-$ROOT/.venv-interop}/$RUNTIME
 deadline_override=${START_DEADLINE:-}
+VENV_NAME=$RUNTIME
 # shellcheck source=/dev/null
 source "$DIR/runtime.env"
+# The runtime's start.sh takes its venv from VENV (runtime.env VENV_NAME may share another's).
+export VENV=${INTEROP_HOME:-$ROOT/.venv-interop}/$VENV_NAME
 START_DEADLINE=${deadline_override:-$START_DEADLINE}
 mkdir -p "$RUN"
 PIDFILE=$RUN/$RUNTIME.pid LOG=$RUN/$RUNTIME.log

@@ -1,0 +1,1 @@
+../../../models/add_sub.py

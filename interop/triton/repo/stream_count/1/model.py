@@ -1,0 +1,1 @@
+../../../models/stream_count.py
