@@ -108,8 +108,13 @@ for r in reference triton pytriton mlserver kserve torchserve; do
     [[ -f $REPORTS/$r/load-$p.json ]] && loads+=("$REPORTS/$r/load-$p.json")
   done
 done
+# Implementations that cannot run here: a row each, with why and the commands (blocked.json).
+blocked=()
+for f in "$REPORTS"/*/blocked.json; do
+  [[ -f $f ]] && blocked+=("$f")
+done
 OUTDIR=$(dirname "$REPORTS")
-if (( ${#reports[@]} )) && "$OIPKIT" matrix -o "$OUTDIR/compatibility.md" "${reports[@]}"; then
+if (( ${#reports[@]} )) && "$OIPKIT" matrix -o "$OUTDIR/compatibility.md" "${reports[@]}" "${blocked[@]}"; then
   echo "pass all matrix ($OUTDIR/compatibility.md)" >> "$INTEROP_RESULTS"
 else
   echo "fail all matrix (no reports, or oipkit matrix failed)" >> "$INTEROP_RESULTS"
@@ -121,9 +126,10 @@ if (( ${#loads[@]} )) && {
     echo
     echo "Written by \`make interop\` (interop/all.sh → \`oipkit report --compare\`) on $(date -u +%Y-%m-%dT%H:%MZ)."
     echo "Machine: $machine. Each server ran alone, on loopback, sharing the CPUs with \`oipkit load\`."
-    echo "Server set-ups are those of interop/ (fixture model add_sub; PyTriton: Python backend, \`max_batch_size 0\`;"
-    echo "MLServer: \`parallel_workers 0\`; KServe: one process). PyTriton runs each model as a Python callable behind Triton's"
-    echo "Python backend (a process hop per request), so its figures are PyTriton's, not those of Triton with a native backend."
+    echo "Server set-ups are those of interop/ (fixture model add_sub; Triton: python backend, \`max_batch_size 0\`; PyTriton: the"
+    echo "same Triton with PyTriton's Python proxy and callable in front; MLServer: \`parallel_workers 0\`; KServe: one process;"
+    echo "TorchServe: one worker, REST only). Triton's python backend moves every request through a stub process, so its figures"
+    echo "are those of Python models in Triton, not of Triton with a native backend."
     echo "These are short runs for a side-by-side view, not benchmarks: repeated runs on the 2-core development machine varied"
     echo "by up to ±15%; read the ratios, not the last digit."
     echo

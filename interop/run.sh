@@ -19,7 +19,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 HOME_DIR=${INTEROP_HOME:-$ROOT/.venv-interop}
 OIPKIT=${OIPKIT:-$ROOT/bin/oipkit}
-CHECK_ARGS=() EXPECT_FAILED="" EXPECT_SKIPPED=""
+CHECK_ARGS=() EXPECT_FAILED="" EXPECT_SKIPPED="" GRPC_NOT_OIP=0 LOAD_PROTOCOLS="http grpc-raw grpc"
 # shellcheck source=/dev/null
 source "$HERE/$RUNTIME/runtime.env"
 HTTP_PORT=${2:-$HTTP_PORT}
@@ -48,8 +48,9 @@ fi
 
 # conform: must complete; the failed/skipped requirements must match the triage.
 rm -f "$OUT/report.json" "$OUT/report.md" "$OUT/junit.xml"
-timeout --foreground 300 "$OIPKIT" conform --http "http://127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" \
-  --report-dir "$OUT" > "$HOME_DIR/run/$RUNTIME-conform.txt" 2>&1
+targets=(--http "http://127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT")
+(( ! GRPC_NOT_OIP )) || targets=(--http "http://127.0.0.1:$HTTP_PORT")
+timeout --foreground 300 "$OIPKIT" conform "${targets[@]}" --report-dir "$OUT" > "$HOME_DIR/run/$RUNTIME-conform.txt" 2>&1
 rc=$?
 sed -n '/^OIP conformance:/,/^requirements:/p' "$HOME_DIR/run/$RUNTIME-conform.txt"
 case $rc in
@@ -78,6 +79,24 @@ PYEOF
 esac
 rm -f "$OUT/junit.xml"
 
+# grpc-not-oip: a runtime whose gRPC port serves another service than inference.GRPCInferenceService
+# (GRPC_NOT_OIP=1) must be called "not an OIP server" by oipkit conform, exit 2: that is the
+# finding, recorded in grpc-not-oip.txt.
+if (( GRPC_NOT_OIP )); then
+  timeout --foreground 60 "$OIPKIT" conform --grpc "127.0.0.1:$GRPC_PORT" --report-dir "$HOME_DIR/run/$RUNTIME-grpc" \
+    > "$OUT/grpc-not-oip.txt" 2>&1
+  rc=$?
+  line=$(grep -m1 'not an OIP server' "$OUT/grpc-not-oip.txt")
+  if (( rc == 2 )) && [[ -n $line ]]; then
+    record pass grpc-not-oip "$line"
+  elif (( rc == 3 )) && grep -q 'Unimplemented: "Method not found: inference.GRPCInferenceService/ServerLive"' "$OUT/grpc-not-oip.txt"; then
+    # An oipkit that does not identify its targets yet grades every gRPC spec instead.
+    record skip grpc-not-oip "this oipkit does not identify targets: ServerLive is UNIMPLEMENTED for inference.GRPCInferenceService; see $OUT/grpc-not-oip.txt"
+  else
+    record fail grpc-not-oip "exit $rc, want 2 with 'not an OIP server'; see $OUT/grpc-not-oip.txt"
+  fi
+fi
+
 # tritonclient: NVIDIA's client against the same server.
 if [[ -f $HOME_DIR/tritonclient/.stamp ]]; then # written only by a complete install
   skips=()
@@ -85,6 +104,14 @@ if [[ -f $HOME_DIR/tritonclient/.stamp ]]; then # written only by a complete ins
     identity_int8 identity_int16 identity_int32 identity_int64 identity_fp16 identity_fp32 identity_fp64 identity_bytes; do
     [[ " $FIXTURES " == *" $m "* ]] || skips+=(--skip-model "$m")
   done
+  # tritonclient-known-failures.txt: the runtime's triaged failures of this check, one check name a
+  # line (# comments); a known failure that passes fails the check, as a new failure does.
+  known=$HERE/$RUNTIME/tritonclient-known-failures.txt
+  if [[ -f $known ]]; then
+    while IFS= read -r line; do
+      [[ -z $line || $line == \#* ]] || skips+=(--known-failure "$line")
+    done < "$known"
+  fi
   timeout --foreground 300 "$HOME_DIR/tritonclient/bin/python" "$HERE/tritonclient/check.py" \
     --http "127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" --transports "$CHECK_TRANSPORTS" \
     "${skips[@]}" "${CHECK_ARGS[@]}" > "$OUT/tritonclient.txt" 2>&1
@@ -96,7 +123,12 @@ else
 fi
 
 # load: the same short closed-loop run per protocol.
+# LOAD_PROTOCOLS (runtime.env) leaves out a protocol the runtime cannot be loaded over; why is
+# LOAD_SKIPPED_WHY, recorded as a skip.
 for proto in http grpc-raw grpc; do
+  [[ " $LOAD_PROTOCOLS " == *" $proto "* ]] || record skip "load-$proto" "${LOAD_SKIPPED_WHY:-not run for this runtime}"
+done
+for proto in $LOAD_PROTOCOLS; do
   target=(--grpc "127.0.0.1:$GRPC_PORT")
   [[ $proto != http ]] || target=(--http "http://127.0.0.1:$HTTP_PORT")
   timeout --foreground 120 "$OIPKIT" load "${target[@]}" --protocol "$proto" --model add_sub --concurrency "$LOAD_CONCURRENCY" \

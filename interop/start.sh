@@ -39,7 +39,13 @@ pid=$!
 echo "$pid" > "$PIDFILE"
 echo "start: $RUNTIME pid $pid, http 127.0.0.1:$HTTP_PORT, grpc 127.0.0.1:$GRPC_PORT, log $LOG"
 
+# READY_PATH (runtime.env) replaces the per-model readiness poll for a runtime whose OIP routes
+# cannot tell (TorchServe: /ping answers 200 once every model has its workers).
 ready() {
+  if [[ -n ${READY_PATH:-} ]]; then
+    curl -sf -m 2 -o /dev/null "http://127.0.0.1:$HTTP_PORT$READY_PATH"
+    return
+  fi
   curl -sf -m 2 -o /dev/null "http://127.0.0.1:$HTTP_PORT/v2/health/ready" || return 1
   local m
   for m in $FIXTURES; do

@@ -28,7 +28,12 @@ what came back. Columns follow the order of the files.
 A report in a directory of its own (reports/runtimes/mlserver/report.json)
 is named after that directory when it differs from the implementation's
 name, and links to the directory's report.md and README.md (its triage),
-relative to the output file.`)
+relative to the output file.
+
+A blocked-implementation file (blocked.json, kind BlockedImplementation:
+implementation, reason, commands) adds a row to a "Not run here" section
+instead of a column: an implementation that cannot run where the matrix is
+made, why, and the commands that grade it where it runs.`)
 	output := fs.String("o", "", "write to `file` instead of stdout")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -45,12 +50,24 @@ relative to the output file.`)
 		outDir = filepath.Dir(*output)
 	}
 	var cols []reports.MatrixColumn
+	var blocked []reports.BlockedRow
 	for _, path := range fs.Args() {
+		if data, err := os.ReadFile(path); err == nil && reports.IsBlocked(data) {
+			b, err := reports.ReadBlockedFile(path)
+			if err != nil {
+				return err
+			}
+			blocked = append(blocked, reports.BlockedRow{Blocked: b, Links: docLinks(filepath.Dir(path), outDir)})
+			continue
+		}
 		r, err := reports.ReadFile(path)
 		if err != nil {
 			return err
 		}
 		cols = append(cols, matrixColumn(r, path, outDir))
+	}
+	if len(cols) == 0 {
+		return fmt.Errorf("%w: give at least one report.json (blocked implementations only add rows)", errUsage)
 	}
 	cite := func(id string) (reports.Citation, bool) {
 		q, ok := catalog.Get(id)
@@ -58,6 +75,9 @@ relative to the output file.`)
 	}
 	var b bytes.Buffer
 	if err := reports.WriteCompatibility(&b, cols, cite); err != nil {
+		return err
+	}
+	if err := reports.WriteBlocked(&b, blocked); err != nil {
 		return err
 	}
 	if *output == "" {
@@ -79,11 +99,24 @@ func matrixColumn(r *reports.ConformanceReport, path, outDir string) reports.Mat
 		if _, err := os.Stat(filepath.Join(dir, doc.file)); err != nil {
 			continue
 		}
-		rel, err := filepath.Rel(outDir, filepath.Join(dir, doc.file))
-		if err != nil {
-			rel = filepath.Join(dir, doc.file)
-		}
-		c.Links = append(c.Links, fmt.Sprintf("[%s](%s%s)", doc.text, filepath.ToSlash(rel), doc.anchor))
+		c.Links = append(c.Links, docLink(dir, doc.file, doc.text, doc.anchor, outDir))
 	}
 	return c
+}
+
+// docLinks links a blocked implementation's README.md, if its directory has one.
+func docLinks(dir, outDir string) []string {
+	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
+		return nil
+	}
+	return []string{docLink(dir, "README.md", "notes", "", outDir)}
+}
+
+// docLink is a Markdown link to dir/file relative to the output file's directory.
+func docLink(dir, file, text, anchor, outDir string) string {
+	rel, err := filepath.Rel(outDir, filepath.Join(dir, file))
+	if err != nil {
+		rel = filepath.Join(dir, file)
+	}
+	return fmt.Sprintf("[%s](%s%s)", text, filepath.ToSlash(rel), anchor)
 }
