@@ -34,10 +34,12 @@ for port in "$HTTP_PORT" "$GRPC_PORT"; do
   fi
 done
 
-setsid "$DIR/start.sh" "$HTTP_PORT" "$GRPC_PORT" > "$LOG" 2>&1 < /dev/null &
-pid=$!
-echo "$pid" > "$PIDFILE"
-echo "start: $RUNTIME pid $pid, http 127.0.0.1:$HTTP_PORT, grpc 127.0.0.1:$GRPC_PORT, log $LOG"
+launch() {
+  setsid "$DIR/start.sh" "$HTTP_PORT" "$GRPC_PORT" > "$LOG" 2>&1 < /dev/null &
+  pid=$!
+  echo "$pid" > "$PIDFILE"
+  echo "start: $RUNTIME pid $pid, http 127.0.0.1:$HTTP_PORT, grpc 127.0.0.1:$GRPC_PORT, log $LOG"
+}
 
 # READY_PATH (runtime.env) replaces the per-model readiness poll for a runtime whose OIP routes
 # cannot tell (TorchServe: /ping answers 200 once every model has its workers).
@@ -53,12 +55,22 @@ ready() {
   done
 }
 
+# START_ATTEMPTS (runtime.env, default 1): how often a server that exits before it is ready is
+# started again, within the one START_DEADLINE; each failed attempt's log is kept as LOG.N.
+attempt=1
+launch
 t0=$(date +%s)
 while (( $(date +%s) - t0 < START_DEADLINE )); do
   if ! kill -0 "$pid" 2>/dev/null; then
-    echo "start: $RUNTIME exited before it was ready; log tail:" >&2
+    echo "start: $RUNTIME exited before it was ready (attempt $attempt of ${START_ATTEMPTS:-1}); log tail:" >&2
     tail -n 40 "$LOG" >&2
-    rm -f "$PIDFILE"
+    "$(dirname "$0")/stop.sh" "$RUNTIME" > /dev/null 2>&1 # what it left in its process group
+    if (( attempt < ${START_ATTEMPTS:-1} )); then
+      mv "$LOG" "$LOG.$attempt"
+      attempt=$((attempt + 1))
+      launch
+      continue
+    fi
     exit 1
   fi
   if ready; then

@@ -8,6 +8,9 @@
 # binary built for the Python in use beside libtriton_python.so, tritonserver needs the wheel's
 # bundled libraries and libpython on LD_LIBRARY_PATH, and the stub's embedded Python must find the
 # venv's packages (numpy < 2: the stub fails on numpy 2 arrays) through the venv's bin/ on PATH.
+# On this 2-core machine, when other work keeps the CPUs busy, tritonserver sometimes aborts while
+# the python stubs start ("terminate called after throwing an instance of
+# 'boost::interprocess::lock_exception'"); runtime.env START_ATTEMPTS lets interop/start.sh retry.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 VENV=${VENV:-$HERE/../../.venv-interop/pytriton}

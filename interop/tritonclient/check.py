@@ -106,6 +106,7 @@ class Transport:
         # tritonclient sends pure-JSON requests without a Content-Type header.
         self.headers = {"Content-Type": "application/json"} if kind == "json" and json_content_type else None
         self.mod = grpcclient if kind == "grpc" else httpclient
+        self.http_url = http_url
         self.client = grpcclient.InferenceServerClient(grpc_url) if kind == "grpc" else httpclient.InferenceServerClient(http_url)
 
     @property
@@ -134,7 +135,17 @@ class Transport:
                 requested = [grpcclient.InferRequestedOutput(o) for o in outputs]
             else:
                 requested = [httpclient.InferRequestedOutput(o, binary_data=self.binary) for o in outputs]
-        result = self.client.infer(model, inputs, model_version=version, outputs=requested, headers=self.headers)
+        if self.kind == "grpc":
+            result = self.client.infer(model, inputs, model_version=version, outputs=requested, headers=self.headers)
+        else:
+            # One HTTP connection per inference: uvicorn (MLServer, KServe) closes a kept-alive
+            # connection after a 500 without "Connection: close", and tritonclient does not retry,
+            # so the next check would fail for the previous one's answer.
+            client = httpclient.InferenceServerClient(self.http_url)
+            try:
+                result = client.infer(model, inputs, model_version=version, outputs=requested, headers=self.headers)
+            finally:
+                client.close()
         return result, {name: result.as_numpy(name) for name in self.output_names(result)}
 
     def output_names(self, result):
