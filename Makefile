@@ -63,10 +63,10 @@ demo: build
 verify:
 	scripts/verify.sh
 
-# interop runs the reference server, PyTriton (Triton), MLServer and KServe one at a time, each
-# from its pinned venv in .venv-interop/ (installed on first use): oipkit conform, NVIDIA's
-# tritonclient and a short oipkit load run against each, then writes reports/runtimes/*/,
-# reports/compatibility.md and reports/performance.md. See interop/README.md.
+# interop runs the reference server, standalone Triton, PyTriton, MLServer, KServe and TorchServe
+# one at a time, each from its pinned venv in .venv-interop/ (installed on first use): oipkit
+# conform, NVIDIA's tritonclient and a short oipkit load run against each, then writes
+# reports/runtimes/*/, reports/compatibility.md and reports/performance.md. See interop/README.md.
 # INTEROP_ALLOW_SETUP_FAILURE=1 skips a runtime whose venv cannot be installed.
 interop: build
 	interop/all.sh

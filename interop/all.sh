@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # all.sh [RUNTIME...] — the interop run behind `make interop`: for each runtime in turn (default
-# reference pytriton mlserver kserve; never two servers at once) install or reuse its pinned venv,
+# reference triton pytriton mlserver kserve torchserve; never two servers at once) install or reuse its venv,
 # then run interop/run.sh (start, conform, tritonclient check, load runs, stop), each bounded
 # by RUNTIME_TIMEOUT seconds (default 600). Then write reports/compatibility.md (oipkit matrix) and
 # reports/performance.md (oipkit report --compare) from what the runs left in reports/runtimes/.

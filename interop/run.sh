@@ -11,7 +11,7 @@
 #                in http (REST JSON), grpc-raw and grpc (typed) (load-PROTO.json)
 # and stop it by its recorded PID, also on failure or interruption. Each check appends
 # "pass|fail|skip RUNTIME CHECK [why]" to INTEROP_RESULTS (if set) and prints it. Exits 1 if a
-# check failed. RUNTIME: reference | pytriton | mlserver | kserve. Env: OIPKIT (bin/oipkit),
+# check failed. RUNTIME: a folder of interop/ with a runtime.env. Env: OIPKIT (bin/oipkit),
 # INTEROP_HOME (.venv-interop), INTEROP_REPORTS (reports/runtimes).
 set -uo pipefail
 RUNTIME=${1:?usage: run.sh RUNTIME [HTTP_PORT GRPC_PORT]}

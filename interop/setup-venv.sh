@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup-venv.sh RUNTIME — creates .venv-interop/RUNTIME from interop/RUNTIME/requirements.txt.
 # Idempotent: does nothing when the venv's stamp matches the requirements file and the interpreter.
-# RUNTIME: pytriton | mlserver | kserve | tritonclient. INTEROP_HOME (default .venv-interop) holds the
+# RUNTIME: a folder of interop/ with a requirements.txt (pytriton, mlserver, kserve, torchserve, tritonclient). INTEROP_HOME (default .venv-interop) holds the
 # venvs: point it outside the work tree to keep them across fresh clones (CI). PYTHON picks the interpreter (default python3;
 # PyTriton needs one built with a shared libpython, as pyenv's and Debian's are).
 set -euo pipefail

@@ -43,7 +43,9 @@ launch() {
 
 # READY_PATH (runtime.env) replaces the per-model readiness poll for a runtime whose OIP routes
 # cannot tell (TorchServe: /ping answers 200 once every model has its workers).
+# The gRPC port must accept connections too: TorchServe answers /ping before it starts gRPC.
 ready() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$GRPC_PORT") 2>/dev/null || return 1
   if [[ -n ${READY_PATH:-} ]]; then
     curl -sf -m 2 -o /dev/null "http://127.0.0.1:$HTTP_PORT$READY_PATH"
     return
