@@ -3,8 +3,9 @@
 # is installed (interop/setup-venv.sh RUNTIME): start it on loopback, then
 #   conform      bin/oipkit conform over REST and gRPC into reports/runtimes/RUNTIME/ (report.json,
 #                report.md; junit.xml is not committed); the run must complete (exit 0, 3 or 4,
-#                never 2 or a timeout) and its failed and skipped requirements must be exactly
-#                EXPECT_FAILED and EXPECT_SKIPPED of the runtime's runtime.env (the triage)
+#                never 2 or a timeout) and its failed, lenient, skipped and not-run requirements
+#                must be exactly EXPECT_FAILED, EXPECT_LENIENT, EXPECT_SKIPPED and EXPECT_NOT_RUN of
+#                the runtime's runtime.env (the triage)
 #   tritonclient interop/tritonclient/check.py with the runtime's transports (tritonclient.txt)
 #   load-PROTO   bin/oipkit load add_sub, closed loop, concurrency LOAD_CONCURRENCY (4), LOAD_DURATION
 #                (10s) after a 1s warm-up, every response validated, no failed request, for PROTO
@@ -19,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 HOME_DIR=${INTEROP_HOME:-$ROOT/.venv-interop}
 OIPKIT=${OIPKIT:-$ROOT/bin/oipkit}
-CHECK_ARGS=() EXPECT_FAILED="" EXPECT_SKIPPED="" GRPC_NOT_OIP=0 LOAD_PROTOCOLS="http grpc-raw grpc"
+CHECK_ARGS=() EXPECT_FAILED="" EXPECT_LENIENT="" EXPECT_SKIPPED="" EXPECT_NOT_RUN="" GRPC_NOT_OIP=0 LOAD_PROTOCOLS="http grpc-raw grpc"
 # shellcheck source=/dev/null
 source "$HERE/$RUNTIME/runtime.env"
 HTTP_PORT=${2:-$HTTP_PORT}
@@ -55,13 +56,14 @@ rc=$?
 sed -n '/^OIP conformance:/,/^requirements:/p' "$HOME_DIR/run/$RUNTIME-conform.txt"
 case $rc in
   0 | 3 | 4)
-    if diff=$(python3 - "$OUT/report.json" "$EXPECT_FAILED" "$EXPECT_SKIPPED" <<'PYEOF'
+    if diff=$(python3 - "$OUT/report.json" "$EXPECT_FAILED" "$EXPECT_LENIENT" "$EXPECT_SKIPPED" "$EXPECT_NOT_RUN" <<'PYEOF'
 import json, sys
 rep = json.load(open(sys.argv[1]))
-got = {s: {q["id"] for q in rep["requirements"] if q["status"] == s} for s in ("failed", "skipped")}
-want = {"failed": set(sys.argv[2].split()), "skipped": set(sys.argv[3].split())}
+statuses = ("failed", "lenient", "skipped", "not-run")
+got = {s: {q["id"] for q in rep["requirements"] if q["status"] == s} for s in statuses}
+want = {s: set(arg.split()) for s, arg in zip(statuses, sys.argv[2:])}
 out = []
-for s in ("failed", "skipped"):
+for s in statuses:
     for i in sorted(got[s] - want[s]):
         out.append(f"{i} is {s}, not expected (triage it, then list it in runtime.env)")
     for i in sorted(want[s] - got[s]):

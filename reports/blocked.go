@@ -46,7 +46,7 @@ func ReadBlockedFile(path string) (*Blocked, error) {
 		return nil, fmt.Errorf("%s: decode blocked implementation: %w", path, err)
 	}
 	switch {
-	case b.APIVersion != APIVersion:
+	case b.APIVersion != APIVersion && b.APIVersion != apiVersionV1Alpha1:
 		return nil, fmt.Errorf("%s: apiVersion %q, want %q", path, b.APIVersion, APIVersion)
 	case b.Kind != BlockedKind:
 		return nil, fmt.Errorf("%s: kind %q, want %q", path, b.Kind, BlockedKind)

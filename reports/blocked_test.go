@@ -17,7 +17,7 @@ func writeTemp(t *testing.T, body string) string {
 }
 
 func TestReadBlockedFile(t *testing.T) {
-	good := `{"apiVersion":"oipkit.dev/v1alpha1","kind":"BlockedImplementation",
+	good := `{"apiVersion":"oipkit.dev/v1alpha2","kind":"BlockedImplementation",
 		"implementation":{"name":"OpenVINO Model Server","version":"2025.3"},
 		"reason":"ships as container images only","commands":["oipkit conform --http http://HOST:8000 | tee out"]}`
 	if !IsBlocked([]byte(good)) {
