@@ -84,10 +84,15 @@ rm -f "$OUT/junit.xml"
 # grpc-not-oip: a runtime whose gRPC port serves another service than inference.GRPCInferenceService
 # (GRPC_NOT_OIP=1) must be called "not an OIP server" by oipkit conform, exit 2: that is the
 # finding, recorded in grpc-not-oip.txt.
+# Identification has 2 s: TorchServe's JVM can take longer for its first gRPC answer on a busy
+# machine ("no answer within 2s"), so that answer is asked for again, up to three times.
 if (( GRPC_NOT_OIP )); then
-  timeout --foreground 60 "$OIPKIT" conform --grpc "127.0.0.1:$GRPC_PORT" --report-dir "$HOME_DIR/run/$RUNTIME-grpc" \
-    > "$OUT/grpc-not-oip.txt" 2>&1
-  rc=$?
+  for try in 1 2 3; do
+    timeout --foreground 60 "$OIPKIT" conform --grpc "127.0.0.1:$GRPC_PORT" --report-dir "$HOME_DIR/run/$RUNTIME-grpc" \
+      > "$OUT/grpc-not-oip.txt" 2>&1
+    rc=$?
+    grep -q 'no answer within' "$OUT/grpc-not-oip.txt" || break
+  done
   line=$(grep -m1 'not an OIP server' "$OUT/grpc-not-oip.txt")
   if (( rc == 2 )) && [[ -n $line ]]; then
     record pass grpc-not-oip "$line"
