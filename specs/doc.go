@@ -16,6 +16,10 @@
 //   - datatypes.yaml: the tensor datatype table (sizes, JSON form, gRPC
 //     contents field, raw encoding).
 //
+// Beside them, oip-rest.schema.json (RESTSchemaJSON) is the JSON Schema of
+// the REST bodies servers send, from OIP-YAML's components, with the
+// requirement each place is graded under.
+//
 // Keeping the data in one embedded place means the conformance suite, the
 // reference server, the load generator and the reports all work from the same
 // definitions; the loaders validate the data so a bad edit fails the tests of

@@ -15,3 +15,12 @@ var ProfilesYAML []byte
 //
 //go:embed waivers.yaml
 var WaiversYAML []byte
+
+// RESTSchemaJSON is the embedded oip-rest.schema.json: the JSON Schema of
+// the REST success bodies servers send (server metadata, model metadata,
+// inference responses), written from OIP-YAML's components. Each place
+// names, in x-oip-requirement, the catalog requirement a violation there is
+// graded under.
+//
+//go:embed oip-rest.schema.json
+var RESTSchemaJSON []byte

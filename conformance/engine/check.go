@@ -128,6 +128,9 @@ func (c *Check) NotTo(m types.GomegaMatcher, description ...any) bool {
 
 func (c *Check) assert(m types.GomegaMatcher, positive bool, description []any) bool {
 	checkLabelled(c.req)
+	if ra, ok := m.(requirementAware); ok {
+		ra.forRequirement(c.req)
+	}
 	if !answeredOrRecord(c.req, c.actual, c.ev) {
 		return false
 	}
@@ -151,6 +154,10 @@ func (c *Check) assert(m types.GomegaMatcher, positive bool, description []any) 
 	}
 	return ok
 }
+
+// requirementAware is a matcher whose check depends on the requirement it
+// is applied for ([MatchSchema] keeps the problems graded under it).
+type requirementAware interface{ forRequirement(req string) }
 
 // Answered records a failure of every requirement of the spec when x (an
 // exchange or a call) got no usable answer, and reports whether it got one.
@@ -266,6 +273,12 @@ func recordFinding(req, message string, g grading, ev Evidencer) {
 // flush fails the spec with every finding that fails it. A spec cut short
 // as not run is not failed: its findings are in the report already.
 func flush() {
+	if current != nil {
+		specState.Lock()
+		notRun := specState.notRun
+		specState.Unlock()
+		current.checkReceived(notRun)
+	}
 	specState.Lock()
 	p, notRun := specState.pending, specState.notRun
 	specState.pending = nil

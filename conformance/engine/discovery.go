@@ -98,15 +98,19 @@ func (t *Target) restServerMetadata(ctx context.Context) (name, ver string, exts
 	if e.Status != http.StatusOK {
 		return "", "", nil, fmt.Errorf("GET /v2: status %d", e.Status)
 	}
-	var m struct {
-		Name       string   `json:"name"`
-		Version    string   `json:"version"`
-		Extensions []string `json:"extensions"`
-	}
-	if err := json.Unmarshal(e.Body, &m); err != nil {
+	// Member names as sent (encoding/json into a struct would read
+	// "Extensions" as extensions); a member of the wrong type is left out
+	// here and graded by the specs.
+	m, err := DecodeObject(e.Body)
+	if err != nil {
 		return "", "", nil, fmt.Errorf("GET /v2: %v", err)
 	}
-	return m.Name, m.Version, m.Extensions, nil
+	name, _ = StringField(m, "name")
+	ver, _ = StringField(m, "version")
+	if raw, ok := m["extensions"]; ok && json.Unmarshal(raw, &exts) != nil {
+		return "", "", nil, fmt.Errorf(`GET /v2: "extensions" is %s, want an array of strings`, clip(string(m["extensions"]), 80))
+	}
+	return name, ver, exts, nil
 }
 
 // settleFeatures decides which extensions' specs run: the ones named by
@@ -209,11 +213,12 @@ func (t *Target) listsVersions(ctx context.Context, model string) bool {
 		// Any non-empty versions array counts, even one of the wrong
 		// type: a server must not escape the version-routing specs by
 		// breaking the metadata schema (which OIP-REST-MMETA-003 reports).
-		var m struct {
-			Versions []json.RawMessage `json:"versions"`
-		}
-		if e.Err == nil && e.Status == http.StatusOK && json.Unmarshal(e.Body, &m) == nil && len(m.Versions) > 0 {
-			return true
+		// Member names as sent: "Versions" is not versions.
+		var versions []json.RawMessage
+		if e.Err == nil && e.Status == http.StatusOK {
+			if m, err := DecodeObject(e.Body); err == nil && json.Unmarshal(m["versions"], &versions) == nil && len(versions) > 0 {
+				return true
+			}
 		}
 	}
 	if t.grpc != nil {

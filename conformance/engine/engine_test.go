@@ -51,8 +51,12 @@ func f32s(v ...float32) tensor.Tensor {
 
 func TestCompareTensor(t *testing.T) {
 	nan1, nan2 := math.Float32frombits(0x7fc00000), math.Float32frombits(0x7fc00001)
-	if err := compareTensor(f32s(1, nan1), f32s(1, nan2), false); err != nil {
-		t.Errorf("NaN payloads differ: %v; NaN compares as NaN", err)
+	// Binary, raw and typed contents carry a NaN's bits: its payload counts.
+	if err := compareTensor(f32s(1, nan1), f32s(1, nan2), false); err == nil || !strings.Contains(err.Error(), "0x7fc00001") {
+		t.Errorf("NaN payloads differ bit for bit: %v, want a difference showing the bits", err)
+	}
+	if err := compareTensor(f32s(1, nan1), f32s(1, nan2), true); err != nil {
+		t.Errorf("near mode (JSON): %v; any NaN equals any NaN", err)
 	}
 	if err := compareTensor(f32s(nan1), f32s(1), true); err == nil {
 		t.Error("NaN equals 1 in near mode")
@@ -67,8 +71,11 @@ func TestCompareTensor(t *testing.T) {
 	h := func(v ...tensor.Float16) tensor.Tensor {
 		return tensor.Tensor{Name: "OUTPUT0", Datatype: tensor.FP16, Shape: []int64{int64(len(v))}, Data: v}
 	}
-	if err := compareTensor(h(0x7e00), h(0x7e01), false); err != nil {
-		t.Errorf("FP16 NaNs: %v", err)
+	if err := compareTensor(h(0x7e00), h(0x7e01), false); err == nil {
+		t.Error("FP16 NaNs 0x7e00 and 0x7e01 are equal bit for bit")
+	}
+	if err := compareTensor(h(0x7e00), h(0x7e01), true); err != nil {
+		t.Errorf("FP16 NaNs in near mode: %v", err)
 	}
 	if err := compareTensor(h(0x3c00), h(0x3c01), false); err == nil {
 		t.Error("FP16 0x3c00 equals 0x3c01 bit for bit")

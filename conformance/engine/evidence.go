@@ -46,6 +46,14 @@ type Exchange struct {
 	parsed   *InferResponse // cached by AsInferResponse
 	parseErr error
 	reported bool // its missing answer is recorded already
+
+	// The schema check of a 2xx body (schema.go): done once, its problems,
+	// the requirements already graded, and the ambiguity that turns its
+	// problems into notes.
+	schemaDone     bool
+	schema         []SchemaProblem
+	schemaReported map[string]bool
+	tolerated      string
 }
 
 // Evidence renders the exchange for the report.

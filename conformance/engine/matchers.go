@@ -584,6 +584,14 @@ func (a *allMatcher) Match(actual any) (bool, error) {
 	return len(a.msgs) == 0, nil
 }
 
+func (a *allMatcher) forRequirement(req string) {
+	for _, m := range a.ms {
+		if ra, ok := m.(requirementAware); ok {
+			ra.forRequirement(req)
+		}
+	}
+}
+
 func (a *allMatcher) FailureMessage(any) string { return strings.Join(a.msgs, "\n") }
 
 func (a *allMatcher) NegatedFailureMessage(actual any) string {

@@ -82,6 +82,11 @@ type Target struct {
 	probes     map[Feature]ProbeResult
 	noAnswer   int
 	lastMiss   string
+	// received are the 2xx exchanges of the running spec whose bodies are
+	// checked against the schema after it; schemaSeen the problems already
+	// recorded in this run (schema.go).
+	received   []*Exchange
+	schemaSeen map[string]bool
 }
 
 // current is the target of the run; nil while the tree is only previewed.
@@ -97,7 +102,7 @@ func Current() *Target { return current }
 // versions models. It makes the target current.
 func Connect(ctx context.Context, cfg Config) (*Target, error) {
 	t := &Target{cfg: cfg, Features: map[Feature]bool{}, fixtures: map[string]bool{},
-		probes: map[Feature]ProbeResult{}, routes: newRouteHealth()}
+		probes: map[Feature]ProbeResult{}, routes: newRouteHealth(), schemaSeen: map[string]bool{}}
 	copts := client.Options{Timeout: cfg.Timeout, Header: cfg.Header, Host: cfg.Host, TLS: cfg.TLS, MaxResponseBytes: cfg.MaxResponseBytes}
 	var err error
 	if cfg.HTTPURL != "" {
@@ -350,6 +355,7 @@ func Targeted(tr Transport) bool {
 func Do(ctx context.Context, method, path string, header http.Header, body []byte) *Exchange {
 	e := current.send(ctx, method, path, header, body)
 	current.specGate(e.Err, method+" "+path, false)
+	current.receive(e)
 	return e
 }
 

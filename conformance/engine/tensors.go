@@ -11,11 +11,13 @@ import (
 
 // Tensor equality, datatype-aware: datatype and shape must match; elements
 // are compared in row-major order, integers and BOOL bit for bit, BYTES
-// byte for byte, floats bit for bit (FP16 and BF16 by their bit patterns)
-// except that any NaN equals any NaN. In "near" mode, used for floats that
+// byte for byte, floats bit for bit (FP16 and BF16 by their bit patterns),
+// so that -0 is not 0 and a NaN keeps its sign and payload: binary, raw and
+// typed contents carry the bits. In "near" mode, used for floats that
 // travelled as JSON decimal text, floats may differ by a relative tolerance
-// suited to their width. The first differing element is reported with its
-// flat and its multi-dimensional index.
+// suited to their width and any NaN equals any NaN (JSON has no NaN, A-22).
+// The first differing element is reported with its flat and its
+// multi-dimensional index.
 
 // compareTensor returns nil when got equals want.
 func compareTensor(want, got tensor.Tensor, near bool) error {
@@ -106,18 +108,20 @@ func sameElement(want, got any, near bool) bool {
 	case float32:
 		g := got.(float32)
 		switch {
+		case !near:
 		case isNaN(float64(w)) || isNaN(float64(g)):
 			return isNaN(float64(w)) && isNaN(float64(g))
-		case near:
+		default:
 			return closeTo(float64(w), float64(g), 1e-6)
 		}
 		return math.Float32bits(w) == math.Float32bits(g)
 	case float64:
 		g := got.(float64)
 		switch {
+		case !near:
 		case isNaN(w) || isNaN(g):
 			return isNaN(w) && isNaN(g)
-		case near:
+		default:
 			return closeTo(w, g, 1e-12)
 		}
 		return math.Float64bits(w) == math.Float64bits(g)
@@ -125,9 +129,10 @@ func sameElement(want, got any, near bool) bool {
 		g := got.(tensor.Float16)
 		wf, gf := float64(w.Float32()), float64(g.Float32())
 		switch {
+		case !near:
 		case isNaN(wf) || isNaN(gf):
 			return isNaN(wf) && isNaN(gf)
-		case near:
+		default:
 			return closeTo(wf, gf, 1e-3)
 		}
 		return w == g
@@ -135,9 +140,10 @@ func sameElement(want, got any, near bool) bool {
 		g := got.(tensor.BFloat16)
 		wf, gf := float64(w.Float32()), float64(g.Float32())
 		switch {
+		case !near:
 		case isNaN(wf) || isNaN(gf):
 			return isNaN(wf) && isNaN(gf)
-		case near:
+		default:
 			return closeTo(wf, gf, 1e-2)
 		}
 		return w == g

@@ -71,18 +71,17 @@ func configJSONErr(e *Exchange) error {
 		list = append(list, fmt.Errorf("name is %s, want \"add_sub\"", clipped(string(m["name"]), 80)))
 	}
 	for key, want := range map[string][]string{"input": {"INPUT0", "INPUT1"}, "output": {"OUTPUT0", "OUTPUT1"}} {
-		var ts []struct {
-			Name string `json:"name"`
-		}
+		// Member names as sent: encoding/json into a struct would match
+		// "NAME" as name.
+		var ts []map[string]json.RawMessage
 		if err := json.Unmarshal(m[key], &ts); err != nil || ts == nil {
 			list = append(list, fmt.Errorf("%q is %s, want an array of tensor configurations", key, clipped(string(m[key]), 120)))
 			continue
 		}
 		for _, w := range want {
-			if !slices.ContainsFunc(ts, func(t struct {
-				Name string `json:"name"`
-			}) bool {
-				return t.Name == w
+			if !slices.ContainsFunc(ts, func(t map[string]json.RawMessage) bool {
+				name, err := StringField(t, "name")
+				return err == nil && name == w
 			}) {
 				list = append(list, fmt.Errorf("%q does not configure %s", key, w))
 			}

@@ -1,0 +1,501 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/onsi/gomega/types"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/oipkit/oipkit/specs"
+)
+
+// The JSON Schema of the REST success bodies (specs/oip-rest.schema.json,
+// written from OIP-YAML's components) and a strict reading of what servers
+// send. Strict, because encoding/json is lenient where the schema is not:
+// it matches member names case-insensitively (a response with "OUTPUTS"
+// would pass for outputs), keeps the last of duplicate members, and turns
+// invalid UTF-8 into U+FFFD. Here member names count as sent, a duplicate
+// member is a problem, and so is anything that is not strict JSON (a bare
+// NaN, trailing data).
+//
+// Every 2xx body a spec receives on a route the schema covers is validated
+// once, after the spec (see checkReceived): each problem is graded under the
+// requirement the schema names for that place (x-oip-requirement: the MUST
+// (schema) entries such as OIP-REST-RESP-002 and OIP-REST-RESP-006, or the
+// weaker entry of an optional member). A spec that checks a schema
+// requirement itself uses [MatchSchema], and the body is not graded twice.
+
+// Schema components of the bodies servers send.
+const (
+	SchemaServerMetadata = "metadata_server_response"
+	SchemaModelMetadata  = "metadata_model_response"
+	SchemaInferResponse  = "inference_response"
+)
+
+const (
+	schemaURL = "https://oipkit.dev/schemas/oip-rest.schema.json"
+	// reqKeyword names the requirement of a place in the schema.
+	reqKeyword = "x-oip-requirement"
+	// maxJSONDepth bounds the nesting the strict reader follows, so that a
+	// hostile body cannot exhaust the stack.
+	maxJSONDepth = 256
+)
+
+// SchemaProblem is one way a body breaks the schema.
+type SchemaProblem struct {
+	Req     string // the requirement it is graded under
+	Where   string // JSON pointer of the offending value; "" is the body
+	Message string
+}
+
+func (p SchemaProblem) String() string {
+	where := p.Where
+	if where == "" {
+		where = "the body"
+	}
+	return where + ": " + p.Message
+}
+
+// restSchema is the schema document and its compiled components.
+type restSchema struct {
+	doc   map[string]any
+	comps map[string]*jsonschema.Schema
+}
+
+var loadedSchema = sync.OnceValues(func() (*restSchema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(specs.RESTSchemaJSON))
+	if err != nil {
+		return nil, fmt.Errorf("specs/oip-rest.schema.json: %w", err)
+	}
+	m, _ := doc.(map[string]any)
+	defs, _ := m["$defs"].(map[string]any)
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, fmt.Errorf("specs/oip-rest.schema.json: %w", err)
+	}
+	s := &restSchema{doc: m, comps: map[string]*jsonschema.Schema{}}
+	for _, name := range []string{SchemaServerMetadata, SchemaModelMetadata, SchemaInferResponse} {
+		if _, ok := defs[name]; !ok {
+			return nil, fmt.Errorf("specs/oip-rest.schema.json: no $defs/%s", name)
+		}
+		sch, err := c.Compile(schemaURL + "#/$defs/" + name)
+		if err != nil {
+			return nil, fmt.Errorf("specs/oip-rest.schema.json: %s: %w", name, err)
+		}
+		s.comps[name] = sch
+	}
+	return s, nil
+})
+
+// SchemaFor names the schema component of a 2xx body of method and path,
+// or "" when the spec gives that route no body schema (health, extensions).
+func SchemaFor(method, path string) string {
+	route := strings.TrimPrefix(restRoute(method, path), "REST ")
+	switch route {
+	case "GET /v2", "GET /v2/":
+		return SchemaServerMetadata
+	case "GET /v2/models/{m}", "GET /v2/models/{m}/versions/{v}":
+		return SchemaModelMetadata
+	case "POST /v2/models/{m}/infer", "POST /v2/models/{m}/versions/{v}/infer":
+		return SchemaInferResponse
+	}
+	return ""
+}
+
+// CheckSchema reads body strictly as JSON and validates it as component.
+// It returns every problem, sorted by place.
+func CheckSchema(component string, body []byte) []SchemaProblem {
+	s, err := loadedSchema()
+	if err != nil {
+		return []SchemaProblem{{Message: "conformance suite bug: " + err.Error()}}
+	}
+	sch, ok := s.comps[component]
+	if !ok {
+		return []SchemaProblem{{Message: "conformance suite bug: no schema component " + component}}
+	}
+	root := s.reqAt(component, nil)
+	if !utf8.Valid(body) {
+		return []SchemaProblem{{Req: root, Message: "body is not UTF-8, which JSON text must be"}}
+	}
+	var probs []SchemaProblem
+	dups, err := duplicateMembers(body)
+	if err != nil {
+		return []SchemaProblem{{Req: root, Message: "body is not strict JSON: " + err.Error()}}
+	}
+	for _, d := range dups {
+		probs = append(probs, SchemaProblem{Req: s.reqAt(component, d), Where: pointer(d[:len(d)-1]),
+			Message: fmt.Sprintf("member %q appears more than once (which one counts is up to each client)", d[len(d)-1])})
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return []SchemaProblem{{Req: root, Message: "body is not strict JSON: " + err.Error()}}
+	}
+	var verr *jsonschema.ValidationError
+	if err := sch.Validate(inst); errors.As(err, &verr) {
+		probs = append(probs, s.problems(component, inst, verr)...)
+	} else if err != nil {
+		probs = append(probs, SchemaProblem{Req: root, Message: err.Error()})
+	}
+	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Where < probs[j].Where })
+	return probs
+}
+
+var printer = message.NewPrinter(language.English)
+
+// problems flattens a validation error into one problem per failed keyword.
+// An anyOf is one problem: its branches' failures say less than it does.
+func (s *restSchema) problems(component string, inst any, e *jsonschema.ValidationError) []SchemaProblem {
+	if len(e.Causes) > 0 {
+		if _, isAnyOf := e.ErrorKind.(*kind.AnyOf); !isAnyOf {
+			var out []SchemaProblem
+			for _, c := range e.Causes {
+				out = append(out, s.problems(component, inst, c)...)
+			}
+			return out
+		}
+	}
+	loc := e.InstanceLocation
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		var out []SchemaProblem
+		for _, m := range k.Missing {
+			out = append(out, SchemaProblem{Req: s.reqAt(component, append(append([]string(nil), loc...), m)),
+				Where: pointer(loc), Message: fmt.Sprintf("required member %q is missing", m)})
+		}
+		return out
+	case *kind.AnyOf:
+		msg := fmt.Sprintf("is %s, want an array, a number, a string or a boolean", jsonType(valueAt(inst, loc)))
+		if strings.HasSuffix(e.SchemaURL, "/response_output") {
+			msg = `has no "data"; only an output sent outside the JSON (parameters.binary_data_size or shared_memory_region) may leave it out`
+		}
+		return []SchemaProblem{{Req: s.reqAt(component, loc), Where: pointer(loc), Message: msg}}
+	case *kind.Type:
+		return []SchemaProblem{{Req: s.reqAt(component, loc), Where: pointer(loc),
+			Message: fmt.Sprintf("is %s, want %s", jsonType(valueAt(inst, loc)), strings.Join(k.Want, " or "))}}
+	}
+	return []SchemaProblem{{Req: s.reqAt(component, loc), Where: pointer(loc), Message: e.ErrorKind.LocalizedString(printer)}}
+}
+
+// reqAt is the requirement of the deepest place on path (an instance
+// location) that names one, following properties, items and $ref.
+func (s *restSchema) reqAt(component string, path []string) string {
+	defs, _ := s.doc["$defs"].(map[string]any)
+	node, _ := defs[component].(map[string]any)
+	req := ""
+	for depth := 0; node != nil && depth < 64; depth++ {
+		if r, ok := node[reqKeyword].(string); ok {
+			req = r
+		}
+		if ref, ok := node["$ref"].(string); ok {
+			name, found := strings.CutPrefix(ref, "#/$defs/")
+			if !found {
+				break
+			}
+			node, _ = defs[name].(map[string]any)
+			continue
+		}
+		if len(path) == 0 {
+			break
+		}
+		seg := path[0]
+		path = path[1:]
+		props, _ := node["properties"].(map[string]any)
+		if p, ok := props[seg].(map[string]any); ok {
+			node = p
+		} else if it, ok := node["items"].(map[string]any); ok && isIndex(seg) {
+			node = it
+		} else if ap, ok := node["additionalProperties"].(map[string]any); ok {
+			node = ap
+		} else {
+			break
+		}
+	}
+	return req
+}
+
+func isIndex(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
+}
+
+// pointer renders an instance location as a JSON pointer (RFC 6901).
+func pointer(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(p))
+	}
+	return b.String()
+}
+
+// valueAt is the value at path in a decoded instance, or nil.
+func valueAt(v any, path []string) any {
+	for _, p := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[p]
+		case []any:
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// jsonType names the JSON type of a decoded value.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// duplicateMembers reads b as exactly one strict JSON value and returns the
+// path (ending with the member name) of every member that repeats a name
+// already seen in its object.
+func duplicateMembers(b []byte) ([][]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var dups [][]string
+	if err := walkJSON(dec, nil, 0, &dups); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("data after the JSON value at byte %d", dec.InputOffset())
+	}
+	return dups, nil
+}
+
+func walkJSON(dec *json.Decoder, path []string, depth int, dups *[][]string) error {
+	if depth > maxJSONDepth {
+		return fmt.Errorf("nested deeper than %d levels", maxJSONDepth)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	switch d {
+	case '{':
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := kt.(string)
+			p := append(append([]string(nil), path...), key)
+			if seen[key] {
+				*dups = append(*dups, p)
+			}
+			seen[key] = true
+			if err := walkJSON(dec, p, depth+1, dups); err != nil {
+				return err
+			}
+		}
+	case '[':
+		for i := 0; dec.More(); i++ {
+			if err := walkJSON(dec, append(path, strconv.Itoa(i)), depth+1, dups); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}
+
+// ----- the matcher and the check of every received body -----
+
+// schemaBody is the JSON text of a 2xx answer its schema applies to (the
+// JSON part of a binary inference response), or ok false.
+func (e *Exchange) schemaBody() (component string, body []byte, ok bool) {
+	if e.Err != nil || e.Status < 200 || e.Status > 299 {
+		return "", nil, false
+	}
+	component = SchemaFor(e.Method, e.Path)
+	if component == "" {
+		return "", nil, false
+	}
+	body = e.Body
+	if component == SchemaInferResponse {
+		if r, err := e.AsInferResponse(); err == nil {
+			body = r.JSONPart
+		}
+	}
+	return component, bytes.TrimRight(body, " \t\r\n"), true
+}
+
+// schemaProblems validates the exchange's body once and keeps the result.
+func (e *Exchange) schemaProblems() []SchemaProblem {
+	if !e.schemaDone {
+		e.schemaDone = true
+		if component, body, ok := e.schemaBody(); ok {
+			e.schema = CheckSchema(component, body)
+		}
+	}
+	return e.schema
+}
+
+// MatchSchema matches a 2xx REST answer whose body conforms to the schema
+// of its route at every place graded under the requirement of the Verify
+// that applies it: Verify("OIP-REST-RESP-006", e).To(MatchSchema()). The
+// body is then not graded again for that requirement after the spec.
+func MatchSchema() types.GomegaMatcher {
+	m := &schemaMatcher{}
+	m.matcher = newMatcher("conform to the schema", func(actual any) error {
+		e, err := exchangeOf(actual)
+		if err != nil {
+			return err
+		}
+		if err := e.noAnswer(); err != nil {
+			return unusable("%v", err)
+		}
+		if _, _, ok := e.schemaBody(); !ok {
+			return fmt.Errorf("%s: %s; want a 2xx answer with a body of the route's schema", e.What(), e.Got())
+		}
+		mine := problemsOf(e.schemaProblems(), m.req)
+		if m.req != "" {
+			e.markSchemaReported(m.req)
+		}
+		if len(mine) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%s: the body breaks the OIP-YAML schema: %s", e.What(), joinProblems(mine))
+	})
+	return m
+}
+
+type schemaMatcher struct {
+	*matcher
+	req string
+}
+
+// forRequirement is how [Check] tells the matcher its requirement.
+func (m *schemaMatcher) forRequirement(req string) { m.req = req }
+
+// problemsOf keeps the problems of req ("" keeps all).
+func problemsOf(probs []SchemaProblem, req string) []SchemaProblem {
+	var out []SchemaProblem
+	for _, p := range probs {
+		if req == "" || p.Req == req {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func joinProblems(ps []SchemaProblem) string {
+	const most = 8
+	parts := make([]string, 0, min(len(ps), most)+1)
+	for i, p := range ps {
+		if i == most {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ps)-most))
+			break
+		}
+		parts = append(parts, p.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *Exchange) markSchemaReported(req string) {
+	if e.schemaReported == nil {
+		e.schemaReported = map[string]bool{}
+	}
+	e.schemaReported[req] = true
+}
+
+// Tolerate marks an exchange whose schema problems a catalog ambiguity
+// (such as A-22, NaN in JSON) asks the suite to record rather than grade:
+// they become notes.
+func Tolerate(e *Exchange, ambiguity string) {
+	if e != nil {
+		e.tolerated = ambiguity
+	}
+}
+
+// received keeps the spec-facing exchanges whose bodies are checked after
+// the spec.
+func (t *Target) receive(e *Exchange) {
+	if e.Err != nil || e.Status < 200 || e.Status > 299 {
+		return
+	}
+	t.mu.Lock()
+	t.received = append(t.received, e)
+	t.mu.Unlock()
+}
+
+// checkReceived validates every 2xx body the spec received, once, and
+// grades each problem under its requirement. The same problem on the same
+// route is recorded once per run, where it was first seen: a server that
+// breaks the schema in every inference response fails the requirement
+// once, not in every spec.
+func (t *Target) checkReceived(notRun bool) {
+	t.mu.Lock()
+	list := t.received
+	t.received = nil
+	t.mu.Unlock()
+	if notRun {
+		return
+	}
+	for _, e := range list {
+		byReq := map[string][]SchemaProblem{}
+		var reqs []string
+		for _, p := range e.schemaProblems() {
+			if e.schemaReported[p.Req] || p.Req == "" {
+				continue
+			}
+			if _, ok := byReq[p.Req]; !ok {
+				reqs = append(reqs, p.Req)
+			}
+			byReq[p.Req] = append(byReq[p.Req], p)
+		}
+		sort.Strings(reqs)
+		for _, req := range reqs {
+			e.markSchemaReported(req)
+			msg := fmt.Sprintf("%s: the body breaks the OIP-YAML schema: %s", e.What(), joinProblems(byReq[req]))
+			if e.tolerated != "" {
+				Note(req, "%s (recorded, not graded: %s)", msg, e.tolerated)
+				continue
+			}
+			key := req + " " + restRoute(e.Method, e.Path) + " " + joinProblems(byReq[req])
+			t.mu.Lock()
+			seen := t.schemaSeen[key]
+			t.schemaSeen[key] = true
+			t.mu.Unlock()
+			if !seen {
+				recordFinding(req, msg, grading{}, e)
+			}
+		}
+	}
+}
