@@ -20,9 +20,8 @@ import (
 // position (A-19), in whichever form the server chose (JSON data, binary
 // data, typed contents, raw contents; A-24).
 //
-// A later schema check of 2xx bodies (issue 8, item 5) fits the same shape:
-// a matcher over the *Exchange that validates [InferResponse.Top] against a
-// schema file of package specs.
+// The types and required members of REST bodies are the schema's
+// (schema.go, [MatchSchema]); these matchers check what a schema cannot.
 
 // outputTensor decodes output name from a REST or gRPC inference answer.
 func outputTensor(actual any, name string) (tensor.Tensor, error) {
@@ -179,36 +178,7 @@ func HaveModelName(model string) types.GomegaMatcher {
 	})
 }
 
-// ----- REST response schema -----
-
-// HaveOutputsSchema matches a REST inference response whose "outputs" is an
-// array of objects, each with name, datatype, shape and data (or, under the
-// binary extension, binary_data_size) (OIP-REST-RESP-006).
-func HaveOutputsSchema() types.GomegaMatcher {
-	return Satisfy(func(r *InferResponse) error {
-		raw, ok := r.Top["outputs"]
-		if !ok {
-			return fmt.Errorf(`"outputs" is missing`)
-		}
-		var arr []json.RawMessage
-		if err := json.Unmarshal(raw, &arr); err != nil || arr == nil {
-			return fmt.Errorf(`"outputs" is %s, want an array`, clip(string(raw), 120))
-		}
-		if len(r.Outputs) != len(arr) {
-			return fmt.Errorf(`"outputs" has entries that are not objects: %s`, clip(string(raw), 200))
-		}
-		var list []error
-		for _, o := range r.Outputs {
-			for _, p := range o.Problems {
-				list = append(list, fmt.Errorf("outputs[%d]: %s", o.Index, p))
-			}
-			if d, ok := o.Fields["data"]; ok && o.BinSize < 0 && !strings.HasPrefix(strings.TrimSpace(string(d)), "[") {
-				list = append(list, fmt.Errorf("outputs[%d]: data is %s, want an array", o.Index, clip(string(d), 80)))
-			}
-		}
-		return errs(list...)
-	})
-}
+// ----- REST responses -----
 
 // HaveConcreteShapes matches a REST inference response whose output shapes
 // have no dimension below 0 (OIP-REST-RESP-007).

@@ -270,6 +270,9 @@ type grpcCase struct {
 	codes []codes.Code // recommended codes (OIP-GRPC-ERR-002)
 	// versions marks cases that need a server that versions models.
 	versions bool
+	// fixture, when set, is the fixture the case needs (the request may
+	// name a model that does not exist, such as Add_Sub).
+	fixture string
 	// soft, when set, grades a server that accepts the request as a warning
 	// under req, for the reason given (a catalog ambiguity).
 	soft string
@@ -285,7 +288,10 @@ func grpcRejectSpecs(cases ...grpcCase) {
 			if c.versions {
 				NeedVersions()
 			}
-			if req.ModelName != "does_not_exist" {
+			switch {
+			case c.fixture != "":
+				NeedFixture(c.fixture)
+			case req.ModelName != "does_not_exist":
 				NeedFixture(req.ModelName)
 			}
 			AfterNegative()

@@ -119,6 +119,42 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		})
 	}
 
+	for _, d := range tensor.Datatypes {
+		req := binaryReq(d)
+		It(fmt.Sprintf("round-trips a %d-element %s tensor of edge values through identity as binary data, bit for bit", hardRows*hardCols, d), Req(req), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			// No id: requests without one are as valid as requests with one.
+			in := hardTensor("INPUT0", d, formBits)
+			b := binaryRequest(in)
+			binaryOutputs(b, "OUTPUT0")
+			Verify(req, Post(ctx, identityFixture(d), "", b)).To(HaveOutputs(renamed(in, "OUTPUT0")))
+		})
+	}
+
+	for _, d := range []tensor.Datatype{tensor.FP32, tensor.Bytes} {
+		It(fmt.Sprintf("answers binary %s tensors with a 0 dimension as empty binary outputs, or refuses them, never with a 5xx", d), Req("OIP-EXT-BIN-006", "OIP-REST-INFER-017", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			AfterNegative()
+			for _, shape := range [][]int64{{1, 0}, {0, 3}} {
+				in := emptyTensor("INPUT0", d, shape)
+				b := binaryRequest(in)
+				binaryOutputs(b, "OUTPUT0")
+				e := Post(ctx, identityFixture(d), "", b)
+				// empty tensors are informational; an answer must
+				// still be the empty tensor, 0 bytes of binary data.
+				emptyAnswer(e, renamed(in, "OUTPUT0"), "OIP-EXT-BIN-006", "OIP-REST-INFER-017")
+				if e.Status == http.StatusOK {
+					Verify("OIP-EXT-BIN-006", e).To(Satisfy(func(r *InferResponse) error {
+						if o := r.Output("OUTPUT0"); o != nil && o.BinSize > 0 {
+							return fmt.Errorf("OUTPUT0 of shape %v has binary_data_size %d, want 0", o.Shape, o.BinSize)
+						}
+						return nil
+					}))
+				}
+			}
+		})
+	}
+
 	It("reads little-endian, row-major binary input", Req("OIP-EXT-BIN-002"), func(ctx SpecContext) {
 		NeedFixture("identity_int32")
 		raw := binary.LittleEndian.AppendUint32(nil, 1)

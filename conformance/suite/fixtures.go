@@ -67,17 +67,24 @@ func jsonSafeSample(name string, d tensor.Datatype) tensor.Tensor {
 	return t
 }
 
-// wideSample is the [1,3] INT64 or UINT64 tensor of values beyond 2^53 that
-// A-21 asks the suite to report on (not grade).
+// wideSample is the [1,5] INT64 or UINT64 tensor of values beyond 2^53 that
+// A-21 asks the suite to report on (not grade): the first integers a float64
+// cannot hold (2^53+1, and 2^53+3 which rounds the other way) and the type's
+// extremes.
 func wideSample(name string, d tensor.Datatype) tensor.Tensor {
-	t := tensor.Tensor{Name: name, Datatype: d, Shape: []int64{1, 3}}
+	t := tensor.Tensor{Name: name, Datatype: d, Shape: []int64{1, 5}}
 	if d == tensor.Int64 {
-		t.Data = []int64{math.MinInt64, 1<<53 + 1, math.MaxInt64}
+		t.Data = []int64{math.MinInt64, -(1<<53 + 1), 1<<53 + 1, 1<<53 + 3, math.MaxInt64}
 	} else {
-		t.Data = []uint64{1<<53 + 1, 1<<63 + 1, math.MaxUint64}
+		t.Data = []uint64{1<<53 + 1, 1<<53 + 3, 1<<63 + 1, math.MaxUint64 - 1, math.MaxUint64}
 	}
 	return t
 }
+
+// oddID is a request id with every kind of character a JSON string must
+// escape or a naive server mangles: quotes, backslash, slash, control
+// characters, NUL, U+2028, and characters of two, three and four bytes.
+const oddID = "q\"b\\s/\n\t\x00\x1f\u2028é✓😀"
 
 // int32s is an INT32 tensor with the given shape.
 func int32s(name string, shape []int64, v ...int32) tensor.Tensor {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	. "github.com/onsi/ginkgo/v2"
+	"google.golang.org/grpc/codes"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/reports"
@@ -93,6 +94,22 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 		restCase{text: "a datatype name in lower case", req: "OIP-GEN-003", soft: "A-37", body: addSubWith(func(b Body) { input0(b)["datatype"] = "int32" })},
 		restCase{text: "an input name in a different case", req: "OIP-GEN-003", soft: "A-37", body: addSubWith(func(b Body) { input0(b)["name"] = "input0" })},
 		restCase{text: "a model name in a different case", req: "OIP-GEN-003", soft: "A-37", model: "Add_Sub", body: addSubWith(func(Body) {})},
+		restCase{text: "a requested output name in a different case", req: "OIP-GEN-003", soft: "A-37", body: addSubWith(func(b Body) { b.JSON["outputs"] = []any{Obj{"name": "output0"}} })},
+	)
+})
+
+var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
+	grpcRejectSpecs(
+		grpcCase{text: "a datatype name in lower case", req: "OIP-GEN-003", soft: "A-37", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.Inputs[0].Datatype = "int32" })},
+		grpcCase{text: "an input name in a different case", req: "OIP-GEN-003", soft: "A-37", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.Inputs[0].Name = "input0" })},
+		grpcCase{text: "a model name in a different case", req: "OIP-GEN-003", soft: "A-37", codes: []codes.Code{codes.NotFound, codes.InvalidArgument}, fixture: "add_sub",
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.ModelName = "Add_Sub" })},
+		grpcCase{text: "a requested output name in a different case", req: "OIP-GEN-003", soft: "A-37", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
+				r.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "output0"}}
+			})},
 	)
 })
 

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
@@ -27,6 +28,7 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		{"a plain id", "abc"},
 		{"a UTF-8 id", "é-✓"},
 		{"a 1 KiB id", strings.Repeat("0123456789abcdef", 64)},
+		{"an id with quotes, backslashes, control characters, NUL and astral characters", oddID},
 	} {
 		It("returns "+tc.what+" in the response", Req("OIP-GRPC-INFER-003"), func(ctx SpecContext) {
 			req, _, _ := addSubPB(false)
@@ -35,6 +37,16 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 			Verify("OIP-GRPC-INFER-003", c).To(HaveResponseID(tc.id))
 		})
 	}
+
+	It("answers a request without an id, and records the id it returns", Req("OIP-GRPC-INFER-003", "OIP-GRPC-INFER-001"), func(ctx SpecContext) {
+		req, out0, out1 := addSubPB(false)
+		resp, c := Infer(ctx, req)
+		Verify("OIP-GRPC-INFER-001", c).To(HaveOutputs(out0, out1))
+		// A-09: nothing is asked of the id when the request had none.
+		if c.Err == nil && resp.GetId() != "" {
+			Note("OIP-GRPC-INFER-003", "a request without an id was answered with id %q", clipped(resp.GetId(), 80))
+		}
+	})
 
 	It("names the model that ran in model_name", Req("OIP-GRPC-INFER-004"), func(ctx SpecContext) {
 		req, _, _ := addSubPB(false)
@@ -138,6 +150,39 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 		})
 	}
 
+	for _, d := range tensor.Datatypes {
+		if d == tensor.FP16 || d == tensor.BF16 {
+			It(fmt.Sprintf("round-trips a %d-element %s tensor of edge values through identity as raw contents, bit for bit", hardRows*hardCols, d), Req("OIP-GRPC-INFER-011"), func(ctx SpecContext) {
+				NeedFixture(identityFixture(d))
+				in := hardTensor("INPUT0", d, formBits)
+				_, c := Infer(ctx, PBRequest(identityFixture(d), true, in))
+				Verify("OIP-GRPC-INFER-011", c).To(HaveOutputs(renamed(in, "OUTPUT0")))
+			})
+			continue
+		}
+		It(fmt.Sprintf("round-trips a %d-element %s tensor of edge values through identity in its typed contents field, bit for bit", hardRows*hardCols, d), Req("OIP-GRPC-INFER-009", "OIP-GRPC-INFER-003"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			in := hardTensor("INPUT0", d, formBits)
+			req := PBRequest(identityFixture(d), false, in)
+			req.Id = "hard-" + d.Lower()
+			_, c := Infer(ctx, req)
+			Verify("OIP-GRPC-INFER-009", c).To(HaveOutputs(renamed(in, "OUTPUT0")))
+			Verify("OIP-GRPC-INFER-003", c).To(HaveResponseID(req.Id))
+		})
+	}
+
+	for _, d := range []tensor.Datatype{tensor.FP32, tensor.Bytes} {
+		It(fmt.Sprintf("answers typed %s tensors with a 0 dimension as empty tensors, or refuses them", d), Req("OIP-GRPC-INFER-005", "OIP-GRPC-INFER-009", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			AfterNegative()
+			for _, shape := range [][]int64{{1, 0}, {0, 3}} {
+				in := emptyTensor("INPUT0", d, shape)
+				_, c := Infer(ctx, PBRequest(identityFixture(d), false, in))
+				emptyCall(c, renamed(in, "OUTPUT0"), "OIP-GRPC-INFER-009", "OIP-GRPC-INFER-005")
+			}
+		})
+	}
+
 	It("keeps row-major order in typed contents", Req("OIP-GRPC-INFER-010"), func(ctx SpecContext) {
 		NeedFixture("identity_int32")
 		in := int32s("INPUT0", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
@@ -186,6 +231,51 @@ var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
 				c := r.Inputs[0].Contents
 				c.IntContents = append(c.IntContents, 16)
 			})},
+		// The REST rules on inputs (OIP-REST-INFER-012, -020, -021) hold
+		// for gRPC too, which "closely follows the concepts defined in the
+		// HTTP/REST API": graded under OIP-GRPC-INFER-013 (see its test).
+		grpcCase{text: "a duplicated input", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.Inputs = append(r.Inputs, proto.Clone(r.Inputs[0]).(*pb.ModelInferRequest_InferInputTensor)) })},
+		grpcCase{text: "an extra input the model does not have", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
+				extra := proto.Clone(r.Inputs[0]).(*pb.ModelInferRequest_InferInputTensor)
+				extra.Name = "INPUT2"
+				r.Inputs = append(r.Inputs, extra)
+			})},
+		grpcCase{text: "a datatype other than the model's", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
+				in0, _ := addSubInputs(1)
+				r.Inputs[0] = PBRequest("add_sub", false, asFloat32(in0)).Inputs[0]
+			})},
+		grpcCase{text: "a rank-1 shape [16] for a [-1,16] input", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.Inputs[0].Shape = []int64{16} })},
+		grpcCase{text: "a rank-3 shape [1,1,16] for a [-1,16] input", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.Inputs[0].Shape = []int64{1, 1, 16} })},
+		grpcCase{text: "shape [2,8] (16 elements) for a [-1,16] input", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.Inputs[0].Shape = []int64{2, 8} })},
+		grpcCase{text: "shape [1,15] with 15 elements for a [-1,16] input", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
+				r.Inputs[0].Shape = []int64{1, 15}
+				r.Inputs[0].Contents.IntContents = r.Inputs[0].Contents.IntContents[:15]
+			})},
+		grpcCase{text: "raw contents of another datatype than the model's", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(true, func(r *pb.ModelInferRequest) {
+				in0, _ := addSubInputs(1)
+				f := asFloat32(in0)
+				raw := PBRequest("add_sub", true, f)
+				r.Inputs[0], r.RawInputContents[0] = raw.Inputs[0], raw.RawInputContents[0]
+			})},
+		grpcCase{text: "raw contents with a rank-1 shape [16] for a [-1,16] input", req: "OIP-GRPC-INFER-013", codes: invalid,
+			build: addSubPBWith(true, func(r *pb.ModelInferRequest) { r.Inputs[0].Shape = []int64{16} })},
+		grpcCase{text: "a scalar (shape []) for a [-1,-1] input", req: "OIP-GRPC-INFER-013", codes: invalid, soft: "A-35", fixture: "identity_fp32",
+			build: func() *pb.ModelInferRequest {
+				return &pb.ModelInferRequest{ModelName: "identity_fp32", Inputs: []*pb.ModelInferRequest_InferInputTensor{{
+					Name: "INPUT0", Datatype: "FP32", Shape: []int64{}, Contents: &pb.InferTensorContents{Fp32Contents: []float32{1.5}}}}}
+			}},
+		grpcCase{text: "a requested output the model does not have", req: "OIP-GRPC-INFER-006", codes: invalid,
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
+				r.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "NOPE"}}
+			})},
 		// The MUST of OIP-GRPC-INFER-009 binds the sender to the matching
 		// field (it binds clients and servers alike), so a server that
 		// accepts the mismatch is lenient.
@@ -214,3 +304,44 @@ var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
 			}},
 	)
 })
+
+// emptyCall grades the answer to a ModelInfer with a 0-dimension tensor
+// (A-35: informational): a refusal is noted, and a crash (INTERNAL,
+// UNKNOWN) is graded by the codes OIP-GRPC-ERR-002 expects of a request a
+// server does not take; an answer must carry the output (present) and it
+// must be the empty tensor (equal).
+func emptyCall(c *Call, want tensor.Tensor, equal, present string) {
+	if !Answered(c) {
+		return
+	}
+	if c.Err != nil {
+		if ClientSide(c.Err) {
+			Verify(equal, c).To(BeOK())
+			return
+		}
+		Note(equal, "a %s tensor of shape %v: refused with %s", want.Datatype, want.Shape, c.Code())
+		if c.Code() == codes.Internal || c.Code() == codes.Unknown {
+			Verify("OIP-GRPC-ERR-002", c).To(HaveCode(codes.InvalidArgument, codes.Unimplemented))
+		}
+		return
+	}
+	Verify(present, c).To(Satisfy(func(r *pb.ModelInferResponse) error {
+		for _, o := range r.GetOutputs() {
+			if o.GetName() == want.Name {
+				return nil
+			}
+		}
+		return fmt.Errorf("a %s tensor of shape %v was accepted but %s is missing", want.Datatype, want.Shape, want.Name)
+	}))
+	Verify(equal, c).To(HaveOutputs(want))
+}
+
+// asFloat32 is an INT32 tensor's values as FP32.
+func asFloat32(t tensor.Tensor) tensor.Tensor {
+	v := t.Data.([]int32)
+	f := make([]float32, len(v))
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+	return tensor.Tensor{Name: t.Name, Datatype: tensor.FP32, Shape: t.Shape, Data: f}
+}

@@ -27,6 +27,36 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 		})
 	}
 
+	for _, d := range tensor.Datatypes {
+		if d == tensor.FP16 || d == tensor.BF16 {
+			continue // OIP-GRPC-INFER-011 (grpc_infer.go)
+		}
+		reqs := []string{"OIP-GRPC-RAW-001", "OIP-GRPC-RAW-005"}
+		if d == tensor.Bytes {
+			reqs = append(reqs, "OIP-GRPC-RAW-006")
+		}
+		It(fmt.Sprintf("round-trips a %d-element %s tensor of edge values through identity as raw contents, bit for bit", hardRows*hardCols, d), Req(reqs...), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			in := hardTensor("INPUT0", d, formBits)
+			_, c := Infer(ctx, PBRequest(identityFixture(d), true, in))
+			for _, req := range reqs {
+				Verify(req, c).To(HaveOutputs(renamed(in, "OUTPUT0")))
+			}
+		})
+	}
+
+	for _, d := range []tensor.Datatype{tensor.FP32, tensor.Bytes} {
+		It(fmt.Sprintf("answers raw %s tensors with a 0 dimension as empty tensors, or refuses them", d), Req("OIP-GRPC-RAW-001", "OIP-GRPC-INFER-005", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			AfterNegative()
+			for _, shape := range [][]int64{{1, 0}, {0, 3}} {
+				in := emptyTensor("INPUT0", d, shape)
+				_, c := Infer(ctx, PBRequest(identityFixture(d), true, in))
+				emptyCall(c, renamed(in, "OUTPUT0"), "OIP-GRPC-RAW-001", "OIP-GRPC-INFER-005")
+			}
+		})
+	}
+
 	It("keeps row-major order in raw contents", Req("OIP-GRPC-RAW-004"), func(ctx SpecContext) {
 		NeedFixture("identity_int32")
 		in := int32s("INPUT0", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
@@ -89,6 +119,16 @@ var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
 			})},
 		grpcCase{text: "a 60-byte raw buffer for a [1,16] INT32 input", req: "OIP-GRPC-RAW-003", codes: invalid,
 			build: addSubPBWith(true, func(r *pb.ModelInferRequest) { r.RawInputContents[0] = r.RawInputContents[0][:60] })},
+		grpcCase{text: "a 68-byte raw buffer for a [1,16] INT32 input", req: "OIP-GRPC-RAW-003", codes: invalid,
+			build: addSubPBWith(true, func(r *pb.ModelInferRequest) { r.RawInputContents[0] = append(r.RawInputContents[0], 0, 0, 0, 0) })},
+		grpcCase{text: "a raw BYTES element whose length runs past the buffer", req: "OIP-GRPC-RAW-003", codes: invalid, fixture: "identity_bytes",
+			build: func() *pb.ModelInferRequest {
+				return &pb.ModelInferRequest{ModelName: "identity_bytes",
+					Inputs:           []*pb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "BYTES", Shape: []int64{1, 1}}},
+					RawInputContents: [][]byte{{9, 0, 0, 0, 'a', 'b'}}}
+			}},
+		grpcCase{text: "three raw buffers for two inputs", req: "OIP-GRPC-RAW-008", codes: invalid,
+			build: addSubPBWith(true, func(r *pb.ModelInferRequest) { r.RawInputContents = append(r.RawInputContents, r.RawInputContents[0]) })},
 		grpcCase{text: "one raw buffer for two inputs", req: "OIP-GRPC-RAW-008", codes: invalid,
 			build: addSubPBWith(true, func(r *pb.ModelInferRequest) { r.RawInputContents = r.RawInputContents[:1] })},
 	)

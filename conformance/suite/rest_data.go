@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
 	"github.com/oipkit/oipkit/tensor"
 )
 
@@ -60,6 +62,49 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 			NeedFixture(identityFixture(d))
 			in := jsonSafeSample("INPUT0", d)
 			Verify(req, Post(ctx, identityFixture(d), "", Request(JSONInput(in)))).To(HaveOutputsNear(renamed(in, "OUTPUT0")))
+		})
+	}
+
+	for _, d := range tensor.Datatypes {
+		if d == tensor.FP16 || d == tensor.BF16 {
+			continue // no JSON form: binary and raw carry their hard data
+		}
+		req := jsonDataReq(d)
+		It(fmt.Sprintf("round-trips a %d-element %s tensor of edge values through identity as JSON", hardRows*hardCols, d), Req(req, "OIP-REST-INFER-006"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			in := hardTensor("INPUT0", d, formJSON)
+			b := Request(JSONInput(in))
+			b.JSON["id"] = "hard-" + d.Lower()
+			e := Post(ctx, identityFixture(d), "", b)
+			want := renamed(in, "OUTPUT0")
+			if Verify(req, e).To(HaveOutputsNear(want)) {
+				noteInexact(req, e, want)
+			}
+			Verify("OIP-REST-INFER-006", e).To(HaveResponseID("hard-" + d.Lower()))
+		})
+	}
+
+	It(fmt.Sprintf("accepts a %d-element tensor as nested data", hardRows*hardCols), Req("OIP-REST-DATA-003"), func(ctx SpecContext) {
+		NeedFixture("identity_int32")
+		in := hardTensor("INPUT0", tensor.Int32, formJSON)
+		ji := JSONInput(in)
+		ji["data"] = Nested(JSONValues(in), in.Shape)
+		Verify("OIP-REST-DATA-003", Post(ctx, "identity_int32", "", Request(ji))).To(HaveOutputs(renamed(in, "OUTPUT0")))
+	})
+
+	for _, d := range []tensor.Datatype{tensor.FP32, tensor.FP64} {
+		req := jsonDataReq(d)
+		It(fmt.Sprintf("records how %s NaN and ±Infinity written as JSON strings are answered", d), Req(req, "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			AfterNegative()
+			// Strict JSON has no NaN or infinity; "NaN" and
+			// "Infinity" as strings are a convention some servers read
+			// (MLServer, Python). Refusing them is fine; only a 5xx, a
+			// wrong error body or wrong finite values are findings.
+			ji := Obj{"name": "INPUT0", "datatype": string(d), "shape": []int{1, 4}, "data": []any{"NaN", "Infinity", "-Infinity", 1.5}}
+			e := Post(ctx, identityFixture(d), "", Request(ji))
+			Tolerate(e, "A-22")
+			specialsAnswer(e, req, "NaN, Infinity and -Infinity as JSON strings", []int{3}, []float64{1.5})
 		})
 	}
 
@@ -136,19 +181,16 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		rejects(Post(ctx, "identity_int32", "", Request(ji)), "OIP-REST-DATA-011", "OIP-REST-ERR-001", rejection{soft500: "A-18"})
 	})
 
-	It("records how an empty tensor is handled", Req("OIP-REST-DATA-012"), func(ctx SpecContext) {
-		NeedFixture("identity_fp32")
-		AfterNegative()
-		ji := Obj{"name": "INPUT0", "datatype": "FP32", "shape": []int{1, 0}, "data": []any{}}
-		e := Post(ctx, "identity_fp32", "", Request(ji))
-		if !Answered(e) {
-			return
-		}
-		Note("OIP-REST-DATA-012", "an empty [1,0] tensor answered %d", e.Status)
-		if e.Status >= 500 {
-			Verify("OIP-REST-DATA-012", e).To(HaveStatus(http.StatusOK, http.StatusBadRequest), "want 200 or a 4xx")
-		}
-	})
+	for _, d := range []tensor.Datatype{tensor.FP32, tensor.Bytes} {
+		It(fmt.Sprintf("answers %s tensors with a 0 dimension as empty tensors, or refuses them, never with a 5xx", d), Req("OIP-REST-DATA-012", "OIP-REST-INFER-016", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			AfterNegative()
+			for _, shape := range [][]int64{{1, 0}, {0, 3}} {
+				in := emptyTensor("INPUT0", d, shape)
+				emptyAnswer(Post(ctx, identityFixture(d), "", Request(JSONInput(in))), renamed(in, "OUTPUT0"), "OIP-REST-DATA-012", "OIP-REST-INFER-016")
+			}
+		})
+	}
 })
 
 // wideOutcome describes what came back for wideSample values: exact,
@@ -181,4 +223,196 @@ func wideOutcome(e *Exchange, in tensor.Tensor) string {
 		}
 	}
 	return "exact"
+}
+
+var _ = Describe("REST tensor data in JSON", Over(TransportREST), Needs(specs.ExtBinaryTensorData), func() {
+	// Binary data carries what JSON cannot: values sent that way and asked
+	// back as JSON show what a server does with them. The catalog asks to
+	// record it (A-22 for NaN and infinities, A-07 for BYTES that are not
+	// UTF-8), so only a 5xx, a wrong error body or a wrong value JSON can
+	// carry is a finding.
+	for _, d := range []tensor.Datatype{tensor.FP16, tensor.BF16, tensor.FP32, tensor.FP64} {
+		req := jsonDataReq(d)
+		It(fmt.Sprintf("records how %s NaN and ±Infinity sent as binary data come back as JSON", d), Req(req, "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			AfterNegative()
+			in := specialsTensor("INPUT0", d)
+			e := Post(ctx, identityFixture(d), "", binaryRequest(in))
+			Tolerate(e, "A-22")
+			want := make([]float64, len(finiteIndexes))
+			for i, at := range finiteIndexes {
+				want[i] = floatOf(Element(in, at))
+			}
+			specialsAnswer(e, req, "NaN, -NaN, +Inf and -Inf sent as binary data", finiteIndexes, want)
+		})
+	}
+
+	It("records how BYTES that are not UTF-8 sent as binary data come back as JSON", Req("OIP-REST-DATA-010", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+		NeedFixture("identity_bytes")
+		AfterNegative()
+		in := oddBytesTensor("INPUT0")
+		e := Post(ctx, "identity_bytes", "", binaryRequest(in))
+		Tolerate(e, "A-07")
+		if !recordedAnswer(e, "OIP-REST-DATA-010", "BYTES that are not UTF-8 sent as binary data") {
+			return
+		}
+		got, raw, err := outputElements(e)
+		if err != nil {
+			Note("OIP-REST-DATA-010", "BYTES that are not UTF-8 came back as %v", err)
+			return
+		}
+		Note("OIP-REST-DATA-010", "BYTES that are not UTF-8 (%q) came back in JSON as %s", in.Data, clipped(raw, 300))
+		Verify("OIP-REST-DATA-010", e).To(Satisfy(func(*Exchange) error {
+			if len(got) != in.Len() {
+				return fmt.Errorf("OUTPUT0 has %d elements, want %d", len(got), in.Len())
+			}
+			for _, i := range utf8Indexes {
+				if w := string(in.Data.([][]byte)[i]); got[i] != w {
+					return fmt.Errorf("OUTPUT0 element %d is %v, want %q (valid UTF-8, which JSON carries)", i, got[i], w)
+				}
+			}
+			return nil
+		}))
+	})
+})
+
+// recordedAnswer handles the answer to a request whose outcome the catalog
+// asks to record: no answer is a finding, a 5xx fails OIP-REST-ERR-003, a
+// refusal is noted and must carry {"error": string}. It reports whether the
+// request succeeded (200).
+func recordedAnswer(e *Exchange, req, what string) bool {
+	if !Answered(e) {
+		return false
+	}
+	Verify(errStatusReq, e).To(AvoidServerError())
+	switch {
+	case e.Status == http.StatusOK:
+		return true
+	case e.Status >= 400 && e.Status < 500:
+		Note(req, "%s: refused with %d", what, e.Status)
+		Verify("OIP-REST-ERR-001", e).To(HaveErrorBody())
+	case e.Status < 400:
+		Verify(req, e).To(HaveStatus(http.StatusOK, http.StatusBadRequest), what+": want 200 or an error response")
+	}
+	return false
+}
+
+// specialsAnswer records how a server answered NaN and infinities in JSON
+// and checks the finite elements at the given flat indexes.
+func specialsAnswer(e *Exchange, req, what string, at []int, want []float64) {
+	if !recordedAnswer(e, req, what) {
+		return
+	}
+	got, raw, err := outputElements(e)
+	if err != nil {
+		Note(req, "%s: answered 200 with %v", what, err)
+		return
+	}
+	Note(req, "%s came back in JSON as %s", what, clipped(raw, 300))
+	Verify(req, e).To(Satisfy(func(*Exchange) error {
+		for i, idx := range at {
+			if idx >= len(got) {
+				return fmt.Errorf("OUTPUT0 has %d elements, want element %d (%v)", len(got), idx, want[i])
+			}
+			n, ok := got[idx].(json.Number)
+			f, err := n.Float64()
+			if !ok || err != nil || !sameFloat(f, want[i]) {
+				return fmt.Errorf("OUTPUT0 element %d is %v, want %v (a finite value, which JSON carries)", idx, got[idx], want[i])
+			}
+		}
+		return nil
+	}))
+}
+
+// sameFloat compares a JSON number with a float, by value (-0 as 0), within
+// the precision of the narrowest float sent.
+func sameFloat(got, want float64) bool {
+	if got == want {
+		return true
+	}
+	return math.Abs(got-want) <= 1e-3*math.Max(math.Abs(got), math.Abs(want))
+}
+
+func floatOf(v any) float64 {
+	switch x := v.(type) {
+	case float32:
+		return float64(x)
+	case float64:
+		return x
+	case tensor.Float16:
+		return float64(x.Float32())
+	case tensor.BFloat16:
+		return float64(x.Float32())
+	}
+	return math.NaN()
+}
+
+// outputElements reads OUTPUT0's JSON data leniently, flattened: numbers
+// (json.Number), strings, booleans and null as the server wrote them, and
+// the data's JSON text. The error says what came back instead.
+func outputElements(e *Exchange) ([]any, string, error) {
+	r, err := e.AsInferResponse()
+	if err != nil {
+		return nil, "", fmt.Errorf("a body that is not a JSON inference response: %s", clipped(string(e.Body), 200))
+	}
+	o := r.Output("OUTPUT0")
+	if o == nil {
+		return nil, "", fmt.Errorf("no OUTPUT0 (outputs %v)", r.Names())
+	}
+	raw, ok := o.Fields["data"]
+	if !ok {
+		return nil, "", fmt.Errorf("OUTPUT0 without data (as binary data? %s)", clipped(string(r.JSONPart), 200))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, "", fmt.Errorf("OUTPUT0 data that is not JSON: %s", clipped(string(raw), 200))
+	}
+	var flat []any
+	var walk func(any)
+	walk = func(v any) {
+		if a, ok := v.([]any); ok {
+			for _, x := range a {
+				walk(x)
+			}
+			return
+		}
+		flat = append(flat, v)
+	}
+	walk(v)
+	return flat, string(raw), nil
+}
+
+// noteInexact records, for a JSON answer whose floats matched within
+// tolerance, whether they also matched bit for bit after reading each
+// decimal as the nearest value of the datatype (the catalog compares JSON
+// floats with a tolerance, OIP-REST-DATA-008).
+func noteInexact(req string, e *Exchange, want tensor.Tensor) {
+	switch want.Datatype {
+	case tensor.FP32, tensor.FP64, tensor.FP16, tensor.BF16:
+	default:
+		return
+	}
+	if ok, _ := HaveOutputs(want).Match(e); !ok {
+		Note(req, "%s floats in JSON matched within tolerance but not bit for bit: %s", want.Datatype, clipped(HaveOutputs(want).FailureMessage(e), 300))
+	}
+}
+
+// emptyAnswer grades the answer to a request with a 0-dimension tensor
+// handling empty tensors is informational). A refusal is noted (a
+// 5xx fails OIP-REST-ERR-003, and the body must be {"error": string}); an
+// answer must carry the output (present) and it must be the empty tensor
+// (equal).
+func emptyAnswer(e *Exchange, want tensor.Tensor, equal, present string) {
+	if !recordedAnswer(e, equal, fmt.Sprintf("a %s tensor of shape %v", want.Datatype, want.Shape)) {
+		return
+	}
+	Verify(present, e).To(Satisfy(func(r *InferResponse) error {
+		if r.Output(want.Name) == nil {
+			return fmt.Errorf("a %s tensor of shape %v was accepted but %s is missing (outputs %v)", want.Datatype, want.Shape, want.Name, r.Names())
+		}
+		return nil
+	}))
+	Verify(equal, e).To(HaveOutputs(want))
 }

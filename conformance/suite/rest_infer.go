@@ -9,6 +9,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/specs"
+	"github.com/oipkit/oipkit/tensor"
 )
 
 // OIP-REST-INFER: the REST inference request.
@@ -64,6 +67,7 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 		{"a plain id", "42"},
 		{"a UTF-8 id", "é-✓"},
 		{"a 1 KiB id", strings.Repeat("0123456789abcdef", 64)},
+		{"an id with quotes, backslashes, control characters, NUL and astral characters", oddID},
 	} {
 		It("echoes "+tc.what+" in the response", Req("OIP-REST-INFER-006", "OIP-REST-RESP-004"), func(ctx SpecContext) {
 			b, _, _ := addSubRequest()
@@ -191,6 +195,22 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 		restCase{text: "17 elements for shape [1,16]", req: "OIP-REST-INFER-014", soft500: "A-18", body: addSubWith(func(b Body) {
 			input0(b)["data"] = append(input0(b)["data"].([]any), 16)
 		})},
+		restCase{text: "a rank-1 shape [16] for a [-1,16] input", req: "OIP-REST-INFER-012", body: addSubWith(func(b Body) { input0(b)["shape"] = []any{16} })},
+		restCase{text: "a rank-3 shape [1,1,16] for a [-1,16] input", req: "OIP-REST-INFER-012", body: addSubWith(func(b Body) { input0(b)["shape"] = []any{1, 1, 16} })},
+		restCase{text: "shape [2,8] (16 elements) for a [-1,16] input", req: "OIP-REST-INFER-012", body: addSubWith(func(b Body) { input0(b)["shape"] = []any{2, 8} })},
+		restCase{text: "both inputs in another datatype than the model's", req: "OIP-REST-INFER-012", body: addSubWith(func(b Body) {
+			for _, in := range b.Inputs() {
+				in["datatype"] = "INT64"
+			}
+		})},
+		restCase{text: "an extra input the model does not have", req: "OIP-REST-INFER-021", body: addSubWith(func(b Body) {
+			extra := Obj{}
+			for k, v := range input0(b) {
+				extra[k] = v
+			}
+			extra["name"] = "INPUT2"
+			b.JSON["inputs"] = append(b.JSON["inputs"].([]any), extra)
+		})},
 		restCase{text: "an unknown input name", req: "OIP-REST-INFER-021", body: addSubWith(func(b Body) { input0(b)["name"] = "NOPE" })},
 		restCase{text: "a missing input", req: "OIP-REST-INFER-021", body: addSubWith(func(b Body) { b.JSON["inputs"] = b.JSON["inputs"].([]any)[:1] })},
 		restCase{text: "a duplicated input", req: "OIP-REST-INFER-021", body: addSubWith(func(b Body) {
@@ -201,6 +221,17 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 		restCase{text: "a requested output the model does not have", req: "OIP-REST-INFER-020", body: addSubWith(func(b Body) { b.JSON["outputs"] = []any{Obj{"name": "NOPE"}} })},
 	)
 
+	// the spec is silent on rank-0 tensors, so a server may read
+	// shape [] as a scalar; sent to a [-1,-1] input it is still a rank the
+	// model does not have, which a server that accepts it is only warned
+	// for.
+	It("rejects a scalar (shape []) for a [-1,-1] input with an error status and {\"error\": string}", Req("OIP-REST-INFER-012", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+		NeedFixture("identity_fp32")
+		AfterNegative()
+		e := Post(ctx, "identity_fp32", "", Request(Obj{"name": "INPUT0", "datatype": "FP32", "shape": []int{}, "data": []any{1.5}}))
+		rejects(e, "OIP-REST-INFER-012", "OIP-REST-ERR-001", rejection{soft: "A-35"})
+	})
+
 	It("answers inference on an unknown version with an error", Req("OIP-REST-INFER-002", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
 		NeedVersions()
 		AfterNegative()
@@ -208,4 +239,23 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 		unknownModel(e, "OIP-REST-INFER-002", "OIP-REST-ERR-001", "")
 		Verify(errStatusReq, e).To(AvoidServerError())
 	})
+})
+
+var _ = Describe("REST inference errors", Over(TransportREST), Needs(specs.ExtBinaryTensorData), func() {
+	BeforeEach(func() { NeedFixture("add_sub") })
+
+	for _, n := range []int{15, 17} {
+		It(fmt.Sprintf("rejects %d binary elements for shape [1,16] with an error status and {\"error\": string}", n), Req("OIP-REST-INFER-014", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+			AfterNegative()
+			// INPUT0's buffer cut or padded to n INT32 elements, its
+			// binary_data_size saying so, its shape still [1,16].
+			in0, in1 := addSubInputs(1)
+			raw, _ := tensor.EncodeRaw(in0)
+			raw = append(raw, make([]byte, 4)...)[:4*n]
+			b := Body{JSON: Obj{"inputs": []any{Obj{"name": "INPUT0", "datatype": "INT32", "shape": []int{1, 16},
+				"parameters": Obj{oip.ParamBinaryDataSize: len(raw)}}}}, Bin: [][]byte{raw}}
+			addBinary(&b, in1)
+			rejects(Post(ctx, "add_sub", "", b), "OIP-REST-INFER-014", "OIP-REST-ERR-001", rejection{soft500: "A-18"})
+		})
+	}
 })
