@@ -235,7 +235,9 @@ var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
 		// for gRPC too, which "closely follows the concepts defined in the
 		// HTTP/REST API": graded under OIP-GRPC-INFER-013 (see its test).
 		grpcCase{text: "a duplicated input", req: "OIP-GRPC-INFER-013", codes: invalid,
-			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.Inputs = append(r.Inputs, proto.Clone(r.Inputs[0]).(*pb.ModelInferRequest_InferInputTensor)) })},
+			build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
+				r.Inputs = append(r.Inputs, proto.Clone(r.Inputs[0]).(*pb.ModelInferRequest_InferInputTensor))
+			})},
 		grpcCase{text: "an extra input the model does not have", req: "OIP-GRPC-INFER-013", codes: invalid,
 			build: addSubPBWith(false, func(r *pb.ModelInferRequest) {
 				extra := proto.Clone(r.Inputs[0]).(*pb.ModelInferRequest_InferInputTensor)

@@ -1,6 +1,8 @@
 package suite
 
 import (
+	"math"
+
 	. "github.com/onsi/ginkgo/v2"
 	"google.golang.org/grpc/codes"
 
@@ -23,9 +25,8 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		_, c := Infer(ctx, req)
 		// A-16: refusing unknown parameters is a warning, whatever the
 		// code; a crash (INTERNAL, UNKNOWN) or no answer is not a refusal.
-		refused := c.Err != nil && GRPCNoAnswer(c.Err) == nil && !ClientSide(c.Err) && c.Code() != codes.Internal && c.Code() != codes.Unknown
 		check := Verify("OIP-GRPC-PARAM-001", c)
-		if refused {
+		if refusedParams(c) {
 			check.Soft("A-16")
 		}
 		check.To(BeOK())
@@ -41,4 +42,69 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		_, c := Infer(ctx, req)
 		Verify("OIP-GRPC-PARAM-002", c).To(HaveOutputs(out0))
 	})
+
+	It("accepts bool, int64 and string parameters on inputs and requested outputs", Req("OIP-GRPC-PARAM-001", "OIP-GRPC-PARAM-002"), func(ctx SpecContext) {
+		req, out0, out1 := addSubPB(false)
+		for _, in := range req.Inputs {
+			in.Parameters = kindParams(false)
+		}
+		req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "OUTPUT0", Parameters: kindParams(false)}, {Name: "OUTPUT1", Parameters: kindParams(false)}}
+		_, c := Infer(ctx, req)
+		check := Verify("OIP-GRPC-PARAM-001", c)
+		if refusedParams(c) {
+			check.Soft("A-16")
+		}
+		if check.To(BeOK()) {
+			Verify("OIP-GRPC-PARAM-002", c).To(HaveOutputs(out0, out1))
+		}
+	})
+
+	// OIP-PROTO adds double_param (4) and uint64_param (5); the catalog
+	// makes them informational (Triton: "not supported for custom
+	// parameters"), so a refusal is recorded. A server that takes them
+	// must still answer right, and a crash is no refusal.
+	It("records how double and uint64 parameters are answered at every level", Req("OIP-GRPC-PARAM-001", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
+		req, out0, out1 := addSubPB(false)
+		req.Parameters = kindParams(true)
+		for _, in := range req.Inputs {
+			in.Parameters = kindParams(true)
+		}
+		req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "OUTPUT0", Parameters: kindParams(true)}, {Name: "OUTPUT1", Parameters: kindParams(true)}}
+		_, c := Infer(ctx, req)
+		if !Answered(c) {
+			return
+		}
+		switch {
+		case c.Err == nil:
+			Verify("OIP-GRPC-PARAM-001", c).To(HaveOutputs(out0, out1))
+		case refusedParams(c):
+			Note("OIP-GRPC-PARAM-001", "double_param and uint64_param were refused with %s", c.Code())
+		default:
+			Verify("OIP-GRPC-ERR-002", c).To(HaveCode(codes.InvalidArgument, codes.Unimplemented))
+		}
+	})
 })
+
+// kindParams is a parameter map with one value of each kind the markdown
+// defines (bool, int64, string), or of the two OIP-PROTO adds (double,
+// uint64) when wide is set.
+func kindParams(wide bool) map[string]*pb.InferParameter {
+	if wide {
+		return map[string]*pb.InferParameter{
+			"oipkit_d": {ParameterChoice: &pb.InferParameter_DoubleParam{DoubleParam: -2.5e-300}},
+			"oipkit_u": {ParameterChoice: &pb.InferParameter_Uint64Param{Uint64Param: math.MaxUint64}},
+		}
+	}
+	return map[string]*pb.InferParameter{
+		"oipkit_b": {ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: false}},
+		"oipkit_i": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: -(1 << 62)}},
+		"oipkit_s": {ParameterChoice: &pb.InferParameter_StringParam{StringParam: "x é\x00"}},
+	}
+}
+
+// refusedParams reports a call the server refused (A-16: unknown parameters
+// may be refused); a crash (INTERNAL, UNKNOWN), no answer or an unreadable
+// answer is not a refusal.
+func refusedParams(c *Call) bool {
+	return c.Err != nil && GRPCNoAnswer(c.Err) == nil && !ClientSide(c.Err) && c.Code() != codes.Internal && c.Code() != codes.Unknown
+}

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"math"
 	"net/http"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -42,6 +43,37 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 		// proper error response (a 4xx with {"error": string}).
 		if proper, _ := HaveErrorBody().Match(e); proper && e.Status < 500 {
 			Verify("OIP-REST-PARAM-001", e).Soft("A-16").To(HaveStatus(http.StatusOK), "unknown parameters were rejected")
+			return
+		}
+		Verify("OIP-REST-PARAM-001", e).To(HaveStatus(http.StatusOK), "want 200 (or an error response if unknown parameters are rejected)")
+	})
+
+	It("accepts string, integer, unsigned 64-bit, floating-point and boolean values at every level", Req("OIP-REST-PARAM-001", "OIP-REST-PARAM-003"), func(ctx SpecContext) {
+		// $parameters values are "$string | $number | $boolean"
+		// (OIP-REST): every kind a JSON number can be, at the request, on
+		// each input and on each requested output. A-16: refusing unknown
+		// parameters is allowed, as a proper error response, and warned.
+		params := func() Obj {
+			return Obj{"oipkit_s": "x é\u0000", "oipkit_i": int64(-(1 << 62)), "oipkit_u": uint64(math.MaxUint64),
+				"oipkit_d": 1.5, "oipkit_e": -2.5e-300, "oipkit_b": false}
+		}
+		b, out0, out1 := addSubRequest()
+		b.JSON["parameters"] = params()
+		for _, in := range b.Inputs() {
+			in["parameters"] = params()
+		}
+		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT0", "parameters": params()}, Obj{"name": "OUTPUT1", "parameters": params()}}
+		e := Post(ctx, "add_sub", "", b)
+		if !Answered(e) {
+			return
+		}
+		if e.Status == http.StatusOK {
+			Verify("OIP-REST-PARAM-001", e).To(HaveOutputs(out0, out1))
+			Verify("OIP-REST-PARAM-003", e).To(HaveOutputs(out0, out1))
+			return
+		}
+		if proper, _ := HaveErrorBody().Match(e); proper && e.Status < 500 {
+			Verify("OIP-REST-PARAM-001", e).Soft("A-16").To(HaveStatus(http.StatusOK), "parameters of every kind were rejected")
 			return
 		}
 		Verify("OIP-REST-PARAM-001", e).To(HaveStatus(http.StatusOK), "want 200 (or an error response if unknown parameters are rejected)")
