@@ -61,6 +61,23 @@ type answer struct {
 	status int
 	header http.Header
 	body   []byte
+	// chunked sends the answer without Content-Length, in pieces.
+	chunked bool
+}
+
+// pieces reads b at most n bytes at a time.
+type pieces struct {
+	b []byte
+	n int
+}
+
+func (p *pieces) Read(out []byte) (int, error) {
+	if len(p.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(out[:min(len(out), p.n)], p.b)
+	p.b = p.b[k:]
+	return k, nil
 }
 
 // brokenServer starts the reference server behind a REST reverse proxy and a
@@ -90,24 +107,38 @@ func brokenServerStoppable(t *testing.T, b breakage) (httpURL, grpcAddr string, 
 			b.rest.out(resp.Request, a)
 			resp.StatusCode = a.status
 			resp.Header = a.header
+			if a.chunked {
+				// No Content-Length: the answer goes out chunked, in
+				// small pieces (the proxy flushes every write).
+				resp.Header.Del("Content-Length")
+				resp.ContentLength = -1
+				resp.Body = io.NopCloser(&pieces{b: a.body, n: 1000})
+				return nil
+			}
 			resp.Header.Set("Content-Length", strconv.Itoa(len(a.body)))
 			resp.ContentLength = int64(len(a.body))
 			resp.Body = io.NopCloser(bytes.NewReader(a.body))
 			return nil
 		}
 	}
-	handler := http.Handler(proxy)
-	if b.rest != nil && (b.rest.in != nil || b.rest.serve != nil) {
-		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if b.rest.serve != nil && b.rest.serve(w, r) {
-				return
-			}
-			if b.rest.in != nil {
-				b.rest.in(r)
-			}
-			proxy.ServeHTTP(w, r)
-		})
-	}
+	proxy.FlushInterval = -1
+	// The request body is read whole before it is forwarded: streaming it
+	// through lets the upstream connection be closed under a response
+	// still being copied ("ReverseProxy read error during body copy: use
+	// of closed network connection"), which a client sees as a truncated
+	// answer that no server sent.
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b.rest != nil && b.rest.serve != nil && b.rest.serve(w, r) {
+			return
+		}
+		if b.rest != nil && b.rest.in != nil {
+			b.rest.in(r)
+		}
+		body := requestBody(r)
+		r.ContentLength = int64(len(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		proxy.ServeHTTP(w, r)
+	})
 	hs := httptest.NewServer(handler)
 	t.Cleanup(hs.Close)
 

@@ -173,7 +173,7 @@ func show(v any) string {
 	case tensor.BFloat16:
 		return fmt.Sprintf("%v (0x%04x)", x.Float32(), uint16(x))
 	case string:
-		return fmt.Sprintf("%q", x)
+		return fmt.Sprintf("%q", clip(x, 80))
 	}
 	return fmt.Sprint(v)
 }
@@ -183,7 +183,7 @@ func preview(t tensor.Tensor) string {
 	if b, ok := t.Data.([][]byte); ok {
 		parts := make([]string, len(b))
 		for i, e := range b {
-			parts[i] = fmt.Sprintf("%q", e)
+			parts[i] = fmt.Sprintf("%q", clip(string(e), 40))
 		}
 		s = "[" + strings.Join(parts, " ") + "]"
 	}
