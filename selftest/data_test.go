@@ -307,6 +307,17 @@ func init() {
 			lenient: []string{"OIP-REST-INFER-020", "OIP-REST-INFER-021"},
 			warned:  []string{"OIP-GRPC-INFER-006", "OIP-GRPC-INFER-013"},
 		},
+		breakage{
+			// UNAVAILABLE says "try again later", not "no such model".
+			name: "grpc-unavailable-for-unknown-model-ready",
+			grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if r, ok := req.(*pb.ModelReadyRequest); ok && r.Name == "does_not_exist" {
+					return nil, status.Error(codes.Unavailable, "model does_not_exist is not available")
+				}
+				return h(ctx, req)
+			},
+			warned: []string{"OIP-GRPC-ERR-002"},
+		},
 	)
 
 	variants = append(variants, breakage{

@@ -43,7 +43,7 @@ func TestSelection(t *testing.T) {
 		{"grpc-only", []string{"--grpc", srv.GRPCAddr()},
 			map[string]reports.Verdict{"OIP-REST-CORE": "not-supported", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
 				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "pass"},
-			[]string{"OIP-REST-HEALTH-001", "OIP-REST-INFER-001", "OIP-EXT-BIN-002", "OIP-GEN-003"}},
+			[]string{"OIP-REST-HEALTH-001", "OIP-REST-INFER-001", "OIP-EXT-BIN-002", "OIP-REST-DATA-012"}},
 		{"features-none", []string{"--http", srv.HTTPURL(), "--grpc", srv.GRPCAddr(), "--features", "none"},
 			map[string]reports.Verdict{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
 				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "not-supported"},

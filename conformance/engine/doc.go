@@ -22,7 +22,11 @@
 //     (check.go);
 //   - the OIP matchers (matchers.go, outputs.go): status and {"error":
 //     string} bodies, datatype-aware tensor equality, gRPC status codes,
-//     and the wire-level checks of inference responses.
+//     and the wire-level checks of inference responses;
+//   - the schema (schema.go): every 2xx REST body a spec receives is read
+//     strictly and validated against specs/oip-rest.schema.json after the
+//     spec, each problem graded under the requirement the schema names
+//     for its place; [MatchSchema] is the same check inside a spec.
 //
 // Specs speak only the protocol, through packages client, oip, tensor and
 // specs/inferencepb; nothing here imports the reference server.

@@ -8,8 +8,9 @@
 // requirements of several groups lives with its primary (first-labelled)
 // requirement. An extension's probe lives in its ext_*.go file. The other
 // files hold what several groups share: fixtures.go (the fixture models'
-// test data), checks.go (checks made of several Verify calls, such as "the
-// server rejects this request").
+// test data), hard.go (large tensors of edge values in the forms each
+// encoding carries), checks.go (checks made of several Verify calls, such
+// as "the server rejects this request").
 //
 // Every spec is labelled with the catalog requirements it checks
 // (engine.Req), the features it needs (engine.Needs) and its transport

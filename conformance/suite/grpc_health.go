@@ -51,7 +51,7 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 		}
 	})
 
-	It("never answers ModelReady with ready=true for an unknown model", Req("OIP-GRPC-HEALTH-005", "OIP-GRPC-HEALTH-004"), func(ctx SpecContext) {
+	It("never answers ModelReady with ready=true for an unknown model", Req("OIP-GRPC-HEALTH-005", "OIP-GRPC-HEALTH-004", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
 		AfterNegative()
 		_, c := Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "does_not_exist"}, Stub().ModelReady)
 		if !Answered(c) {
@@ -59,6 +59,10 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 		}
 		if c.Err != nil {
 			Note("OIP-GRPC-HEALTH-005", "ModelReady for an unknown model answered %s", c.Code())
+			// A-03: an unknown model is NOT_FOUND or INVALID_ARGUMENT.
+			if !ClientSide(c.Err) {
+				Verify("OIP-GRPC-ERR-002", c).To(HaveCode(codes.NotFound, codes.InvalidArgument))
+			}
 			return
 		}
 		// A-25 accepts OK with ready=false or a non-OK status, and "never
