@@ -150,9 +150,9 @@ func init() {
 			name: "computes-with-wrong-dimensions",
 			rest: &restHook{in: reshapeRESTAddSub},
 			grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-				if r, ok := req.(*pb.ModelInferRequest); ok && r.ModelName == "add_sub" {
+				if r, ok := req.(*pb.ModelInferRequest); ok {
 					for _, in := range r.Inputs {
-						in.Shape = addSubShape(in.Shape)
+						in.Shape = modelShape(r.ModelName, in.Shape)
 					}
 				}
 				return h(ctx, req)
@@ -161,6 +161,13 @@ func init() {
 			// OIP-GRPC-INFER-013, which binds servers at level implied.
 			lenient: []string{"OIP-REST-INFER-012"},
 			warned:  []string{"OIP-GRPC-INFER-013"},
+		},
+		breakage{
+			// A binary input whose binary_data_size disagrees with its
+			// shape is cut or padded with zeros to fit, instead of refused.
+			name:    "rest-fits-binary-inputs-to-their-shape",
+			rest:    &restHook{in: fitBinaryInputs},
+			lenient: []string{"OIP-REST-INFER-014"},
 		},
 		breakage{
 			name: "rest-500-for-nan-strings",
@@ -657,11 +664,13 @@ func markNoID(r *http.Request) {
 }
 
 // reshapeRESTAddSub gives every add_sub JSON input the model's shape when
-// its element count allows.
+// its element count allows, and a scalar sent to an identity model the
+// shape [1,1].
 func reshapeRESTAddSub(r *http.Request) {
-	if !isInfer(r) || !strings.Contains(r.URL.Path, "/add_sub/") || r.Header.Get("Inference-Header-Content-Length") != "" {
+	if !isInfer(r) || r.Header.Get("Inference-Header-Content-Length") != "" {
 		return
 	}
+	model := strings.TrimPrefix(strings.TrimSuffix(r.URL.Path, "/infer"), "/v2/models/")
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(requestBody(r)))
 	dec.UseNumber()
@@ -674,7 +683,7 @@ func reshapeRESTAddSub(r *http.Request) {
 		var shape []int64
 		raw, _ := json.Marshal(im["shape"])
 		if json.Unmarshal(raw, &shape) == nil {
-			im["shape"] = addSubShape(shape)
+			im["shape"] = modelShape(model, shape)
 		}
 	}
 	body, _ := json.Marshal(m)
@@ -683,10 +692,14 @@ func reshapeRESTAddSub(r *http.Request) {
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 }
 
-// addSubShape is [n, 16] for a shape of 16n elements, else shape.
-func addSubShape(shape []int64) []int64 {
+// modelShape is, for add_sub, [n, 16] for a shape of 16n elements; for an
+// identity model, [1,1] for a scalar; else shape.
+func modelShape(model string, shape []int64) []int64 {
+	if strings.HasPrefix(model, "identity_") && len(shape) == 0 {
+		return []int64{1, 1}
+	}
 	n, err := tensor.ElementCount(shape)
-	if err != nil || n == 0 || n%16 != 0 || len(shape) == 2 && shape[1] == 16 {
+	if model != "add_sub" || err != nil || n == 0 || n%16 != 0 || len(shape) == 2 && shape[1] == 16 {
 		return shape
 	}
 	return []int64{n / 16, 16}
@@ -739,4 +752,69 @@ func keepNamed(list any, drop string) any {
 		out = append(out, it)
 	}
 	return out
+}
+
+// fitBinaryInputs cuts or zero-pads every binary input of a consistent
+// request (the binary_data_size add up to the tail) to the size its shape
+// and datatype imply.
+func fitBinaryInputs(r *http.Request) {
+	hv := r.Header.Get("Inference-Header-Content-Length")
+	if !isInfer(r) || hv == "" {
+		return
+	}
+	body := requestBody(r)
+	hl, err := strconv.Atoi(hv)
+	if err != nil || hl > len(body) {
+		return
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body[:hl]))
+	dec.UseNumber()
+	if dec.Decode(&m) != nil {
+		return
+	}
+	ins, _ := m["inputs"].([]any)
+	tail := body[hl:]
+	var newTail []byte
+	sum, changed := 0, false
+	for _, in := range ins {
+		im, _ := in.(map[string]any)
+		params, _ := im["parameters"].(map[string]any)
+		sizeNum, ok := params["binary_data_size"].(json.Number)
+		if !ok {
+			continue
+		}
+		size, _ := strconv.Atoi(string(sizeNum))
+		if sum+size > len(tail) {
+			return
+		}
+		buf := tail[sum : sum+size]
+		sum += size
+		var shape []int64
+		raw, _ := json.Marshal(im["shape"])
+		d, _ := im["datatype"].(string)
+		elem := tensor.Datatype(d).Size()
+		if json.Unmarshal(raw, &shape) != nil || elem <= 0 {
+			newTail = append(newTail, buf...)
+			continue
+		}
+		n, err := tensor.ElementCount(shape)
+		if err != nil {
+			newTail = append(newTail, buf...)
+			continue
+		}
+		want := int(n) * elem
+		if want != size {
+			buf = append(append([]byte(nil), buf...), make([]byte, max(0, want-size))...)[:want]
+			params["binary_data_size"] = want
+			changed = true
+		}
+		newTail = append(newTail, buf...)
+	}
+	if !changed || sum != len(tail) {
+		return
+	}
+	js, _ := json.Marshal(m)
+	r.Body = io.NopCloser(bytes.NewReader(append(js, newTail...)))
+	r.Header.Set("Inference-Header-Content-Length", strconv.Itoa(len(js)))
 }

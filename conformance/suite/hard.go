@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -42,7 +43,9 @@ const (
 // hardTensor is the hard tensor of datatype d in form f.
 func hardTensor(name string, d tensor.Datatype, f dataForm) tensor.Tensor {
 	n := hardRows * hardCols
-	r := newRand(uint64(len(d))*1_000_003 + uint64(d[0])*7919 + uint64(f) + 1)
+	h := fnv.New64a()
+	fmt.Fprint(h, d, f)
+	r := newRand(h.Sum64())
 	var data any
 	switch d {
 	case tensor.Bool:
