@@ -12,7 +12,7 @@ FUZZTIME    ?= 5s
 
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean
+.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean chromium vendor-js load-reports
 
 all: build
 
@@ -43,8 +43,23 @@ proto: tools
 vet:
 	$(GO) vet ./...
 
-unit:
-	$(GO) test -count=1 ./...
+# unit runs every test; the HTML pages are checked in headless chromium (installed by the
+# chromium target) and their screenshots kept in bin/screenshots.
+unit: chromium
+	OIPKIT_REQUIRE_BROWSER=1 OIPKIT_SCREENSHOT_DIR=$(CURDIR)/$(BIN)/screenshots $(GO) test -count=1 ./...
+
+# chromium installs Debian's chromium (apt-get update first) for the HTML page checks.
+chromium:
+	@command -v chromium >/dev/null || scripts/install-chromium.sh
+
+# vendor-js re-vendors uPlot (pinned version and checksum) from npm into htmlpage/assets/uplot.
+vendor-js:
+	scripts/vendor-uplot.sh
+
+# load-reports regenerates the example load reports in reports/load/ (a concurrency sweep of the
+# reference server, the committed runtime results overlaid) and their chromium screenshots.
+load-reports: build chromium
+	scripts/load-reports.sh
 
 race:
 	$(GO) test -count=1 -race ./tensor/... ./oip/... ./client/... ./reference/... ./loadgen/... ./conformance/... ./reports/...

@@ -25,6 +25,7 @@ func benchRunner(tb testing.TB, t Target, load LoadConfig) *runner {
 		r.profile = &p
 	}
 	r.shards = newShards(shardCount(r.workers()))
+	r.resetStop()
 	return r
 }
 

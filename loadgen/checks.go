@@ -83,6 +83,13 @@ func (c *Checks) evaluate(openLoop bool) {
 		}
 	}
 	c.GeneratorBound = len(c.Reasons) > 0
+	c.warn()
+}
+
+// warn sets Warnings from the measurements.
+func (c *Checks) warn() {
+	c.Warnings = nil
+	tol := c.LagTolerance.D()
 	if c.GCPauses.Max > int64(tol) {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("a Go GC pause of up to %v", time.Duration(c.GCPauses.Max)))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/oipkit/oipkit/client"
@@ -19,12 +20,32 @@ type Config struct {
 	Load   LoadConfig   `json:"load"`
 	Checks CheckConfig  `json:"checks"`
 	// Thresholds are CI gates such as "p99<20ms" (see [ParseThreshold]),
-	// evaluated on the run's merged histograms.
+	// evaluated on the run's merged histograms (on each level of a sweep).
+	// Unless one of them bounds error_rate, errors or timeouts, the
+	// default failed-request bound Checks.MaxErrorRate applies too.
 	Thresholds []string `json:"thresholds,omitempty"`
+	// AbortOnFail evaluates the thresholds during the run, at the end of
+	// every interval once 5 have passed, and ends the run (and a sweep)
+	// at the first failure, as k6's abortOnFail does.
+	AbortOnFail bool `json:"abortOnFail,omitempty"`
+	// Percentile is the latency percentile that the stability rule, the
+	// sweep tables and the knee use (default 99), like perf_analyzer's
+	// --percentile.
+	Percentile float64 `json:"percentile,omitempty"`
+	// SLO turns the run into a search for the highest load that holds
+	// every one of these thresholds (see [Search]).
+	SLO []string `json:"slo,omitempty"`
+	// SLOResolution is the search's relative resolution (default 0.05):
+	// it stops when the lowest failing level is within this fraction of
+	// the highest holding one.
+	SLOResolution float64 `json:"sloResolution,omitempty"`
 
 	// Progress, if set, is called from the collector goroutine at the end of
 	// every interval. It must return quickly.
 	Progress func(IntervalStats) `json:"-"`
+	// StepDone, if set, is called after each level of a sweep and each
+	// probe of an SLO search.
+	StepDone func(Step) `json:"-"`
 	// HDRLog, if set, receives an HdrHistogram interval log (format 1.3)
 	// with the response, service and send_lag histograms of every interval.
 	HDRLog io.Writer `json:"-"`
@@ -32,9 +53,11 @@ type Config struct {
 
 // TargetConfig selects the server, the model and the transport.
 type TargetConfig struct {
-	HTTP         string          `json:"http,omitempty"` // base URL, for the REST protocols
-	GRPC         string          `json:"grpc,omitempty"` // host:port, for the gRPC protocols
-	Protocol     client.Protocol `json:"protocol"`       // default http for --http, grpc-raw for --grpc
+	// HTTP is the REST base URL; a bare host:port means http://host:port.
+	HTTP string `json:"http,omitempty"`
+	// GRPC is host:port, for the gRPC protocols.
+	GRPC         string          `json:"grpc,omitempty"`
+	Protocol     client.Protocol `json:"protocol"` // default http for --http, grpc-raw for --grpc
 	Model        string          `json:"model"`
 	ModelVersion string          `json:"modelVersion,omitempty"`
 	// TLSFiles secures the connection: TLS, CA, Cert, Key, ServerName,
@@ -55,6 +78,9 @@ type TargetConfig struct {
 	Connections int `json:"connections,omitempty"`
 	// ReadyTimeout bounds the wait for server and model readiness (default 30s).
 	ReadyTimeout Duration `json:"readyTimeout"`
+	// ReadyProgress, if set, is called about every two seconds while the
+	// target is not ready yet, with what it is waiting for.
+	ReadyProgress func(waited time.Duration, why string) `json:"-"`
 }
 
 // InputConfig says how request payloads are made.
@@ -96,8 +122,20 @@ type LoadConfig struct {
 	// WarmupRequests sends that many requests first. Neither is recorded.
 	Warmup         Duration `json:"warmup,omitempty"`
 	WarmupRequests int64    `json:"warmupRequests,omitempty"`
-	// Interval is the length of a reporting interval (default 1s).
+	// Interval is the length of a reporting interval (default 1s); it is
+	// also the window of the stability rule.
 	Interval Duration `json:"interval"`
+	// Requests ends the measured window after this many requests (like
+	// hey's and ghz's -n); without a Duration there is then no time limit.
+	Requests int64 `json:"requests,omitempty"`
+	// Stability measures until the estimates are stable (see [Stability])
+	// instead of for Duration; Duration is then its MaxDuration.
+	Stability *StabilityConfig `json:"stability,omitempty"`
+	// ConcurrencyRange or RateRange makes the run a sweep: each level of
+	// "START:END[:STEP]" (STEP a number, or xF for a factor) is measured
+	// on its own (see [Sweep]). With SLO they bound the search instead.
+	ConcurrencyRange string `json:"concurrencyRange,omitempty"`
+	RateRange        string `json:"rateRange,omitempty"`
 }
 
 // CheckConfig sets the generator self-checks.
@@ -108,6 +146,11 @@ type CheckConfig struct {
 	// RateTolerance is the largest acceptable shortfall of dispatched
 	// requests against the schedule, as a fraction (default 0.01).
 	RateTolerance float64 `json:"rateTolerance"`
+	// MaxErrorRate is the default bound on failed requests (errors and
+	// timeouts over completed), a fraction (default 0.01): a run above it
+	// fails unless a threshold on error_rate, errors or timeouts replaces
+	// it. 1 turns it off.
+	MaxErrorRate *float64 `json:"maxErrorRate,omitempty"`
 }
 
 // Defaults.
@@ -120,6 +163,11 @@ const (
 	DefaultLagTolerance  = 2 * time.Millisecond
 	DefaultRateTolerance = 0.01
 	DefaultStringLength  = 16
+	DefaultMaxErrorRate  = 0.01
+	DefaultPercentile    = 99
+	DefaultSLOResolution = 0.05
+	// MaxLevels bounds a sweep.
+	MaxLevels = 100
 )
 
 // ErrConfig marks an invalid configuration; the CLI maps it to exit code 1.
@@ -129,15 +177,91 @@ func configErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
 }
 
-// Normalize fills defaults and checks the configuration. Errors wrap
-// ErrConfig.
+// Normalize fills defaults and checks the configuration; it can be called
+// again on its own output. Errors wrap ErrConfig and say which setting is
+// wrong in one line.
 func (c *Config) Normalize() error {
-	t := &c.Target
+	if err := c.Target.normalize(c.Load); err != nil {
+		return err
+	}
+	if err := c.Inputs.normalize(); err != nil {
+		return err
+	}
+	if err := c.Load.normalize(c.SLO != nil); err != nil {
+		return err
+	}
+
+	ck := &c.Checks
+	switch {
+	case ck.LagTolerance < 0:
+		return configErr("lag tolerance must be positive, got %v", ck.LagTolerance)
+	case ck.LagTolerance == 0:
+		ck.LagTolerance = Duration(DefaultLagTolerance)
+	}
+	switch {
+	case ck.RateTolerance < 0 || ck.RateTolerance >= 1:
+		return configErr("rate tolerance must be a fraction in (0, 1), got %v", ck.RateTolerance)
+	case ck.RateTolerance == 0:
+		ck.RateTolerance = DefaultRateTolerance
+	}
+	if ck.MaxErrorRate == nil {
+		v := DefaultMaxErrorRate
+		ck.MaxErrorRate = &v
+	} else if v := *ck.MaxErrorRate; !(v >= 0 && v <= 1) {
+		return configErr("max error rate must be a fraction in [0, 1] (or a percentage), got %v", v)
+	}
+	switch {
+	case c.Percentile == 0:
+		c.Percentile = DefaultPercentile
+	case !(c.Percentile > 0 && c.Percentile < 100):
+		return configErr("percentile must be in (0, 100), got %v", c.Percentile)
+	}
+	for _, s := range c.Thresholds {
+		if _, err := ParseThreshold(s); err != nil {
+			return configErr("%v", err)
+		}
+	}
+	if c.SLO != nil {
+		if len(c.SLO) == 0 {
+			return configErr("an SLO search needs at least one --slo, e.g. p99<50ms")
+		}
+		for _, s := range c.SLO {
+			if _, err := ParseThreshold(s); err != nil {
+				return configErr("--slo: %v", err)
+			}
+		}
+		switch {
+		case c.SLOResolution == 0:
+			c.SLOResolution = DefaultSLOResolution
+		case !(c.SLOResolution > 0 && c.SLOResolution < 1):
+			return configErr("SLO resolution must be a fraction in (0, 1), got %v", c.SLOResolution)
+		}
+	} else if c.SLOResolution != 0 {
+		return configErr("--slo-resolution needs --slo")
+	}
+	return nil
+}
+
+func (t *TargetConfig) normalize(l LoadConfig) error {
 	switch {
 	case t.HTTP != "" && t.GRPC != "":
 		return configErr("give one of --http and --grpc")
 	case t.HTTP == "" && t.GRPC == "":
-		return configErr("give a target: --http URL or --grpc host:port")
+		return configErr("give a target: --http HOST:PORT or --grpc HOST:PORT")
+	}
+	if t.HTTP != "" {
+		u, err := client.HTTPBaseURL(t.HTTP)
+		if err != nil {
+			return configErr("--http: %v", err)
+		}
+		t.HTTP = u
+	}
+	if t.GRPC != "" {
+		a, err := client.GRPCAddress(t.GRPC)
+		if err != nil {
+			return configErr("--grpc: %v", err)
+		}
+		t.GRPC = a
 	}
 	if t.Protocol == "" {
 		t.Protocol = client.ProtocolHTTP
@@ -154,17 +278,25 @@ func (c *Config) Normalize() error {
 	if t.Model == "" {
 		return configErr("give a model: --model NAME")
 	}
-	if t.Timeout <= 0 {
-		t.Timeout = Duration(DefaultTimeout)
-	}
-	if t.ReadyTimeout <= 0 {
-		t.ReadyTimeout = Duration(DefaultReadyTimeout)
+	for _, d := range []struct {
+		name string
+		v    *Duration
+		def  time.Duration
+	}{{"timeout", &t.Timeout, DefaultTimeout}, {"ready timeout", &t.ReadyTimeout, DefaultReadyTimeout}} {
+		switch {
+		case *d.v < 0:
+			return configErr("%s must be positive, got %v", d.name, *d.v)
+		case *d.v == 0:
+			*d.v = Duration(d.def)
+		}
 	}
 	if t.Connections < 0 {
-		return configErr("connections must be positive")
+		return configErr("connections must be positive, got %d", t.Connections)
 	}
+	return nil
+}
 
-	in := &c.Inputs
+func (in *InputConfig) normalize() error {
 	switch in.Data {
 	case "":
 		in.Data = "random"
@@ -172,45 +304,116 @@ func (c *Config) Normalize() error {
 	default:
 		return configErr("unknown --data %q (want random or zero)", in.Data)
 	}
-	if in.StringLength <= 0 {
+	switch {
+	case in.StringLength < 0:
+		return configErr("string length must be positive, got %d", in.StringLength)
+	case in.StringLength == 0:
 		in.StringLength = DefaultStringLength
 	}
 	if in.Seed == 0 {
 		in.Seed = 1
 	}
+	if _, err := parseShapes(in.Shapes); err != nil {
+		return err
+	}
+	return nil
+}
 
-	l := &c.Load
+func (l *LoadConfig) normalize(search bool) error {
+	ranges := 0
+	for _, r := range []struct {
+		spec    string
+		integer bool
+		flag    string
+	}{{l.ConcurrencyRange, true, "--concurrency-range"}, {l.RateRange, false, "--rate-range"}} {
+		if r.spec == "" {
+			continue
+		}
+		ranges++
+		if _, err := ParseLevels(r.spec, r.integer); err != nil {
+			return configErr("%s: %v", r.flag, err)
+		}
+	}
 	switch {
+	case ranges > 1:
+		return configErr("give one of --concurrency-range and --rate-range")
 	case l.Concurrency > 0 && l.Rate != "":
 		return configErr("give one of --concurrency (closed loop) and --rate (open loop)")
 	case l.Concurrency < 0:
-		return configErr("concurrency must be positive")
-	case l.Concurrency == 0 && l.Rate == "":
+		return configErr("concurrency must be at least 1, got %d", l.Concurrency)
+	case ranges > 0 && !search && (l.Concurrency > 0 || l.Rate != ""):
+		return configErr("a sweep (--concurrency-range, --rate-range) sets the load of each level: drop --concurrency and --rate")
+	case search && l.ConcurrencyRange != "" && l.Rate != "", search && l.RateRange != "" && l.Concurrency > 0:
+		return configErr("an SLO search over a concurrency range starts from --concurrency, over a rate range from --rate")
+	case l.Concurrency == 0 && l.Rate == "" && ranges == 0 && !search:
 		l.Concurrency = 1
 	}
 	if l.Rate != "" {
-		if _, err := ParseRate(l.Rate); err != nil {
+		p, err := ParseRate(l.Rate)
+		if err != nil {
 			return configErr("%v", err)
 		}
+		if search && !p.constant() {
+			return configErr("an SLO search starts from a constant --rate, not %s", l.Rate)
+		}
+	}
+	open := l.Rate != "" || l.RateRange != "" || (search && l.ConcurrencyRange == "" && l.Concurrency == 0)
+	if open {
 		if l.Arrival == "" {
 			l.Arrival = ArrivalConstant
 		}
 		if _, err := ParseArrival(string(l.Arrival)); err != nil {
 			return configErr("%v", err)
 		}
-		if l.MaxInFlight == 0 {
+		switch {
+		case l.MaxInFlight < 0:
+			return configErr("max in-flight must be at least 1, got %d", l.MaxInFlight)
+		case l.MaxInFlight == 0:
 			l.MaxInFlight = DefaultMaxInFlight
-		}
-		if l.MaxInFlight < 0 {
-			return configErr("max in-flight must be positive")
 		}
 	} else if l.Arrival != "" || l.MaxInFlight != 0 {
 		return configErr("--arrival and --max-inflight apply to open-loop runs (--rate) only")
 	}
-	if l.Duration <= 0 {
+
+	if l.Requests < 0 {
+		return configErr("request count must be positive, got %d", l.Requests)
+	}
+	if l.Duration < 0 {
+		return configErr("duration must be positive, got %v", l.Duration)
+	}
+	if st := l.Stability; st != nil {
+		switch {
+		case st.Tolerance == 0:
+			st.Tolerance = DefaultStabilityTolerance
+		case !(st.Tolerance > 0 && st.Tolerance < 1):
+			return configErr("stability tolerance must be a fraction in (0, 1), got %v", st.Tolerance)
+		}
+		switch {
+		case st.MaxDuration < 0:
+			return configErr("--max-duration must be positive, got %v", st.MaxDuration)
+		case st.MaxDuration == 0:
+			st.MaxDuration = Duration(DefaultStabilityMax)
+		}
+		if l.Duration != 0 && l.Duration != st.MaxDuration {
+			return configErr("with --stability the measurement lasts until stable: give its cap as --max-duration, not --duration")
+		}
+		if l.Requests > 0 {
+			return configErr("give one of --stability and a request count (-n)")
+		}
+		if l.Rate != "" {
+			if p, _ := ParseRate(l.Rate); !p.constant() {
+				return configErr("--stability needs a steady load (--concurrency or a constant --rate), not %s", l.Rate)
+			}
+		}
+		l.Duration = st.MaxDuration
+	}
+	if l.Duration == 0 && l.Requests == 0 {
 		l.Duration = Duration(DefaultDuration)
 	}
-	if l.Interval <= 0 {
+	switch {
+	case l.Interval < 0:
+		return configErr("interval must be positive, got %v", l.Interval)
+	case l.Interval == 0:
 		l.Interval = Duration(DefaultInterval)
 	}
 	if l.Warmup < 0 || l.WarmupRequests < 0 {
@@ -219,24 +422,45 @@ func (c *Config) Normalize() error {
 	if l.Warmup > 0 && l.WarmupRequests > 0 {
 		return configErr("give the warm-up as a duration or as a request count, not both")
 	}
-
-	ck := &c.Checks
-	if ck.LagTolerance <= 0 {
-		ck.LagTolerance = Duration(DefaultLagTolerance)
-	}
-	if ck.RateTolerance <= 0 {
-		ck.RateTolerance = DefaultRateTolerance
-	}
-	for _, s := range c.Thresholds {
-		if _, err := ParseThreshold(s); err != nil {
-			return configErr("%v", err)
-		}
-	}
 	return nil
 }
 
-// OpenLoop reports whether the configuration is an open-loop run.
-func (c *Config) OpenLoop() bool { return c.Load.Rate != "" }
+// gates are the thresholds a run is judged by: Thresholds, and the
+// default failed-request bound unless a threshold bounds failures itself.
+func (c *Config) gates() []string {
+	g := append([]string(nil), c.Thresholds...)
+	for _, s := range c.Thresholds {
+		if t, err := ParseThreshold(s); err == nil && t.boundsFailures() {
+			return g
+		}
+	}
+	max := DefaultMaxErrorRate
+	if c.Checks.MaxErrorRate != nil {
+		max = *c.Checks.MaxErrorRate
+	}
+	if max >= 1 {
+		return g
+	}
+	return append(g, defaultErrorGate(max))
+}
+
+// defaultErrorGate is the threshold form of the default failed-request
+// bound.
+func defaultErrorGate(max float64) string {
+	return "error_rate<=" + strconv.FormatFloat(100*max, 'g', -1, 64) + "%"
+}
+
+// Sweep reports whether the configuration is a sweep.
+func (c *Config) Sweep() bool {
+	return c.SLO == nil && (c.Load.ConcurrencyRange != "" || c.Load.RateRange != "")
+}
+
+// OpenLoop reports whether the configuration is an open-loop run (or rate
+// sweep, or rate search).
+func (c *Config) OpenLoop() bool {
+	l := c.Load
+	return l.Rate != "" || l.RateRange != "" || (c.SLO != nil && l.Concurrency == 0 && l.ConcurrencyRange == "")
+}
 
 // Duration is a time.Duration written in JSON as a Go duration string
 // ("1.5s"); it also reads a number of nanoseconds.

@@ -16,6 +16,46 @@
 // [Run] takes a context and returns a Result. The package never owns the
 // process: no signal handling, no os.Exit, no GOMAXPROCS.
 //
+// # Sweeps, searches and steps
+//
+// A sweep (LoadConfig.ConcurrencyRange or RateRange, see [ParseLevels])
+// runs one complete measurement per level — warm-up, window, histograms —
+// and keeps each as a [Step]; an SLO search (Config.SLO) probes levels by
+// doubling, halving and bisecting to a stated resolution and keeps every
+// probe (see [SearchOutcome]); a step or linear rate profile is cut into
+// steps by the interval collector. Results stay small whatever their number
+// of steps: result histograms are sparse (HdrHistogram's packed form).
+//
+// # Stability
+//
+// With LoadConfig.Stability a measurement lasts until the 95% confidence
+// intervals of its throughput and its latency percentile are within a
+// tolerance, with a minimum sample count for the percentile and a cap on
+// time; see [Stability] for the rule.
+//
+// # Verdicts
+//
+// Thresholds and the default bound on failed requests (Checks.MaxErrorRate)
+// are evaluated by [EvaluateThresholds]; [Judge] turns a result into pass,
+// failed, inconclusive or not-run, which the CLI maps to its exit status.
+// Failed requests keep their first messages per class (Result.ErrorSamples).
+//
+// # Renderings
+//
+// [Formats] lists the renderings, defined once: text, JSON, interval CSV,
+// perf_analyzer-style summary CSV, the .hgrm spectrum and a self-contained
+// HTML page with plots (package htmlpage); [NewComparisonHTMLReporter]
+// overlays several results and [WriteComparison] tabulates them in
+// Markdown.
+//
+// # Before the run
+//
+// [NewTarget] identifies the target with client.Identify (a wrong port or
+// a server that is not OIP fails at once, naming the likely mistake), waits
+// for readiness with progress, and reads metadata through a control client
+// whose answers are capped (ready.go), so a hostile server cannot grow the
+// generator before the run starts.
+//
 // # Load models
 //
 // A closed loop (Concurrency) runs N workers that each send the next

@@ -9,15 +9,15 @@ import (
 func TestHistogramMergeAndEncodeRoundTrip(t *testing.T) {
 	a, b, union := NewHistogram(), NewHistogram(), NewHistogram()
 	for i := int64(1); i <= 1000; i++ {
-		recordClamped(a.h, i*1000)    // 1µs..1ms
-		recordClamped(b.h, i*1000000) // 1ms..1s
-		recordClamped(union.h, i*1000)
-		recordClamped(union.h, i*1000000)
+		a.record(i * 1000)    // 1µs..1ms
+		b.record(i * 1000000) // 1ms..1s
+		union.record(i * 1000)
+		union.record(i * 1000000)
 	}
 	if d := a.Merge(b); d != 0 {
 		t.Fatalf("Merge dropped %d values", d)
 	}
-	if !a.h.Equals(union.h) {
+	if !a.Equal(union) {
 		t.Fatalf("merged histogram differs from the union")
 	}
 	if got := a.Quantile(50); got < 990*time.Microsecond || got > 1010*time.Microsecond {
@@ -32,7 +32,7 @@ func TestHistogramMergeAndEncodeRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
-	if !back.h.Equals(a.h) || back.Count() != 2000 || back.Max() != a.Max() {
+	if !back.Equal(a) || back.Count() != 2000 || back.Max() != a.Max() {
 		t.Errorf("decoded histogram differs: count %d max %v, want %d %v", back.Count(), back.Max(), a.Count(), a.Max())
 	}
 	if err := json.Unmarshal([]byte(`"not base64!"`), &back); err == nil {
@@ -42,10 +42,10 @@ func TestHistogramMergeAndEncodeRoundTrip(t *testing.T) {
 
 func TestRecordClampsOutOfRange(t *testing.T) {
 	h := NewHistogram()
-	if n := recordClamped(h.h, 2*histHighest); n != 1 {
+	if n := h.record(2 * histHighest); n != 1 {
 		t.Errorf("an over-range value returned %d, want 1", n)
 	}
-	if n := recordClamped(h.h, -5); n != 0 {
+	if n := h.record(-5); n != 0 {
 		t.Errorf("a negative value returned %d, want 0", n)
 	}
 	if h.Count() != 2 || h.Max() < time.Duration(histHighest)*999/1000 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,6 +43,25 @@ func parseShapes(specs []string) (map[string][]int64, error) {
 	return out, nil
 }
 
+// shapesFor parses --shape values and checks that each names an input of
+// the model: a misspelt name would otherwise be ignored silently.
+func shapesFor(specs []string, meta *oip.ModelMetadata) (map[string][]int64, error) {
+	shapes, err := parseShapes(specs)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, in := range meta.Inputs {
+		names = append(names, in.Name)
+	}
+	for name := range shapes {
+		if !slices.Contains(names, name) {
+			return nil, configErr("--shape %s: model %q has no input %q (its inputs: %s)", name, meta.Name, name, strings.Join(names, ", "))
+		}
+	}
+	return shapes, nil
+}
+
 // concreteShape resolves a metadata shape: a --shape for the tensor wins
 // (and must match the metadata); otherwise each -1 becomes 1.
 func concreteShape(md oip.TensorMetadata, shapes map[string][]int64) ([]int64, error) {
@@ -61,7 +81,7 @@ func concreteShape(md oip.TensorMetadata, shapes map[string][]int64) ([]int64, e
 // synthesize makes one input set from model metadata: random (seeded) or
 // zero data of each input's datatype and shape.
 func synthesize(meta *oip.ModelMetadata, in InputConfig) ([]inputSet, error) {
-	shapes, err := parseShapes(in.Shapes)
+	shapes, err := shapesFor(in.Shapes, meta)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +212,7 @@ func readInputFile(path string, meta *oip.ModelMetadata, in InputConfig) ([]inpu
 	if len(f.ValidationData) > 0 && len(f.ValidationData) != len(f.Data) {
 		return nil, configErr("input data %s: %d validation_data entries for %d data entries", path, len(f.ValidationData), len(f.Data))
 	}
-	shapes, err := parseShapes(in.Shapes)
+	shapes, err := shapesFor(in.Shapes, meta)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"google.golang.org/grpc/codes"
@@ -36,12 +39,15 @@ type tally struct {
 	errors   int64
 	clamped  int64 // values above the histogram range, recorded as its maximum
 	codes    map[errorKey]int64
+	// samples holds the first MaxErrorSamples distinct messages of each
+	// error class (timeouts included).
+	samples map[errorKey][]string
 }
 
 func newTally() *tally {
 	return &tally{
 		response: newHist(), service: newHist(), lag: newHist(), failed: newHist(),
-		codes: make(map[errorKey]int64),
+		codes: make(map[errorKey]int64), samples: make(map[errorKey][]string),
 	}
 }
 
@@ -52,6 +58,7 @@ func (t *tally) reset() {
 	t.failed.Reset()
 	t.ok, t.timeouts, t.errors, t.clamped = 0, 0, 0, 0
 	clear(t.codes)
+	clear(t.samples)
 }
 
 // add merges o into t and returns how many histogram values were dropped by
@@ -69,7 +76,35 @@ func (t *tally) add(o *tally) (dropped int64) {
 	for k, v := range o.codes {
 		t.codes[k] += v
 	}
+	for k, msgs := range o.samples {
+		for _, m := range msgs {
+			t.samples[k] = addSample(t.samples[k], m)
+		}
+	}
 	return dropped
+}
+
+// addSample appends msg to samples unless it is there already or samples
+// is full.
+func addSample(samples []string, msg string) []string {
+	if len(samples) >= MaxErrorSamples || slices.Contains(samples, msg) {
+		return samples
+	}
+	return append(samples, msg)
+}
+
+// sampleOf is an error's message as kept in a result: one line, at most
+// MaxErrorMessage bytes (a hostile server chooses what goes in it).
+func sampleOf(err error) string {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if len(msg) > MaxErrorMessage {
+		cut := MaxErrorMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return msg
 }
 
 // A shard is the recorder of a group of workers: the hot path takes its
@@ -100,7 +135,8 @@ func shardCount(workers int) int {
 }
 
 // record accounts for one finished request; times are monotonic nanoseconds.
-// It does not allocate for successful requests.
+// It does not allocate for successful requests, nor for failed ones once
+// their class has its samples.
 func (s *shard) record(due, sent, done int64, err error) {
 	var key errorKey
 	if err != nil {
@@ -114,6 +150,9 @@ func (s *shard) record(due, sent, done int64, err error) {
 			t.ok++
 		} else {
 			t.timeouts++
+			if len(t.samples[key]) < MaxErrorSamples {
+				t.samples[key] = addSample(t.samples[key], sampleOf(err))
+			}
 		}
 		t.clamped += recordClamped(t.response, done-due)
 		t.clamped += recordClamped(t.service, done-sent)
@@ -121,6 +160,9 @@ func (s *shard) record(due, sent, done int64, err error) {
 	default:
 		t.errors++
 		t.codes[key]++
+		if len(t.samples[key]) < MaxErrorSamples {
+			t.samples[key] = addSample(t.samples[key], sampleOf(err))
+		}
 		t.clamped += recordClamped(t.failed, done-due)
 		t.clamped += recordClamped(t.lag, sent-due)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,8 +24,10 @@ var SummaryPercentiles = []float64{50, 90, 99, 99.9, 99.99}
 func NewJSONReporter(r *Result) Reporter { return r.WriteJSON }
 
 // NewTextReporter renders a human summary: what ran, counts and rates, the
-// percentile table of the three histograms, errors by code, the
-// generator's self-check and threshold verdicts.
+// percentile table of the three histograms, errors by code with sample
+// messages, the stability verdict, the per-step table of a sweep, search
+// or stepped profile, the generator's self-check, threshold verdicts and
+// the overall verdict.
 //
 // A percentile marked "≥" is at least the request timeout: timed-out
 // requests are in the histogram at their elapsed time, which is only a
@@ -38,19 +41,25 @@ func NewTextReporter(r *Result) Reporter {
 		if target == "" {
 			target = c.Target.GRPC
 		}
-		p.f("oipkit %s load: model %s", r.Tool.Version, c.Target.Model)
+		if len(r.Sources) > 1 {
+			p.f("oipkit %s load: merged result of %d runs: %s\n", r.Tool.Version, len(r.Sources), strings.Join(r.Sources, ", "))
+			if len(r.MergedDiffer) > 0 {
+				p.f("WARNING:  the merged runs differ in %s (merge forced); the settings below are the first run's\n", strings.Join(r.MergedDiffer, ", "))
+			}
+			p.f("first:    ")
+		} else {
+			p.f("oipkit %s load: ", r.Tool.Version)
+		}
+		p.f("model %s", c.Target.Model)
 		if c.Target.ModelVersion != "" {
 			p.f(" version %s", c.Target.ModelVersion)
 		}
-		p.f(" over %s at %s\n", c.Target.Protocol, target)
-		if r.OpenLoop() {
-			p.f("load:     open loop, rate %s/s, %s arrivals, max in flight %d\n", c.Load.Rate, c.Load.Arrival, c.Load.MaxInFlight)
-		} else {
-			p.f("load:     closed loop, concurrency %d\n", c.Load.Concurrency)
+		p.f(" over %s at %s", c.Target.Protocol, target)
+		if s := serverOf(r); s != "" {
+			p.f(" (%s)", s)
 		}
-		if len(r.Sources) > 1 {
-			p.f("merged:   %d results: %s\n", len(r.Sources), strings.Join(r.Sources, ", "))
-		}
+		p.f("\n")
+		p.f("load:     %s\n", describeLoad(c))
 		p.f("run:      started %s, %s, window %s, elapsed %s", r.Start.Format(time.RFC3339), r.EndReason,
 			round(r.Duration.D()), round(r.Elapsed.D()))
 		if r.Warmup.Requests > 0 {
@@ -60,11 +69,17 @@ func NewTextReporter(r *Result) Reporter {
 		if r.Error != "" {
 			p.f("error:    %s\n", r.Error)
 		}
+		if len(r.Steps) > 0 && r.Steps[0].Kind == StepLevel {
+			p.f("totals:   every level together (per-level figures in the table below)\n")
+		}
+		if r.Search != nil {
+			p.f("totals:   the highest level that held the SLO (every probe in the table below)\n")
+		}
 		n := r.Counts
 		p.f("requests: scheduled %d, sent %d, completed %d (ok %d, errors %d, timeouts %d), dropped %d, unsent %d\n",
 			n.Scheduled, n.Sent, n.Completed, n.OK, n.Errors, n.Timeouts, n.Dropped, n.Unsent)
 		p.f("rates:    ")
-		if r.OpenLoop() {
+		if r.OpenLoop() && r.Rates.Requested > 0 {
 			p.f("requested %.1f/s, ", r.Rates.Requested)
 		}
 		p.f("offered %.1f/s, completed %.1f/s, error rate %.3g%%\n", r.Rates.Offered, r.Rates.Completed, 100*r.ErrorRate())
@@ -104,14 +119,35 @@ func NewTextReporter(r *Result) Reporter {
 		p.f("(response time from the intended start; service time from the actual send; ≥ marks censored values at or above the %s timeout; * marks fewer than 10 samples above)\n", timeout)
 
 		if len(r.Errors) > 0 {
-			p.f("\nerrors:   ")
-			for i, k := range slices.Sorted(maps.Keys(r.Errors)) {
-				if i > 0 {
-					p.f(", ")
+			p.f("\nfailed requests by class (first messages):\n")
+			for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
+				p.f("  %-20s %d", k, r.Errors[k])
+				if n.Completed > 0 {
+					p.f(" (%.3g%% of completed)", 100*float64(r.Errors[k])/float64(n.Completed))
 				}
-				p.f("%s %d", k, r.Errors[k])
+				p.f("\n")
+				for _, m := range r.ErrorSamples[k] {
+					p.f("      %q\n", m)
+				}
 			}
-			p.f("\n")
+		}
+		if s := r.Stability; s != nil {
+			p.f("\nstability: %s\n", s.Reason)
+			p.f("  throughput %s, p%s %s, %d samples (%d beyond p%s) in %d windows\n",
+				describeEstimate(s.Throughput, false), formatPercentile(s.Percentile), describeEstimate(s.Latency, true),
+				s.Samples, s.TailSamples, formatPercentile(s.Percentile), s.Windows)
+			p.f("  rule: %s\n", s.Rule)
+		}
+		if sv := r.Server; sv != nil {
+			writeServerText(p, sv, r.Histograms.Service.Mean())
+		}
+		if len(r.Steps) > 0 {
+			if err := writeStepsText(p, w, r); err != nil {
+				return err
+			}
+		}
+		if sr := r.Search; sr != nil {
+			p.f("\nSLO search: %s\n", sr.Summary)
 		}
 
 		ck := r.Checks
@@ -141,16 +177,113 @@ func NewTextReporter(r *Result) Reporter {
 
 		if len(r.Thresholds) > 0 {
 			p.f("\nthresholds:\n")
-			for _, t := range r.Thresholds {
+			for _, g := range GroupThresholds(r.Thresholds) {
 				verdict := "PASS"
-				if !t.Pass {
+				if !g.Pass() {
 					verdict = "FAIL"
 				}
-				p.f("  %s  %-24s actual %s\n", verdict, t.Threshold, t.ActualStr)
+				note := ""
+				if g.Default {
+					note = "  (default bound on failed requests)"
+				}
+				p.f("  %s  %-20s %s%s\n", verdict, g.Threshold, g.Describe(), note)
 			}
+		}
+		v := Judge(r)
+		p.f("\nverdict:  %s\n", strings.ToUpper(string(v.Status)))
+		for _, why := range v.Reasons {
+			p.f("  - %s\n", why)
 		}
 		return p.err
 	}
+}
+
+func describeEstimate(e Estimate, latency bool) string {
+	val := func(v float64) string {
+		if latency {
+			return formatDuration(time.Duration(v))
+		}
+		return fmt.Sprintf("%.1f/s", v)
+	}
+	if math.IsInf(e.High, 1) {
+		return val(e.Value) + " (no interval yet)"
+	}
+	return fmt.Sprintf("%s ±%s [%s, %s]", val(e.Value), formatPercent(e.RelHalfWidth()), val(e.Low), val(e.High))
+}
+
+// writeServerText prints the server-side breakdown beside the client's
+// mean service time.
+func writeServerText(p *printer, sv *ServerBreakdown, clientMean time.Duration) {
+	p.f("\nserver-side breakdown (%s, %d requests), mean per request:\n", sv.Source, sv.Requests)
+	var sum time.Duration
+	for _, c := range sv.Components {
+		p.f("  %-16s %s\n", c.Name, formatDuration(c.Mean()))
+		sum += c.Mean()
+	}
+	if clientMean > 0 {
+		p.f("  %-16s %s (client-observed service time %s minus the server's %s)\n", "network+client", formatDuration(max(0, clientMean-sum)),
+			formatDuration(clientMean), formatDuration(sum))
+	}
+}
+
+// writeStepsText prints one row per step.
+func writeStepsText(p *printer, w io.Writer, r *Result) error {
+	pct := r.Config.Percentile
+	if pct == 0 {
+		pct = DefaultPercentile
+	}
+	title := map[StepKind]string{StepLevel: "levels", StepProbe: "probes", StepProfile: "rate steps"}[r.Steps[0].Kind]
+	p.f("\n%s (each with its own histograms; latency is the response time):\n", title)
+	if p.err != nil {
+		return p.err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	ps := "p" + formatPercentile(pct)
+	fmt.Fprintf(tw, "#\tload\tstart\tcompleted/s\tp50\tp90\t%s\tmax\terrors\ttimeouts\tnotes\t\n", ps)
+	knee := Knee(r.Steps)
+	for i, s := range r.Steps {
+		h := s.Histograms.Response
+		var notes []string
+		if s.Verdict != "" {
+			v := s.Verdict
+			if s.Why != "" {
+				v += ": " + s.Why
+			}
+			notes = append(notes, v)
+		}
+		if i == knee {
+			notes = append(notes, "knee")
+		}
+		for _, t := range s.Thresholds {
+			if !t.Pass && s.Kind == StepLevel {
+				notes = append(notes, "FAIL "+t.Threshold)
+			}
+		}
+		if s.GeneratorBound && s.Verdict == "" {
+			notes = append(notes, "generator-bound")
+		}
+		if st := s.Stability; st != nil {
+			if st.Converged {
+				notes = append(notes, fmt.Sprintf("stable in %d windows", st.Windows))
+			} else {
+				notes = append(notes, "UNSTABLE")
+			}
+		}
+		if s.EndReason != "" {
+			notes = append(notes, string(s.EndReason))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.1fs\t%.1f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", i+1, s.Label(), s.Start, s.Rates.Completed,
+			stepCell(h, 50), stepCell(h, 90), stepCell(h, pct), formatDuration(h.Max()), s.Counts.Errors, s.Counts.Timeouts,
+			strings.Join(notes, "; "))
+	}
+	return tw.Flush()
+}
+
+func stepCell(h *Histogram, q float64) string {
+	if h.Count() == 0 {
+		return "-"
+	}
+	return formatDuration(h.Quantile(q))
 }
 
 func percentileCell(h *Histogram, q float64, timeout time.Duration, censorable bool) string {
@@ -169,22 +302,25 @@ func percentileCell(h *Histogram, q float64, timeout time.Duration, censorable b
 }
 
 // NewIntervalCSVReporter writes one CSV row per interval. Latencies are in
-// microseconds:
+// microseconds; step is the interval's row in the steps table (sweeps and
+// stepped profiles):
 //
 //	start_s,length_s,requested_rate,sent,dropped,completed,ok,errors,timeouts,
 //	in_flight,rate,response_p50_us,response_p99_us,response_max_us,
-//	service_p50_us,service_p99_us,send_lag_p99_us
+//	service_p50_us,service_p99_us,send_lag_p99_us,response_p90_us,step
 func NewIntervalCSVReporter(r *Result) Reporter {
 	return func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"start_s", "length_s", "requested_rate", "sent", "dropped", "completed", "ok", "errors", "timeouts",
-			"in_flight", "rate", "response_p50_us", "response_p99_us", "response_max_us", "service_p50_us", "service_p99_us", "send_lag_p99_us"})
+			"in_flight", "rate", "response_p50_us", "response_p99_us", "response_max_us", "service_p50_us", "service_p99_us", "send_lag_p99_us",
+			"response_p90_us", "step"})
 		for _, iv := range r.Intervals {
 			_ = cw.Write([]string{
 				ff(iv.Start, 3), ff(iv.Length, 3), ff(iv.RequestedRate, 1),
 				fi(iv.Sent), fi(iv.Dropped), fi(iv.Completed), fi(iv.OK), fi(iv.Errors), fi(iv.Timeouts),
 				fi(iv.InFlight), ff(iv.Rate, 1),
 				us(iv.ResponseP50), us(iv.ResponseP99), us(iv.ResponseMax), us(iv.ServiceP50), us(iv.ServiceP99), us(iv.SendLagP99),
+				us(iv.ResponseP90), strconv.Itoa(iv.Step + 1),
 			})
 		}
 		cw.Flush()
@@ -192,28 +328,41 @@ func NewIntervalCSVReporter(r *Result) Reporter {
 	}
 }
 
-// NewSummaryCSVReporter writes one row in the shape of perf_analyzer's -f
-// CSV so its consumers can read it: "Concurrency", "Inferences/Second" and
-// the "p50/p90/p95/p99 latency" and "Avg latency" columns in microseconds,
-// taken from the response-time histogram. perf_analyzer's client and
-// server breakdown columns (Client Send, Server Queue, ...) are omitted;
-// oipkit's own columns follow: the request rate, service time, send lag,
-// errors, timeouts and dropped requests.
+// NewSummaryCSVReporter writes rows in the shape of perf_analyzer's -f
+// CSV so its consumers can read them — one per level of a sweep, probe of
+// a search or step of a profile, else one for the run: "Concurrency",
+// "Inferences/Second" and the "p50/p90/p95/p99 latency" and "Avg latency"
+// columns in microseconds, taken from the response-time histogram.
+// perf_analyzer's client and server breakdown columns (Client Send, Server
+// Queue, ...) are omitted; oipkit's own columns follow: the request rate,
+// service time, send lag, errors, timeouts and dropped requests.
 func NewSummaryCSVReporter(r *Result) Reporter {
 	return func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		h := r.Histograms
 		_ = cw.Write([]string{"Concurrency", "Request Rate", "Inferences/Second", "p50 latency", "p90 latency", "p95 latency",
 			"p99 latency", "Avg latency", "Service p50", "Service p99", "Send Lag p99", "Errors", "Timeouts", "Dropped"})
-		conc := ""
-		if !r.OpenLoop() {
-			conc = strconv.Itoa(r.Config.Load.Concurrency)
+		row := func(conc int, rate float64, h Histograms, rates Rates, c Counts) {
+			cs := ""
+			if conc > 0 {
+				cs = strconv.Itoa(conc)
+			}
+			_ = cw.Write([]string{cs, ff(rate, 1), ff(rates.Completed, 1),
+				us(int64(h.Response.Quantile(50))), us(int64(h.Response.Quantile(90))), us(int64(h.Response.Quantile(95))),
+				us(int64(h.Response.Quantile(99))), us(int64(h.Response.Mean())),
+				us(int64(h.Service.Quantile(50))), us(int64(h.Service.Quantile(99))), us(int64(h.SendLag.Quantile(99))),
+				fi(c.Errors), fi(c.Timeouts), fi(c.Dropped)})
 		}
-		_ = cw.Write([]string{conc, ff(r.Rates.Requested, 1), ff(r.Rates.Completed, 1),
-			us(int64(h.Response.Quantile(50))), us(int64(h.Response.Quantile(90))), us(int64(h.Response.Quantile(95))),
-			us(int64(h.Response.Quantile(99))), us(int64(h.Response.Mean())),
-			us(int64(h.Service.Quantile(50))), us(int64(h.Service.Quantile(99))), us(int64(h.SendLag.Quantile(99))),
-			fi(r.Counts.Errors), fi(r.Counts.Timeouts), fi(r.Counts.Dropped)})
+		if len(r.Steps) > 0 {
+			for _, s := range r.Steps {
+				row(s.Concurrency, s.Rate, s.Histograms, s.Rates, s.Counts)
+			}
+		} else {
+			conc := 0
+			if !r.OpenLoop() {
+				conc = r.Config.Load.Concurrency
+			}
+			row(conc, r.Rates.Requested, r.Histograms, r.Rates, r.Counts)
+		}
 		cw.Flush()
 		return cw.Error()
 	}

@@ -27,6 +27,10 @@ const (
 	EndCanceled  EndReason = "canceled"  // the caller cancelled (e.g. Ctrl-C)
 	EndDeadline  EndReason = "deadline"  // the caller's context deadline expired
 	EndError     EndReason = "error"     // the run could not go on (see Error)
+	// EndAborted: a threshold failed during the run under --abort-on-fail
+	// (or a sweep level failed one); the run counts as failed, not as
+	// incomplete.
+	EndAborted EndReason = "aborted"
 )
 
 // A Result is a self-describing record of one run, or of several merged:
@@ -67,6 +71,63 @@ type Result struct {
 	Checks     Checks            `json:"checks"`
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 	Warnings   []string          `json:"warnings,omitempty"`
+
+	// ErrorSamples keeps, for each class of Errors, the first few distinct
+	// messages (at most MaxErrorSamples, each cut to MaxErrorMessage
+	// bytes), so that a failed run says what went wrong.
+	ErrorSamples map[string][]string `json:"errorSamples,omitempty"`
+	// Stability is how the measurement ended under the stability rule
+	// (Config.Load.Stability); nil for a fixed-length run.
+	Stability *Stability `json:"stability,omitempty"`
+	// Steps are the rows of a sweep (one per level), an SLO search (one per
+	// probe) or a step/linear rate profile (one per step), each with its own
+	// histograms. The top-level figures are, for a sweep, every level
+	// together; for a search, the highest level that held; for a profile,
+	// the whole run.
+	Steps []Step `json:"steps,omitempty"`
+	// Search is the outcome of an SLO search.
+	Search *SearchOutcome `json:"search,omitempty"`
+	// Server is the server's own account of where the time went (queue,
+	// compute, ...) over the measured window, when the target reports one.
+	Server *ServerBreakdown `json:"server,omitempty"`
+	// MergedDiffer lists the settings in which the results of a merge
+	// differed (a merge forced with different configurations); Config is
+	// then only the first result's.
+	MergedDiffer []string `json:"mergedDiffer,omitempty"`
+}
+
+// Error samples are bounded: a hostile server cannot grow a result with
+// its error messages.
+const (
+	MaxErrorSamples = 3
+	MaxErrorMessage = 300
+)
+
+// ServerBreakdown is the server-side split of request time, from the
+// server's statistics (for example the OIP statistics extension's queue and
+// compute durations), as deltas over the measured window. Components are in
+// pipeline order; reports show each one's mean per request beside the
+// client-observed service time, whose remainder is network, serialization
+// and client time.
+type ServerBreakdown struct {
+	Source     string            `json:"source"` // where the figures come from, e.g. "statistics extension"
+	Requests   int64             `json:"requests"`
+	Components []ServerComponent `json:"components"`
+}
+
+// ServerComponent is one stage of the server's processing.
+type ServerComponent struct {
+	Name    string `json:"name"` // e.g. "queue", "compute_input", "compute_infer", "compute_output"
+	Count   int64  `json:"count"`
+	TotalNs int64  `json:"totalNs"`
+}
+
+// Mean is the component's mean duration per counted request.
+func (c ServerComponent) Mean() time.Duration {
+	if c.Count == 0 {
+		return 0
+	}
+	return time.Duration(c.TotalNs / c.Count)
 }
 
 // Tool names the program that produced a result.
@@ -148,22 +209,35 @@ func summarize(h *Histogram) LatencySummary {
 		Max: int64(h.Max()), Mean: int64(h.Mean())}
 }
 
+func summarizeAll(h Histograms) LatencySummaries {
+	return LatencySummaries{Response: summarize(h.Response), Service: summarize(h.Service), SendLag: summarize(h.SendLag)}
+}
+
 // summarize fills Latency from the histograms.
-func (r *Result) summarize() {
-	r.Latency = LatencySummaries{
-		Response: summarize(r.Histograms.Response),
-		Service:  summarize(r.Histograms.Service),
-		SendLag:  summarize(r.Histograms.SendLag),
-	}
+func (r *Result) summarize() { r.Latency = summarizeAll(r.Histograms) }
+
+// measures are the figures thresholds are evaluated on.
+type measures struct {
+	h      Histograms
+	counts Counts
+	rates  Rates
+}
+
+func (r *Result) measures() measures { return measures{r.Histograms, r.Counts, r.Rates} }
+func (s *Step) measures() measures   { return measures{s.Histograms, s.Counts, s.Rates} }
+
+// redacted is c as a result records it: header values hidden.
+func redacted(c Config) Config {
+	c.Target.Headers = redactHeaders(c.Target.Headers)
+	return c
 }
 
 func newResult(cfg Config) *Result {
-	cfg.Target.Headers = redactHeaders(cfg.Target.Headers)
 	return &Result{
 		APIVersion: APIVersion,
 		Kind:       ResultKind,
 		Tool:       Tool{Name: "oipkit", Version: version.Version},
-		Config:     cfg,
+		Config:     redacted(cfg),
 		Errors:     map[string]int64{},
 		Histograms: Histograms{Response: NewHistogram(), Service: NewHistogram(), SendLag: NewHistogram(), Failed: NewHistogram()},
 	}
@@ -188,6 +262,13 @@ func redactHeaders(hs []string) []string {
 	return out
 }
 
+func errorRate(c Counts) float64 {
+	if c.Completed == 0 {
+		return 0
+	}
+	return float64(c.Errors+c.Timeouts) / float64(c.Completed)
+}
+
 func (r *Result) computeRates() {
 	if d := r.Duration.D().Seconds(); d > 0 {
 		r.Rates.Offered = float64(r.Counts.Sent) / d
@@ -198,15 +279,11 @@ func (r *Result) computeRates() {
 }
 
 // ErrorRate is the fraction of completed requests that failed or timed out.
-func (r *Result) ErrorRate() float64 {
-	if r.Counts.Completed == 0 {
-		return 0
-	}
-	return float64(r.Counts.Errors+r.Counts.Timeouts) / float64(r.Counts.Completed)
-}
+func (r *Result) ErrorRate() float64 { return errorRate(r.Counts) }
 
-// OpenLoop reports whether the result comes from an open-loop run.
-func (r *Result) OpenLoop() bool { return r.Config.Load.Rate != "" }
+// OpenLoop reports whether the result comes from an open-loop run (or
+// sweep, or search).
+func (r *Result) OpenLoop() bool { return r.Config.OpenLoop() }
 
 // WriteJSON writes r as indented JSON.
 func (r *Result) WriteJSON(w io.Writer) error {
@@ -215,21 +292,27 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// ReadResult reads a result written by WriteJSON.
+// MaxResultBytes bounds a result file: a result holds sparse histograms,
+// bounded error samples and per-interval summaries, so even a day-long run
+// with a sweep stays far below it.
+const MaxResultBytes = 256 << 20
+
+// ReadResult reads a result written by WriteJSON, by this or an earlier
+// version of oipkit (results of apiVersion loadgen.oipkit.dev/v1alpha1
+// only ever gained optional fields). Another kind or apiVersion is refused
+// with an error that names it.
 func ReadResult(rd io.Reader) (*Result, error) {
 	var r Result
-	dec := json.NewDecoder(rd)
+	dec := json.NewDecoder(io.LimitReader(rd, MaxResultBytes))
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("read result: %w", err)
 	}
 	if r.Kind != ResultKind || r.APIVersion != APIVersion {
-		return nil, fmt.Errorf("read result: kind %q apiVersion %q, want %s %s", r.Kind, r.APIVersion, ResultKind, APIVersion)
+		return nil, fmt.Errorf("read result: kind %q apiVersion %q is not an oipkit load result (want kind %s, apiVersion %s)", r.Kind, r.APIVersion, ResultKind, APIVersion)
 	}
-	h := &r.Histograms
-	for _, p := range []**Histogram{&h.Response, &h.Service, &h.SendLag, &h.Failed} {
-		if *p == nil || (*p).h == nil {
-			*p = NewHistogram()
-		}
+	fillHistograms(&r.Histograms)
+	for i := range r.Steps {
+		fillHistograms(&r.Steps[i].Histograms)
 	}
 	if r.Errors == nil {
 		r.Errors = map[string]int64{}
@@ -238,8 +321,102 @@ func ReadResult(rd io.Reader) (*Result, error) {
 	return &r, nil
 }
 
+func fillHistograms(h *Histograms) {
+	for _, p := range []**Histogram{&h.Response, &h.Service, &h.SendLag, &h.Failed} {
+		if *p == nil || (*p).p == nil {
+			*p = NewHistogram()
+		}
+	}
+}
+
+// Differences names the settings in which b's run differs from a's in a way
+// that makes their figures incomparable — the model, protocol, server,
+// load, inputs or timeout — as "protocol (grpc-raw vs http)". Addresses,
+// durations, warm-ups, seeds and thresholds may differ.
+func Differences(a, b *Result) []string {
+	var out []string
+	diff := func(name, x, y string) {
+		if x != y {
+			out = append(out, fmt.Sprintf("%s (%s vs %s)", name, orNone(x), orNone(y)))
+		}
+	}
+	ca, cb := a.Config, b.Config
+	diff("model", ca.Target.Model+" "+ca.Target.ModelVersion, cb.Target.Model+" "+cb.Target.ModelVersion)
+	diff("protocol", string(ca.Target.Protocol), string(cb.Target.Protocol))
+	diff("server", serverOf(a), serverOf(b))
+	diff("load", describeLoad(ca), describeLoad(cb))
+	diff("inputs", describeInputs(a), describeInputs(b))
+	diff("timeout", ca.Target.Timeout.String(), cb.Target.Timeout.String())
+	return out
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "none"
+	}
+	return strings.TrimSpace(s)
+}
+
+// serverOf is "name version" of the server a result was measured on.
+func serverOf(r *Result) string {
+	if r.Target == nil {
+		return ""
+	}
+	return strings.TrimSpace(r.Target.Server.Name + " " + r.Target.Server.Version)
+}
+
+// describeLoad is the load model in words.
+func describeLoad(c Config) string {
+	l := c.Load
+	var s string
+	switch {
+	case c.SLO != nil:
+		s = "SLO search " + strings.Join(c.SLO, ", ")
+		if l.ConcurrencyRange != "" || l.RateRange != "" {
+			s += " over " + l.ConcurrencyRange + l.RateRange
+		}
+	case l.ConcurrencyRange != "":
+		s = "closed loop, concurrency " + l.ConcurrencyRange
+	case l.RateRange != "":
+		s = "open loop, rate " + l.RateRange + "/s"
+	case l.Rate != "":
+		s = "open loop, rate " + l.Rate + "/s"
+	default:
+		return fmt.Sprintf("closed loop, concurrency %d", l.Concurrency)
+	}
+	if c.OpenLoop() {
+		s += fmt.Sprintf(", %s arrivals, max in flight %d", l.Arrival, l.MaxInFlight)
+	}
+	return s
+}
+
+// describeInputs is the payload in words: data, shapes, parameters.
+func describeInputs(r *Result) string {
+	in := r.Config.Inputs
+	parts := []string{in.Data}
+	if in.File != "" {
+		parts = []string{"file " + in.File}
+	}
+	if r.Target != nil {
+		for _, t := range r.Target.Inputs {
+			parts = append(parts, fmt.Sprintf("%s %s %v", t.Name, t.Datatype, t.Shape))
+		}
+	} else if len(in.Shapes) > 0 {
+		parts = append(parts, strings.Join(in.Shapes, " "))
+	}
+	if len(in.Parameters) > 0 {
+		parts = append(parts, strings.Join(in.Parameters, " "))
+	}
+	if in.Validate {
+		parts = append(parts, "validated")
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Merge combines results by merging their histograms and adding their
-// counts — never by averaging percentiles. Results whose measured windows
+// counts — never by averaging percentiles. Callers check [Differences]
+// first: the merged result keeps the first result's configuration and
+// records in MergedDiffer what the others differed in. Results whose measured windows
 // overlap in wall-clock time are treated as parallel generators (for
 // example several agents against one server), so their rates add up;
 // otherwise the runs are sequential and rates are totals over the summed
@@ -252,6 +429,7 @@ func Merge(results ...*Result) (*Result, error) {
 	}
 	m := newResult(results[0].Config)
 	m.Config = results[0].Config
+	m.Target = results[0].Target
 	m.Start = results[0].Start
 	m.EndReason = EndCompleted
 	var sumDur, sumElapsed time.Duration
@@ -266,6 +444,22 @@ func Merge(results ...*Result) (*Result, error) {
 			m.Error = r.Error
 		}
 		m.Sources = append(m.Sources, r.Sources...)
+		if i > 0 {
+			for _, d := range Differences(results[0], r) {
+				name, _, _ := strings.Cut(d, " (")
+				if !slices.Contains(m.MergedDiffer, name) {
+					m.MergedDiffer = append(m.MergedDiffer, name)
+				}
+			}
+		}
+		for k, msgs := range r.ErrorSamples {
+			if m.ErrorSamples == nil {
+				m.ErrorSamples = map[string][]string{}
+			}
+			for _, msg := range msgs {
+				m.ErrorSamples[k] = addSample(m.ErrorSamples[k], msg)
+			}
+		}
 		if i == 0 || r.Start.Before(winStart) {
 			winStart = r.Start
 		}
@@ -299,11 +493,14 @@ func Merge(results ...*Result) (*Result, error) {
 		m.Warmup.Requests += r.Warmup.Requests
 		m.Warmup.Duration += r.Warmup.Duration
 		m.Checks.GOMAXPROCS = max(m.Checks.GOMAXPROCS, r.Checks.GOMAXPROCS)
-		m.Warnings = append(m.Warnings, r.Warnings...)
+		for _, w := range r.Warnings {
+			if !slices.Contains(m.Warnings, w) {
+				m.Warnings = append(m.Warnings, w)
+			}
+		}
 		if r.Checks.GeneratorBound {
 			m.Checks.Reasons = append(m.Checks.Reasons, r.Checks.Reasons...)
 		}
-		m.Checks.Warnings = append(m.Checks.Warnings, r.Checks.Warnings...)
 		m.Checks.CPUSeconds += r.Checks.CPUSeconds
 		m.Checks.GCPauses = maxPause(m.Checks.GCPauses, r.Checks.GCPauses)
 		m.Checks.SchedLatency = maxPause(m.Checks.SchedLatency, r.Checks.SchedLatency)
@@ -327,6 +524,10 @@ func Merge(results ...*Result) (*Result, error) {
 		m.Checks.DispatchRatio = float64(m.Counts.Sent+m.Counts.Dropped) / float64(m.Counts.Scheduled)
 	}
 	m.Checks.SendLagP99 = int64(m.Histograms.SendLag.Quantile(99))
+	if e := sumElapsed.Seconds(); e > 0 && m.Checks.GOMAXPROCS > 0 {
+		m.Checks.CPUUtilization = m.Checks.CPUSeconds / e / float64(m.Checks.GOMAXPROCS)
+	}
+	m.Checks.warn() // one warning of each kind, from the merged figures
 	m.summarize()
 	m.Checks.GeneratorBound = len(m.Checks.Reasons) > 0
 	m.Checks.Reasons = slices.Compact(m.Checks.Reasons)

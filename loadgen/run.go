@@ -20,22 +20,38 @@ type Target interface {
 	Do(ctx context.Context, seq uint64) error
 }
 
-// Run executes the load described by cfg against t and returns its result.
-// It returns an error wrapping ErrConfig for an invalid configuration;
-// failures of individual requests are counted in the result, never
-// returned. Cancelling ctx ends the run early with EndReason canceled (or
-// deadline when ctx's deadline expired) and a result covering what ran.
+// Run executes the load described by cfg against t and returns its result:
+// one measurement, a sweep (Load.ConcurrencyRange or Load.RateRange: one
+// measurement per level, see [ParseLevels]) or an SLO search (SLO, see
+// [SearchOutcome]). It returns an error wrapping ErrConfig for an invalid
+// configuration; failures of individual requests are counted in the
+// result, never returned. Cancelling ctx ends the run early with EndReason
+// canceled (or deadline when ctx's deadline expired) and a result covering
+// what ran.
 func Run(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
+	switch {
+	case cfg.SLO != nil:
+		return search(ctx, t, cfg), nil
+	case cfg.Sweep():
+		return sweep(ctx, t, cfg), nil
+	}
+	return runOnce(ctx, t, cfg), nil
+}
+
+// runOnce runs one measurement of a normalized single-level configuration.
+func runOnce(ctx context.Context, t Target, cfg Config) *Result {
 	r := &runner{target: t, cfg: cfg, base: time.Now()}
 	if cfg.OpenLoop() {
 		p, _ := ParseRate(cfg.Load.Rate) // checked by Normalize
 		r.profile = &p
 	}
-	return r.run(ctx), nil
+	return r.run(ctx)
 }
+
+func nowWall() time.Time { return time.Now() }
 
 // runner holds one run's state. Times are monotonic nanoseconds since base.
 type runner struct {
@@ -48,6 +64,36 @@ type runner struct {
 	sent     atomic.Uint64 // requests handed to Target.Do (also the next seq)
 	dropped  atomic.Int64  // open loop: due while MaxInFlight were in flight
 	inflight atomic.Int64
+
+	// stop ends the current phase early (stable, or a threshold failed
+	// under --abort-on-fail): dispatching stops, requests in flight finish.
+	stop     chan struct{}
+	stopOnce *sync.Once
+	stopAt   atomic.Int64
+}
+
+// stopNow ends the current phase; safe to call more than once.
+func (r *runner) stopNow() {
+	r.stopOnce.Do(func() {
+		r.stopAt.Store(r.now())
+		close(r.stop)
+	})
+}
+
+// resetStop arms the stop signal for the next phase; it is called before
+// the phase and its collector start.
+func (r *runner) resetStop() {
+	r.stop, r.stopOnce = make(chan struct{}), new(sync.Once)
+	r.stopAt.Store(0)
+}
+
+func (r *runner) stopped() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 func (r *runner) now() int64 { return int64(time.Since(r.base)) }
@@ -67,6 +113,7 @@ func (r *runner) run(ctx context.Context) *Result {
 	// Warm-up: the same load, recorded into the same shards and then thrown
 	// away, so connections, pools and the server's caches are warm.
 	if l.Warmup > 0 || l.WarmupRequests > 0 {
+		r.resetStop()
 		start := r.now()
 		r.phase(ctx, l.Warmup.D(), uint64(l.WarmupRequests))
 		res.Warmup = WarmupStats{Requests: int64(r.sent.Load()), Duration: Duration(r.now() - start)}
@@ -77,12 +124,13 @@ func (r *runner) run(ctx context.Context) *Result {
 		r.dropped.Store(0)
 	}
 
+	r.resetStop()
 	res.Start = time.Now()
 	meter := startMeter()
 	col := newCollector(r, res.Start)
 	t0 := r.now()
 	col.start(t0)
-	ph := r.phase(ctx, l.Duration.D(), 0)
+	ph := r.phase(ctx, l.Duration.D(), uint64(l.Requests))
 	end := r.now()
 	col.stop(end)
 	meter.stop()
@@ -90,9 +138,13 @@ func (r *runner) run(ctx context.Context) *Result {
 	res.EndReason = EndCompleted
 	if err := ctx.Err(); err != nil {
 		res.EndReason = EndCanceled
+		res.Error = "interrupted"
 		if err == context.DeadlineExceeded {
 			res.EndReason = EndDeadline
+			res.Error = "the caller's deadline expired"
 		}
+	} else if col.abortWhy != "" {
+		res.EndReason, res.Error = EndAborted, col.abortWhy+" (--abort-on-fail)"
 	}
 	res.Duration = Duration(ph.windowEnd - t0)
 	res.Elapsed = Duration(end - t0)
@@ -137,7 +189,7 @@ func (r *runner) closedLoop(ctx context.Context, dur time.Duration, limit uint64
 	for w := range r.cfg.Load.Concurrency {
 		sh := r.shards[w%len(r.shards)]
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for ctx.Err() == nil && !r.stopped() {
 				now := r.now()
 				if now >= end {
 					return
@@ -152,7 +204,16 @@ func (r *runner) closedLoop(ctx context.Context, dur time.Duration, limit uint64
 		})
 	}
 	wg.Wait()
-	return phaseEnd{windowEnd: min(end, r.now())}
+	return phaseEnd{windowEnd: r.windowEnd(end)}
+}
+
+// windowEnd is when the phase's window closed: end, or earlier when the
+// phase was stopped or cancelled.
+func (r *runner) windowEnd(end int64) int64 {
+	if at := r.stopAt.Load(); at > 0 {
+		return min(end, at)
+	}
+	return min(end, r.now())
 }
 
 // slot is one scheduled request handed from the dispatcher to a worker.
@@ -179,7 +240,7 @@ func (r *runner) openLoop(ctx context.Context, dur time.Duration, limit uint64) 
 	t0 := r.now()
 	windowEnd := t0 + int64(dur)
 	var out phaseEnd
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !r.stopped() {
 		off, ok := sched.Next()
 		if !ok || off >= dur {
 			break
@@ -210,10 +271,10 @@ func (r *runner) openLoop(ctx context.Context, dur time.Duration, limit uint64) 
 			wg.Go(func() { r.worker(ctx, sh, slots, s) })
 		}
 	}
-	if limit == 0 && out.unsent == 0 {
+	if limit == 0 && out.unsent == 0 && !r.stopped() {
 		w.until(ctx, r, windowEnd) // the window is the whole duration
 	}
-	out.windowEnd = min(windowEnd, r.now())
+	out.windowEnd = r.windowEnd(windowEnd)
 	close(slots)
 	wg.Wait()
 	return out
@@ -276,7 +337,7 @@ func newWaiter() *waiter {
 func (w *waiter) stop() { w.timer.Stop() }
 
 // until waits until the runner's clock reaches due and reports false if ctx
-// ended first. It does not allocate.
+// ended or the phase was stopped first. It does not allocate.
 func (w *waiter) until(ctx context.Context, r *runner, due int64) bool {
 	for {
 		rem := time.Duration(due - r.now())
@@ -287,6 +348,9 @@ func (w *waiter) until(ctx context.Context, r *runner, due int64) bool {
 			w.timer.Reset(rem - timerSlack)
 			select {
 			case <-ctx.Done():
+				w.timer.Stop()
+				return false
+			case <-r.stop:
 				w.timer.Stop()
 				return false
 			case <-w.timer.C:

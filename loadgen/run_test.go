@@ -59,7 +59,7 @@ func TestResultJSONRoundTripAndMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !back.Histograms.Response.h.Equals(a.Histograms.Response.h) || !back.Histograms.SendLag.h.Equals(a.Histograms.SendLag.h) ||
+	if !back.Histograms.Response.Equal(a.Histograms.Response) || !back.Histograms.SendLag.Equal(a.Histograms.SendLag) ||
 		back.Counts != a.Counts || back.Config.Load.Concurrency != 2 || back.Config.Thresholds[0] != "p99<10s" ||
 		back.EndReason != EndCompleted || len(back.Intervals) != len(a.Intervals) {
 		t.Errorf("round trip changed the result:\n got %+v\nwant %+v", back.Counts, a.Counts)
@@ -71,7 +71,7 @@ func TestResultJSONRoundTripAndMerge(t *testing.T) {
 	}
 	union := a.Histograms.Response.Clone()
 	union.Merge(b.Histograms.Response)
-	if !m.Histograms.Response.h.Equals(union.h) {
+	if !m.Histograms.Response.Equal(union) {
 		t.Error("merged response histogram differs from the union of the runs'")
 	}
 	if m.Counts.OK != a.Counts.OK+b.Counts.OK || m.Counts.Sent != a.Counts.Sent+b.Counts.Sent || m.Counts.MergeDropped != 0 {

@@ -5,11 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/http"
-	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
@@ -29,7 +26,8 @@ var ErrNotReady = errors.New("target not ready")
 // over REST (JSON or binary) or gRPC (typed or raw contents).
 type OIPTarget struct {
 	cfg      TargetConfig
-	ctl      client.Client // readiness and metadata
+	ctl      client.Client // identify, readiness and metadata (bounded; see ready.go)
+	data     client.Client // the requests
 	rest     *client.REST
 	conn     grpc.ClientConnInterface // gRPC hot path, with the pre-encoded codec
 	md       metadata.MD              // gRPC metadata from --header
@@ -91,7 +89,11 @@ func NewTarget(ctx context.Context, cfg Config) (*OIPTarget, error) {
 	if err != nil {
 		return nil, configErr("%v", err)
 	}
-	t.ctl = c
+	t.data = c
+	if t.ctl, err = controlClient(addr, tc.Protocol, opts); err != nil {
+		c.Close()
+		return nil, configErr("%v", err)
+	}
 	switch c := c.(type) {
 	case *client.REST:
 		t.rest = c
@@ -140,19 +142,13 @@ func clientOptions(cfg Config) (client.Options, error) {
 }
 
 func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
-	if err := t.waitReady(ctx, cfg.Target.ReadyTimeout.D()); err != nil {
+	if err := t.waitReady(ctx, cfg.Target.ReadyTimeout.D(), cfg.Target.ReadyProgress); err != nil {
 		return err
 	}
 	tc := cfg.Target
-	mctx, cancel := context.WithTimeout(ctx, tc.Timeout.D())
-	defer cancel()
-	sm, err := t.ctl.ServerMetadata(mctx)
+	sm, meta, err := t.describe(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: server metadata: %v", ErrNotReady, err)
-	}
-	meta, err := t.ctl.ModelMetadata(mctx, tc.Model, tc.ModelVersion)
-	if err != nil {
-		return fmt.Errorf("%w: model metadata: %v", ErrNotReady, err)
+		return err
 	}
 	t.info.Server, t.info.Model = *sm, *meta
 
@@ -193,52 +189,6 @@ func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
 	}
 	t.info.Payloads = len(t.payloads)
 	return nil
-}
-
-// waitReady polls server and model readiness until both hold.
-func (t *OIPTarget) waitReady(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	wait := 50 * time.Millisecond
-	var last error
-	for {
-		ok, err := t.ctl.ServerReady(ctx)
-		if err == nil && !ok {
-			err = errors.New("server is not ready")
-		}
-		if err == nil {
-			ok, err = t.ctl.ModelReady(ctx, t.cfg.Model, t.cfg.ModelVersion)
-			if err == nil && !ok {
-				err = fmt.Errorf("model %q is not ready", t.cfg.Model)
-			}
-			// A ready server that does not know the model will not learn
-			// it by waiting: say so now rather than after the timeout.
-			if notFound(err) {
-				return fmt.Errorf("%w: model %q (version %q) not found: %v", ErrNotReady, t.cfg.Model, t.cfg.ModelVersion, err)
-			}
-		}
-		if err == nil {
-			return nil
-		}
-		// A certificate that is refused now will be refused after waiting.
-		if terr := client.TLSError(err, t.tls); terr != nil {
-			return fmt.Errorf("%w: %v", ErrNotReady, terr)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w after %v: %v", ErrNotReady, timeout, last)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
-	}
-}
-
-// notFound reports an answer that says the model does not exist (HTTP 404 or
-// gRPC NOT_FOUND), as opposed to a model that is still loading.
-func notFound(err error) bool {
-	var ce *client.Error
-	return errors.As(err, &ce) && (ce.HTTPStatus == http.StatusNotFound || ce.GRPCCode == codes.NotFound)
 }
 
 // encode serializes one request for the target's protocol.
@@ -327,8 +277,11 @@ func (t *OIPTarget) checkREST(p *payload, resp *client.RawResponse) error {
 
 // Close releases the target's connections.
 func (t *OIPTarget) Close() error {
-	if t.ctl == nil {
-		return nil
+	var err error
+	for _, c := range []client.Client{t.ctl, t.data} {
+		if c != nil {
+			err = errors.Join(err, c.Close())
+		}
 	}
-	return t.ctl.Close()
+	return err
 }

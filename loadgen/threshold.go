@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,9 @@ import (
 // as a fraction or a percentage. rps is the completed rate and offered_rps
 // the offered rate, in requests per second. dropped, timeouts and errors
 // are counts. Operators: < <= > >= ==.
+//
+// k6's spellings are accepted too: p(95)<500ms, avg, med and min, and a
+// latency without a unit is in milliseconds as in k6 (p(95)<500).
 type Threshold struct {
 	Text   string
 	metric string // the metric without its histogram prefix
@@ -32,6 +36,11 @@ type ThresholdResult struct {
 	Actual    float64 `json:"actual"`     // in the threshold's unit (ns, fraction, req/s or count)
 	ActualStr string  `json:"actualText"` // human form, e.g. "18.2ms"
 	Pass      bool    `json:"pass"`
+	// Default marks the default failed-request bound (not a --threshold).
+	Default bool `json:"default,omitempty"`
+	// Level names the sweep level the verdict is about ("c=8", "500/s");
+	// empty for the whole run.
+	Level string `json:"level,omitempty"`
 }
 
 var thresholdOps = []string{"<=", ">=", "==", "<", ">"} // two-character operators first
@@ -40,6 +49,7 @@ var thresholdOps = []string{"<=", ">=", "==", "<", ">"} // two-character operato
 func ParseThreshold(s string) (Threshold, error) {
 	text := strings.Join(strings.Fields(s), "")
 	t := Threshold{Text: text}
+	text = k6Spelling(text)
 	var lhs, rhs string
 	for _, op := range thresholdOps {
 		if i := strings.Index(text, op); i > 0 {
@@ -60,6 +70,9 @@ func ParseThreshold(s string) (Threshold, error) {
 	t.metric = lhs
 	switch {
 	case isLatencyMetric(lhs):
+		if v, err := strconv.ParseFloat(rhs, 64); err == nil && v >= 0 {
+			rhs += "ms" // k6: a latency without a unit is in milliseconds
+		}
 		d, err := time.ParseDuration(rhs)
 		if err != nil {
 			return Threshold{}, fmt.Errorf("threshold %q: %s needs a duration such as 20ms: %w", s, lhs, err)
@@ -67,7 +80,7 @@ func ParseThreshold(s string) (Threshold, error) {
 		t.value = float64(d)
 		return t, nil
 	case t.hist != "response" || strings.HasPrefix(text, "response_"):
-		return Threshold{}, fmt.Errorf("threshold %q: %s is not a latency metric (pNN, max, mean)", s, lhs)
+		return Threshold{}, fmt.Errorf("threshold %q: %s is not a latency metric (pNN, max, mean, min)", s, lhs)
 	case lhs == "error_rate":
 		v, err := parseFraction(rhs)
 		if err != nil {
@@ -81,13 +94,52 @@ func ParseThreshold(s string) (Threshold, error) {
 		}
 		t.value = v
 	default:
-		return Threshold{}, fmt.Errorf("threshold %q: unknown metric %q (want pNN, max, mean, error_rate, rps, offered_rps, dropped, timeouts, errors)", s, lhs)
+		return Threshold{}, fmt.Errorf("threshold %q: unknown metric %q (want pNN, p(NN), max, mean, min, error_rate, rps, offered_rps, dropped, timeouts, errors)", s, lhs)
 	}
 	return t, nil
 }
 
+// k6Spelling rewrites k6's trend-metric names into oipkit's: p(95) is p95,
+// avg mean, med p50 (min is the same).
+func k6Spelling(text string) string {
+	for {
+		i := strings.Index(text, "p(")
+		j := strings.IndexByte(text, ')')
+		if i < 0 || j < i {
+			break
+		}
+		text = text[:i] + "p" + text[i+2:j] + text[j+1:]
+	}
+	for _, op := range thresholdOps {
+		if i := strings.Index(text, op); i > 0 {
+			lhs := text[:i]
+			base := lhs
+			prefix := ""
+			for _, p := range []string{"response_", "service_", "send_lag_"} {
+				if strings.HasPrefix(lhs, p) {
+					prefix, base = p, strings.TrimPrefix(lhs, p)
+				}
+			}
+			switch base {
+			case "avg":
+				base = "mean"
+			case "med":
+				base = "p50"
+			}
+			return prefix + base + text[i:]
+		}
+	}
+	return text
+}
+
+// boundsFailures reports whether the threshold bounds failed requests, so
+// that the default failed-request bound gives way to it.
+func (t Threshold) boundsFailures() bool {
+	return t.metric == "error_rate" || t.metric == "errors" || t.metric == "timeouts"
+}
+
 func isLatencyMetric(m string) bool {
-	if m == "max" || m == "mean" {
+	if m == "max" || m == "mean" || m == "min" {
 		return true
 	}
 	q, ok := percentileOf(m)
@@ -116,15 +168,19 @@ func parseFraction(s string) (float64, error) {
 }
 
 // Eval evaluates the threshold on r's merged histograms and counts.
-func (t Threshold) Eval(r *Result) ThresholdResult {
+func (t Threshold) Eval(r *Result) ThresholdResult { return t.evalOn(r.measures()) }
+
+func (t Threshold) evalOn(r measures) ThresholdResult {
 	var actual float64
 	var text string
 	if isLatencyMetric(t.metric) {
-		h := map[string]*Histogram{"response": r.Histograms.Response, "service": r.Histograms.Service, "send_lag": r.Histograms.SendLag}[t.hist]
+		h := map[string]*Histogram{"response": r.h.Response, "service": r.h.Service, "send_lag": r.h.SendLag}[t.hist]
 		var d time.Duration
 		switch t.metric {
 		case "max":
 			d = h.Max()
+		case "min":
+			d = h.Min()
 		case "mean":
 			d = h.Mean()
 		default:
@@ -135,18 +191,18 @@ func (t Threshold) Eval(r *Result) ThresholdResult {
 	} else {
 		switch t.metric {
 		case "error_rate":
-			actual = r.ErrorRate()
+			actual = errorRate(r.counts)
 			text = fmt.Sprintf("%.4g%%", 100*actual)
 		case "rps":
-			actual = r.Rates.Completed
+			actual = r.rates.Completed
 		case "offered_rps":
-			actual = r.Rates.Offered
+			actual = r.rates.Offered
 		case "dropped":
-			actual = float64(r.Counts.Dropped)
+			actual = float64(r.counts.Dropped)
 		case "timeouts":
-			actual = float64(r.Counts.Timeouts)
+			actual = float64(r.counts.Timeouts)
 		case "errors":
-			actual = float64(r.Counts.Errors)
+			actual = float64(r.counts.Errors)
 		}
 		if text == "" {
 			text = strconv.FormatFloat(actual, 'f', -1, 64)
@@ -171,19 +227,97 @@ func (t Threshold) Eval(r *Result) ThresholdResult {
 	return ThresholdResult{Threshold: t.Text, Actual: actual, ActualStr: text, Pass: pass}
 }
 
-// EvaluateThresholds parses and evaluates every threshold on r, stores the
-// verdicts in r.Thresholds and reports whether all passed.
+// EvaluateThresholds evaluates exprs and the default failed-request bound
+// (r.Config.Checks.MaxErrorRate, unless one of exprs bounds failures) on r,
+// stores the verdicts in r.Thresholds and reports whether all passed. A
+// sweep is judged level by level: every level must pass, and each verdict
+// names its level. Other results are judged on their top-level figures
+// (for an SLO search, the level that held).
 func EvaluateThresholds(r *Result, exprs []string) (bool, error) {
-	r.Thresholds = nil
-	all := true
-	for _, e := range exprs {
-		t, err := ParseThreshold(e)
-		if err != nil {
+	cfg := Config{Thresholds: exprs, Checks: r.Config.Checks}
+	gates := cfg.gates()
+	for _, e := range gates {
+		if _, err := ParseThreshold(e); err != nil {
 			return false, err
 		}
-		v := t.Eval(r)
+	}
+	r.Thresholds = nil
+	all := true
+	levels := false
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		if s.Kind != StepLevel {
+			continue
+		}
+		levels = true
+		all = s.judge(exprs, gates) && all
+		for _, v := range s.Thresholds {
+			v.Level = s.Label()
+			r.Thresholds = append(r.Thresholds, v)
+		}
+	}
+	if levels {
+		return all, nil
+	}
+	m := r.measures()
+	for _, e := range gates {
+		t, _ := ParseThreshold(e)
+		v := t.evalOn(m)
+		v.Default = !slices.Contains(exprs, e)
 		r.Thresholds = append(r.Thresholds, v)
 		all = all && v.Pass
 	}
 	return all, nil
+}
+
+// ThresholdGroup is one threshold's verdicts over the levels of a sweep
+// (or its single verdict on a run).
+type ThresholdGroup struct {
+	Threshold string
+	Default   bool
+	Levels    int      // verdicts in the group
+	Failed    []string // "c=16 (6.1ms)", or the actual value of a run
+	Actual    string   // the actual value of a single verdict
+}
+
+// Pass reports whether every verdict of the group passed.
+func (g ThresholdGroup) Pass() bool { return len(g.Failed) == 0 }
+
+// GroupThresholds folds per-level verdicts by threshold, in order.
+func GroupThresholds(ts []ThresholdResult) []ThresholdGroup {
+	var out []ThresholdGroup
+	index := map[string]int{}
+	for _, t := range ts {
+		i, ok := index[t.Threshold]
+		if !ok {
+			i = len(out)
+			index[t.Threshold] = i
+			out = append(out, ThresholdGroup{Threshold: t.Threshold, Default: t.Default})
+		}
+		g := &out[i]
+		g.Levels++
+		g.Actual = t.ActualStr
+		if !t.Pass {
+			if t.Level != "" {
+				g.Failed = append(g.Failed, t.Level+" ("+t.ActualStr+")")
+			} else {
+				g.Failed = append(g.Failed, t.ActualStr)
+			}
+		}
+	}
+	return out
+}
+
+// Describe is the group's verdict in words: "actual 0.2%", "at all 6
+// levels", "failed at c=16 (6.1ms); passed at 5 of 6 levels".
+func (g ThresholdGroup) Describe() string {
+	switch {
+	case g.Levels == 1 && g.Pass():
+		return "actual " + g.Actual
+	case g.Levels == 1:
+		return "actual " + g.Failed[0]
+	case g.Pass():
+		return fmt.Sprintf("at all %d levels", g.Levels)
+	}
+	return fmt.Sprintf("failed at %s; passed at %d of %d levels", strings.Join(g.Failed, ", "), g.Levels-len(g.Failed), g.Levels)
 }

@@ -23,8 +23,8 @@ func TestParseThreshold(t *testing.T) {
 func TestThresholdEval(t *testing.T) {
 	r := newResult(Config{})
 	for i := int64(1); i <= 100; i++ {
-		recordClamped(r.Histograms.Response.h, i*int64(time.Millisecond))
-		recordClamped(r.Histograms.Service.h, i*int64(time.Microsecond))
+		r.Histograms.Response.record(i * int64(time.Millisecond))
+		r.Histograms.Service.record(i * int64(time.Microsecond))
 	}
 	r.Counts = Counts{Completed: 1000, OK: 998, Errors: 1, Timeouts: 1}
 	r.Rates.Completed = 1500
@@ -47,7 +47,9 @@ func TestThresholdEval(t *testing.T) {
 		}
 	}
 	ok, err := EvaluateThresholds(r, []string{"p50<=50.1ms", "rps>2000"})
-	if err != nil || ok || len(r.Thresholds) != 2 || !r.Thresholds[0].Pass || r.Thresholds[1].Pass {
+	// The default bound on failed requests (1%) comes third and passes at 0.2%.
+	if err != nil || ok || len(r.Thresholds) != 3 || !r.Thresholds[0].Pass || r.Thresholds[1].Pass ||
+		!r.Thresholds[2].Default || !r.Thresholds[2].Pass {
 		t.Errorf("EvaluateThresholds = %v, %v, %+v", ok, err, r.Thresholds)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,14 +30,17 @@ type loadFlags struct {
 	protocol, rate, arrival, warmup, data, format string
 	rateStep, rateMax                             float64
 	stepDuration                                  time.Duration
-	output, csv, summaryCSV, hdrLog               string
+	output, csv, summaryCSV, hdrLog, html         string
 	progress                                      string
+	stability, maxErrorRate, sloResolution        string
+	maxDuration                                   time.Duration
+	slo                                           multiFlag
 }
 
 func runLoad(ctx context.Context, args []string) error {
 	var cfg loadgen.Config
 	var f loadFlags
-	fs := newFlagSet("load", "load (--http URL | --grpc HOST:PORT) --model NAME [flags]", `
+	fs := newFlagSet("load", "load (--http HOST:PORT | --grpc HOST:PORT) --model NAME [flags]", `
 Send inference requests to one model of an Open Inference Protocol server and
 measure latency, in a closed loop (--concurrency N workers back to back) or
 an open loop (--rate: requests start at precomputed intended times, and
@@ -45,19 +50,36 @@ model metadata (--data, --shape) or a perf_analyzer input-data file.
 
 Rate profiles: --rate 1000, --rate step:100:1000:100:5s (from:to:step:every),
 --rate linear:100:1000:30s (from:to:over); or --rate 100 --rate-step 100
---step-duration 5s [--rate-max 1000].
+--step-duration 5s [--rate-max 1000]. Step and linear profiles are reported
+per step too.
 
-Thresholds (repeatable): p99<20ms, p99.9<=50ms, service_p50<5ms,
-send_lag_p99<1ms, max<1s, error_rate<0.1%, rps>1000, offered_rps>=990,
-dropped<=0, timeouts==0.
+Sweeps: --concurrency-range 1:32:x2 or --rate-range 100:1000:100 measure each
+level on its own (own warm-up, window and histograms) and report one row per
+level; STEP is a number or xF for a factor (default 1, as perf_analyzer).
 
-Exit status: 0 pass; 1 usage or configuration error; 2 could not run (target
-unreachable or not ready, run cancelled or failed); 3 a threshold failed;
-4 generator-bound (the generator could not keep up: the result must not be
-published as a server result). Precedence: 1, 2, 4, 3.`)
+SLO search: --slo 'p99<50ms' [--slo 'error_rate<0.1%'] finds the highest rate
+(open loop; or concurrency with --concurrency/--concurrency-range) that holds
+every SLO, by doubling then bisecting to --slo-resolution, and reports every
+probe. --rate or the ranges give the start and bounds.
+
+Stability: --stability 5% measures each level until the 95% confidence
+intervals of throughput and of the --percentile latency are within ±5%
+(with a minimum sample count for that percentile), up to --max-duration.
+
+Thresholds (repeatable): p99<20ms, p(95)<500ms, p99.9<=50ms, service_p50<5ms,
+send_lag_p99<1ms, max<1s, avg<10ms, error_rate<0.1%, rps>1000,
+offered_rps>=990, dropped<=0, timeouts==0. Unless one bounds error_rate,
+errors or timeouts, failed requests above --max-error-rate (default 1%) fail
+the run. --abort-on-fail ends a long run (or a sweep) at the first failure.
+
+Exit status: 0 pass; 1 usage error (nothing ran); 2 could not run or complete
+(unreachable, not an OIP server, never ready, interrupted); 3 a threshold, SLO
+or the failed-request bound failed; 4 inconclusive (generator-bound, not
+stable within --max-duration, or an SLO search bounded by the generator).
+4 outranks 3.`)
 	t := &cfg.Target
-	fs.StringVar(&t.HTTP, "http", "", "REST base `URL` of the server, e.g. http://127.0.0.1:8000")
-	fs.StringVar(&t.GRPC, "grpc", "", "gRPC `host:port` of the server, e.g. 127.0.0.1:8001")
+	fs.StringVar(&t.HTTP, "http", "", "REST address of the server: `HOST:PORT` or a base URL (http://…, https://…)")
+	fs.StringVar(&t.GRPC, "grpc", "", "gRPC `HOST:PORT` of the server, e.g. 127.0.0.1:8001")
 	fs.StringVar(&f.protocol, "protocol", "", "`protocol`: http, http-binary, grpc or grpc-raw (default http for --http, grpc-raw for --grpc)")
 	fs.StringVar(&t.Model, "model", "", "model `name`")
 	fs.StringVar(&t.ModelVersion, "model-version", "", "model `version` (default: the server's choice)")
@@ -83,22 +105,34 @@ published as a server result). Precedence: 1, 2, 4, 3.`)
 	fs.Float64Var(&f.rateStep, "rate-step", 0, "raise the rate by `R` every --step-duration (with a numeric --rate)")
 	fs.DurationVar(&f.stepDuration, "step-duration", 0, "`duration` of each rate step")
 	fs.Float64Var(&f.rateMax, "rate-max", 0, "last rate `R` of --rate-step (default: as far as --duration goes)")
+	fs.StringVar(&l.ConcurrencyRange, "concurrency-range", "", "sweep: closed-loop levels `START:END[:STEP]`, STEP a number or xF (e.g. 1:32:x2)")
+	fs.StringVar(&l.RateRange, "rate-range", "", "sweep: open-loop rate levels `START:END[:STEP]` in requests/s (e.g. 100:1000:100)")
 	fs.StringVar(&f.arrival, "arrival", "", "open-loop arrivals: constant or poisson (default constant)")
 	fs.IntVar(&l.MaxInFlight, "max-inflight", 0, "open loop: most requests in flight; more are dropped and counted (default 10000)")
-	fs.DurationVar((*time.Duration)(&l.Duration), "duration", loadgen.DefaultDuration, "measured `duration`")
-	fs.StringVar(&f.warmup, "warmup", "", "unrecorded warm-up before measuring: a duration (5s) or a request count (500)")
-	fs.DurationVar((*time.Duration)(&l.Interval), "interval", loadgen.DefaultInterval, "reporting `interval`")
+	fs.DurationVar((*time.Duration)(&l.Duration), "duration", loadgen.DefaultDuration, "measured `duration` (of each level of a sweep or probe of a search)")
+	fs.Int64Var(&l.Requests, "n", 0, "stop the measurement after `N` requests (no time limit unless --duration is given)")
+	fs.Int64Var(&l.Requests, "requests", 0, "same as -n")
+	fs.StringVar(&f.warmup, "warmup", "", "unrecorded warm-up before measuring (each level): a duration (5s) or a request count (500)")
+	fs.DurationVar((*time.Duration)(&l.Interval), "interval", loadgen.DefaultInterval, "reporting `interval` (also the stability rule's window)")
+	fs.StringVar(&f.stability, "stability", "", "measure until stable: the 95% confidence intervals within ±`TOL` (e.g. 5%)")
+	fs.DurationVar(&f.maxDuration, "max-duration", loadgen.DefaultStabilityMax, "with --stability: the most a measurement lasts")
+	fs.Float64Var(&cfg.Percentile, "percentile", loadgen.DefaultPercentile, "latency `percentile` for the stability rule, the sweep tables and the knee (perf_analyzer's --percentile)")
 
 	fs.DurationVar((*time.Duration)(&cfg.Checks.LagTolerance), "lag-tolerance", loadgen.DefaultLagTolerance, "largest acceptable open-loop send-lag p99")
 	fs.Float64Var(&cfg.Checks.RateTolerance, "rate-tolerance", loadgen.DefaultRateTolerance, "largest acceptable dispatch shortfall against the schedule (`fraction`)")
-	fs.Var((*multiFlag)(&cfg.Thresholds), "threshold", "CI gate such as p99<20ms (repeatable)")
+	fs.Var((*multiFlag)(&cfg.Thresholds), "threshold", "CI gate such as p99<20ms or p(95)<500ms (repeatable)")
+	fs.StringVar(&f.maxErrorRate, "max-error-rate", "1%", "fail the run when failed requests (errors and timeouts) exceed this `fraction` of completed ones (100% turns it off)")
+	fs.BoolVar(&cfg.AbortOnFail, "abort-on-fail", false, "evaluate the thresholds during the run and stop at the first failure (exit 3)")
+	fs.Var(&f.slo, "slo", "search for the highest load that holds this threshold, e.g. 'p99<50ms' (repeatable)")
+	fs.StringVar(&f.sloResolution, "slo-resolution", "", "relative resolution of the SLO search (default 5%)")
 
-	fs.StringVar(&f.format, "format", "text", "stdout `format`: text, json, csv (intervals), summary-csv or hgrm")
+	fs.StringVar(&f.format, "format", "text", "stdout `format`: "+loadgen.FormatNames())
 	fs.StringVar(&f.output, "output", "", "write the JSON result to `file`")
+	fs.StringVar(&f.html, "html", "", "write a self-contained HTML report with plots to `file`")
 	fs.StringVar(&f.csv, "csv", "", "write one CSV row per interval to `file`")
-	fs.StringVar(&f.summaryCSV, "summary-csv", "", "write a perf_analyzer-style summary CSV to `file`")
+	fs.StringVar(&f.summaryCSV, "summary-csv", "", "write perf_analyzer-style CSV rows (one per level) to `file`")
 	fs.StringVar(&f.hdrLog, "hdr-log", "", "write an HdrHistogram interval log (v1.3) to `file`")
-	fs.StringVar(&f.progress, "progress", "auto", "per-interval progress on stderr: auto (when a terminal), always or never")
+	fs.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when a terminal), always or never")
 
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -109,15 +143,28 @@ published as a server result). Precedence: 1, 2, 4, 3.`)
 	if fs.NArg() > 0 {
 		return usageError("unexpected arguments %q", fs.Args())
 	}
-	if err := f.apply(&cfg); err != nil {
+	if err := checkSetFlags(fs); err != nil {
 		return usageError("%v", err)
 	}
-	reporter, err := stdoutReporter(f.format)
-	if err != nil {
+	if err := f.apply(&cfg, fs); err != nil {
 		return usageError("%v", err)
+	}
+	format, err := loadgen.FormatNamed(f.format)
+	if err != nil {
+		return usageError("--format: %v", err)
 	}
 	if err := cfg.Normalize(); err != nil {
 		return usageError("%v", err)
+	}
+	if f.progress != "auto" && f.progress != "always" && f.progress != "never" {
+		return usageError("--progress %q: want auto, always or never", f.progress)
+	}
+	for _, o := range []struct{ flag, path string }{
+		{"--output", f.output}, {"--html", f.html}, {"--csv", f.csv}, {"--summary-csv", f.summaryCSV}, {"--hdr-log", f.hdrLog},
+	} {
+		if err := checkWritable(o.path); err != nil {
+			return usageError("%s: %v", o.flag, err)
+		}
 	}
 
 	var hdrFile *os.File
@@ -128,10 +175,17 @@ published as a server result). Precedence: 1, 2, 4, 3.`)
 		defer hdrFile.Close()
 		cfg.HDRLog = hdrFile
 	}
-	if f.progress == "always" || (f.progress == "auto" && term.IsTerminal(int(os.Stderr.Fd()))) {
+	progress := f.progress == "always" || (f.progress == "auto" && term.IsTerminal(int(os.Stderr.Fd())))
+	if progress {
 		cfg.Progress = progressLine(os.Stderr)
-	} else if f.progress != "auto" && f.progress != "never" {
-		return usageError("--progress: want auto, always or never")
+		cfg.StepDone = stepLine(os.Stderr, cfg.Percentile)
+	}
+	if f.progress != "never" {
+		timeout := cfg.Target.ReadyTimeout.D()
+		cfg.Target.ReadyProgress = func(waited time.Duration, why string) {
+			fmt.Fprintf(os.Stderr, "oipkit load: waiting for the target to be ready (%s of %s): %s\n",
+				waited.Round(time.Second), timeout, why)
+		}
 	}
 
 	start := time.Now()
@@ -147,7 +201,7 @@ published as a server result). Precedence: 1, 2, 4, 3.`)
 	}
 	defer target.Close()
 	info := target.Info()
-	if cfg.Progress != nil {
+	if progress {
 		fmt.Fprintf(os.Stderr, "oipkit load: %s %s over %s, %d payload(s) of %v bytes\n",
 			info.Server.Name, info.Model.Name, cfg.Target.Protocol, info.Payloads, info.Bytes)
 	}
@@ -157,11 +211,50 @@ published as a server result). Precedence: 1, 2, 4, 3.`)
 		return exitError{exitUsage}
 	}
 	res.Target = &info
-	return finish(res, cfg.Thresholds, f.format, reporter, func(r *loadgen.Result) error { return writeOutputs(r, f) })
+	return finish(res, cfg.Thresholds, format, func(r *loadgen.Result) error { return writeOutputs(r, f) })
+}
+
+// durationFlags must be positive when given: a zero or negative value is a
+// mistake, never "the default".
+var durationFlags = []string{"duration", "interval", "timeout", "ready-timeout", "step-duration", "max-duration", "lag-tolerance"}
+
+// checkSetFlags rejects explicitly given values that are out of range.
+func checkSetFlags(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		if err != nil {
+			return
+		}
+		v := fl.Value.String()
+		for _, name := range durationFlags {
+			if fl.Name == name {
+				if d, _ := time.ParseDuration(v); d <= 0 {
+					err = fmt.Errorf("--%s %s: want a duration above zero, e.g. 10s", name, v)
+				}
+			}
+		}
+		switch fl.Name {
+		case "concurrency", "max-inflight", "connections", "string-length", "n", "requests":
+			if n, _ := strconv.ParseInt(v, 10, 64); n < 1 {
+				err = fmt.Errorf("--%s %s: want at least 1", fl.Name, v)
+			}
+		case "rate-tolerance":
+			if x, _ := strconv.ParseFloat(v, 64); !(x > 0 && x < 1) {
+				err = fmt.Errorf("--rate-tolerance %s: want a fraction between 0 and 1", v)
+			}
+		case "percentile":
+			if x, _ := strconv.ParseFloat(v, 64); !(x > 0 && x < 100) {
+				err = fmt.Errorf("--percentile %s: want a number between 0 and 100, e.g. 99", v)
+			}
+		}
+	})
+	return err
 }
 
 // apply folds the flags that need interpretation into cfg.
-func (f *loadFlags) apply(cfg *loadgen.Config) error {
+func (f *loadFlags) apply(cfg *loadgen.Config, fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if f.protocol != "" {
 		p, err := client.ParseProtocol(f.protocol)
 		if err != nil {
@@ -192,73 +285,123 @@ func (f *loadFlags) apply(cfg *loadgen.Config) error {
 			return fmt.Errorf("--warmup %q: want a duration (5s) or a request count (500)", f.warmup)
 		}
 	}
+	// -n alone measures until N requests, with no time limit.
+	if (set["n"] || set["requests"]) && !set["duration"] {
+		cfg.Load.Duration = 0
+	}
+	if f.stability != "" {
+		tol, err := parseFraction("--stability", f.stability)
+		if err != nil {
+			return err
+		}
+		if set["duration"] {
+			return errors.New("--stability measures until stable: give its cap as --max-duration, not --duration")
+		}
+		cfg.Load.Stability = &loadgen.StabilityConfig{Tolerance: tol, MaxDuration: loadgen.Duration(f.maxDuration)}
+		cfg.Load.Duration = 0
+	} else if set["max-duration"] {
+		return errors.New("--max-duration goes with --stability")
+	}
+	mer, err := parseFraction("--max-error-rate", f.maxErrorRate)
+	if err != nil {
+		return err
+	}
+	cfg.Checks.MaxErrorRate = &mer
+	if len(f.slo) > 0 {
+		cfg.SLO = f.slo
+	}
+	if f.sloResolution != "" {
+		if cfg.SLOResolution, err = parseFraction("--slo-resolution", f.sloResolution); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// stdoutReporter selects the rendering printed on stdout.
-func stdoutReporter(format string) (func(*loadgen.Result) loadgen.Reporter, error) {
-	switch format {
-	case "text":
-		return loadgen.NewTextReporter, nil
-	case "json":
-		return loadgen.NewJSONReporter, nil
-	case "csv":
-		return loadgen.NewIntervalCSVReporter, nil
-	case "summary-csv":
-		return loadgen.NewSummaryCSVReporter, nil
-	case "hgrm":
-		return loadgen.NewPercentilesReporter, nil
+// parseFraction reads "5%" or "0.05".
+func parseFraction(flagName, s string) (float64, error) {
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil || math.IsNaN(v) {
+		return 0, fmt.Errorf("%s %q: want a fraction (0.05) or a percentage (5%%)", flagName, s)
 	}
-	return nil, fmt.Errorf("--format %q: want text, json, csv, summary-csv or hgrm", format)
+	if pct {
+		v /= 100
+	}
+	if v < 0 || v > 1 {
+		return 0, fmt.Errorf("%s %q: want a value from 0 to 100%%", flagName, s)
+	}
+	return v, nil
+}
+
+// checkWritable fails when a file cannot be written at path — a missing
+// folder, a folder in its place, no permission — before anything runs, so
+// a long run is not lost to a typo in an output path. It leaves nothing
+// behind.
+func checkWritable(path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot write %s: folder %s: %v", path, dir, errors.Unwrap(err))
+	case !st.IsDir():
+		return fmt.Errorf("cannot write %s: %s is not a folder", path, dir)
+	}
+	probe, err := os.CreateTemp(dir, ".oipkit-write-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %v", path, errors.Unwrap(err))
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+// exitFor maps a verdict to the exit status of DESIGN.md's scheme.
+var exitFor = map[loadgen.Status]int{
+	loadgen.StatusPass:         exitPass,
+	loadgen.StatusFailed:       exitFailed,
+	loadgen.StatusInconclusive: exitInconclusive,
+	loadgen.StatusNotRun:       exitNotRun,
 }
 
 // finish evaluates thresholds, writes the outputs, prints the report and
 // returns the exit status, for load and report alike.
-func finish(res *loadgen.Result, thresholds []string, format string, reporter func(*loadgen.Result) loadgen.Reporter, write func(*loadgen.Result) error) error {
-	passed, err := loadgen.EvaluateThresholds(res, thresholds)
-	if err != nil {
+func finish(res *loadgen.Result, thresholds []string, format loadgen.Format, write func(*loadgen.Result) error) error {
+	if _, err := loadgen.EvaluateThresholds(res, thresholds); err != nil {
 		return usageError("%v", err)
 	}
 	werr := write(res)
-	if err := reporter(res)(os.Stdout); err != nil {
+	if err := format.New(res)(os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "oipkit: write report: %v\n", err)
 	}
 	if werr != nil {
 		fmt.Fprintf(os.Stderr, "oipkit: %v\n", werr)
 		return exitError{exitUsage}
 	}
-	code := exitPass
-	switch {
-	case res.EndReason != loadgen.EndCompleted:
-		code = exitNotRun
-	case res.Checks.GeneratorBound:
-		code = exitInconclusive
-	case !passed:
-		code = exitFailed
+	v := loadgen.Judge(res)
+	code := exitFor[v.Status]
+	if code != exitPass {
+		// One line on stderr, whatever the format: the reason a CI job failed.
+		fmt.Fprintf(os.Stderr, "oipkit: exit status %d (%s): %s\n", code, v.Status, strings.Join(v.Reasons, "; "))
+		return exitError{code}
 	}
-	if code != exitPass && format == "text" {
-		fmt.Fprintf(os.Stderr, "oipkit: exit status %d (%s)\n", code, exitMeaning[code])
-	}
-	if code == exitPass {
-		return nil
-	}
-	return exitError{code}
+	return nil
 }
 
-var exitMeaning = map[int]string{
-	exitNotRun:       "the run did not complete",
-	exitFailed:       "a threshold failed",
-	exitInconclusive: "generator-bound: the load generator could not keep up; not a server result",
-}
-
-// writeOutputs writes the result files asked for with --output, --csv and
-// --summary-csv.
+// writeOutputs writes the result files asked for with --output, --html,
+// --csv and --summary-csv.
 func writeOutputs(res *loadgen.Result, f loadFlags) error {
 	for _, o := range []struct {
 		path string
 		rep  loadgen.Reporter
 	}{
 		{f.output, loadgen.NewJSONReporter(res)},
+		{f.html, loadgen.NewHTMLReporter(res)},
 		{f.csv, loadgen.NewIntervalCSVReporter(res)},
 		{f.summaryCSV, loadgen.NewSummaryCSVReporter(res)},
 	} {
@@ -298,6 +441,19 @@ func progressLine(w io.Writer) func(loadgen.IntervalStats) {
 		}
 		fmt.Fprintf(w, "[%6.1fs] %8.1f req/s%s  in flight %d  p50 %v  p99 %v  errors %d  timeouts %d  dropped %d\n",
 			s.Start+s.Length, s.Rate, req, s.InFlight, shortDur(s.ResponseP50), shortDur(s.ResponseP99), s.Errors, s.Timeouts, s.Dropped)
+	}
+}
+
+// stepLine prints one line per sweep level or search probe.
+func stepLine(w io.Writer, pct float64) func(loadgen.Step) {
+	return func(s loadgen.Step) {
+		h := s.Histograms.Response
+		verdict := s.Verdict
+		if s.Why != "" {
+			verdict += ": " + s.Why
+		}
+		fmt.Fprintf(w, "oipkit load: %s %s: %.1f req/s, p50 %v, p%v %v, errors %d, timeouts %d %s\n", s.Kind, s.Label(),
+			s.Rates.Completed, shortDur(int64(h.Quantile(50))), pct, shortDur(int64(h.Quantile(pct))), s.Counts.Errors, s.Counts.Timeouts, verdict)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/oipkit/oipkit/loadgen"
@@ -26,13 +27,34 @@ func TestLoadAndReportExitCodes(t *testing.T) {
 		code int
 	}{
 		{"no target", []string{"load", "--model", "add_sub"}, exitUsage},
+		{"duration 0", with(grpc, "--duration", "0"), exitUsage},
+		{"negative duration", with(grpc, "--duration", "-5s"), exitUsage},
+		{"interval 0", with(grpc, "--interval", "0"), exitUsage},
+		{"concurrency 0", with(grpc, "--concurrency", "0"), exitUsage},
+		{"output folder missing", with(grpc, "--output", filepath.Join(dir, "no", "such", "r.json")), exitUsage},
+		{"html into a folder", with(grpc, "--html", dir), exitUsage},
+		{"shape of no input", with(grpc, "--shape", "NOPE:1"), exitUsage},
+		{"bad range", with(grpc, "--concurrency-range", "8:1"), exitUsage},
+		{"sweep and concurrency", with(grpc, "--concurrency-range", "1:2", "--concurrency", "2"), exitUsage},
+		{"stability with duration", with(grpc, "--stability", "5%"), exitUsage},
+		{"bad max error rate", with(grpc, "--max-error-rate", "150%"), exitUsage},
+		{"bad format", with(grpc, "--format", "xml"), exitUsage},
+		{"http at the gRPC port", []string{"load", "--http", srv.GRPCAddr(), "--model", "add_sub"}, exitNotRun},
+		{"grpc at the REST port", []string{"load", "--grpc", strings.TrimPrefix(srv.HTTPURL(), "http://"), "--model", "add_sub"}, exitNotRun},
+		{"http without a scheme", []string{"load", "--http", strings.TrimPrefix(srv.HTTPURL(), "http://"), "--model", "add_sub", "--duration", "200ms", "--progress", "never"}, exitPass},
+		{"every request times out", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "delay", "--timeout", "2ms", "--duration", "300ms", "--output", out("timeouts.json")}, exitFailed},
+		{"timeouts allowed", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "delay", "--timeout", "2ms", "--duration", "300ms", "--max-error-rate", "100%"}, exitPass},
+		{"sweep", with(grpc, "--concurrency-range", "1:2", "--output", out("sweep.json"), "--summary-csv", out("sweep.csv")), exitPass},
+		{"k6 threshold", with(grpc, "--threshold", "p(95)<10000"), exitPass},
+		{"-n", with(grpc, "-n", "20", "--output", out("n.json")), exitPass},
 		{"bad flag", []string{"load", "--no-such-flag"}, exitUsage},
 		{"bad threshold", with(grpc, "--threshold", "p99<fast"), exitUsage},
 		{"both loops", with(grpc, "--rate", "10", "--concurrency", "2"), exitUsage},
 		{"unreachable", []string{"load", "--grpc", "127.0.0.1:1", "--model", "add_sub", "--ready-timeout", "300ms"}, exitNotRun},
 		{"unknown model", []string{"load", "--http", srv.HTTPURL(), "--model", "nope", "--ready-timeout", "300ms"}, exitNotRun},
 		{"pass", with(grpc, "--threshold", "p99<10s", "--output", out("a.json")), exitPass},
-		{"pass again", with(grpc, "--protocol", "grpc", "--output", out("b.json"), "--csv", out("b.csv")), exitPass},
+		{"pass again", with(grpc, "--output", out("b.json"), "--csv", out("b.csv")), exitPass},
+		{"other protocol", with(grpc, "--protocol", "grpc", "--output", out("c.json")), exitPass},
 		{"threshold failed", with(grpc, "--threshold", "p50<1ns"), exitFailed},
 		// Generator-bound wins over a failed threshold.
 		{"generator-bound", with(grpc, "--rate", "200", "--lag-tolerance", "1ns", "--threshold", "p50<1ns"), exitInconclusive},
@@ -41,11 +63,38 @@ func TestLoadAndReportExitCodes(t *testing.T) {
 		{"report missing file", []string{"report", out("none.json")}, exitUsage},
 		{"report compare", []string{"report", "--compare", out("a.json"), out("b.json")}, exitPass},
 		{"report compare with a gate", []string{"report", "--compare", "--threshold", "p99<1s", out("a.json")}, exitUsage},
+		{"report refuses a mixed merge", []string{"report", out("a.json"), out("c.json")}, exitUsage},
+		{"report refuses a sweep in a merge", []string{"report", out("a.json"), out("b.json"), out("sweep.json")}, exitUsage},
+		{"report forces a mixed merge", []string{"report", "--force", out("a.json"), out("sweep.json")}, exitPass},
+		{"report keeps the timeouts' verdict", []string{"report", out("timeouts.json")}, exitFailed},
+		{"report lifts the bound", []string{"report", "--max-error-rate", "100%", out("timeouts.json")}, exitPass},
+		{"report html overlay", []string{"report", "--html", out("cmp.html"), out("a.json"), out("sweep.json")}, exitPass},
+		{"report html overlay with a gate", []string{"report", "--html", out("cmp.html"), "--threshold", "p99<1s", out("a.json"), out("b.json")}, exitUsage},
+		{"report html to a missing folder", []string{"report", "--html", filepath.Join(dir, "no", "x.html"), out("a.json")}, exitUsage},
 	} {
 		var stdout, stderr bytes.Buffer
 		if got := run(context.Background(), c.args, &stdout, &stderr); got != c.code {
 			t.Errorf("%s: oipkit %q: exit %d, want %d", c.name, c.args, got, c.code)
 		}
+	}
+
+	for _, p := range []string{"cmp.html", "sweep.csv"} {
+		if _, err := os.Stat(out(p)); err != nil {
+			t.Errorf("%s not written: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "no")); err == nil {
+		t.Error("a failed write check left a folder behind")
+	}
+	to := readResult(t, out("timeouts.json"))
+	if to.Counts.Timeouts == 0 || len(to.ErrorSamples["timeout"]) == 0 {
+		t.Errorf("the timed-out run keeps no counts or sample: %+v %v", to.Counts, to.ErrorSamples)
+	}
+	if sw := readResult(t, out("sweep.json")); len(sw.Steps) != 2 {
+		t.Errorf("the sweep has %d levels, want 2", len(sw.Steps))
+	}
+	if n := readResult(t, out("n.json")); n.Counts.Sent != 20 {
+		t.Errorf("-n 20 sent %d", n.Counts.Sent)
 	}
 
 	f, err := os.Open(out("m.json"))
@@ -60,4 +109,18 @@ func TestLoadAndReportExitCodes(t *testing.T) {
 	if len(m.Sources) != 2 || m.Histograms.Response.Count() != m.Counts.OK || m.Counts.OK == 0 {
 		t.Errorf("merged result: sources %v, %d values for %d ok requests", m.Sources, m.Histograms.Response.Count(), m.Counts.OK)
 	}
+}
+
+func readResult(t *testing.T, path string) *loadgen.Result {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := loadgen.ReadResult(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

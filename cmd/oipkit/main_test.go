@@ -64,3 +64,17 @@ func TestServeStopsOnSignalContext(t *testing.T) {
 		t.Fatal("serve did not stop")
 	}
 }
+
+func TestServeAcceptsAURL(t *testing.T) {
+	for in, want := range map[string]string{"127.0.0.1:8000": "127.0.0.1:8000", "http://127.0.0.1:8000": "127.0.0.1:8000",
+		"http://127.0.0.1:8000/": "127.0.0.1:8000"} {
+		if got, err := listenAddress(in); err != nil || got != want {
+			t.Errorf("listenAddress(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"https://127.0.0.1:8000", "http://127.0.0.1:8000/prefix"} {
+		if _, err := listenAddress(in); err == nil {
+			t.Errorf("listenAddress(%q) accepted", in)
+		}
+	}
+}

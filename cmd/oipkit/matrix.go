@@ -41,6 +41,9 @@ made, why, and the commands that grade it where it runs.`)
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: give at least one report.json", errUsage)
 	}
+	if err := checkWritable(*output); err != nil {
+		return fmt.Errorf("%w: -o: %v", errUsage, err)
+	}
 	catalog, err := specs.LoadCatalog()
 	if err != nil {
 		return err
@@ -62,7 +65,7 @@ made, why, and the commands that grade it where it runs.`)
 		}
 		r, err := reports.ReadFile(path)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %v", errUsage, err) // an unreadable input: nothing ran
 		}
 		cols = append(cols, matrixColumn(r, path, outDir))
 	}

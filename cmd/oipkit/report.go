@@ -6,35 +6,44 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/oipkit/oipkit/loadgen"
-	"github.com/oipkit/oipkit/reports"
 )
 
 func init() {
-	register(command{Name: "report", Summary: "re-render, merge and gate saved load results", Run: runReport})
+	register(command{Name: "report", Summary: "re-render, merge, compare and gate saved load results", Run: runReport})
 }
 
 func runReport(ctx context.Context, args []string) error {
 	var thresholds multiFlag
-	var format, output string
+	var format, output, html, maxErrorRate string
 	fs := newFlagSet("report", "report [flags] RESULT.json...", `
 Render a result saved by 'oipkit load --output' again, or merge several by
 merging their histograms (never by averaging percentiles): runs that
 overlapped in time count as parallel generators whose rates add up, others
-as consecutive runs. --threshold gates the (merged) result as in 'oipkit
-load', with the same exit status: 0 pass, 1 usage error or unreadable file,
-3 a threshold failed, 4 an input was generator-bound, 2 an input run did
-not complete.
+as consecutive runs. Runs of different configurations (model, protocol,
+server, load, inputs, timeout) are not merged unless --force is given; the
+merged result then says what differed.
 
---compare writes the results side by side as a Markdown table instead
-(grouped by protocol, servers in the order of the files; no merge, no
-gates), preceded by the settings the runs share.`)
+--html FILE writes an HTML page: one result's report, or several results
+overlaid for comparison (one series each: percentile spectra, p99 over time,
+sweep curves), without merging them. --compare prints several results side
+by side as a Markdown table instead (grouped by protocol, servers in the
+order of the files). Neither merges nor gates.
+
+--threshold gates the (merged) result as in 'oipkit load', with the default
+bound on failed requests (--max-error-rate, 1%). Exit status: 0 pass; 1 usage
+error or unreadable file; 2 an input run did not complete; 3 a threshold
+failed; 4 inconclusive (an input was generator-bound or unstable).`)
 	compare := fs.Bool("compare", false, "print the results side by side as a Markdown table instead of merging them")
+	force := fs.Bool("force", false, "merge results even when their configurations differ")
 	fs.Var(&thresholds, "threshold", "CI gate such as p99<20ms (repeatable)")
-	fs.StringVar(&format, "format", "text", "stdout `format`: text, json, csv (intervals), summary-csv or hgrm")
+	fs.StringVar(&maxErrorRate, "max-error-rate", "", "bound on failed requests, a `fraction` or percentage (default: the run's, else 1%)")
+	fs.StringVar(&format, "format", "text", "stdout `format`: "+loadgen.FormatNames())
 	fs.StringVar(&output, "output", "", "write the (merged) JSON result to `file`")
+	fs.StringVar(&html, "html", "", "write an HTML report to `file` (several results: overlaid, not merged)")
 	// Flags may come before or after the files.
 	var files []string
 	for {
@@ -53,9 +62,14 @@ gates), preceded by the settings the runs share.`)
 	if len(files) == 0 {
 		return usageError("report: give at least one result file")
 	}
-	reporter, err := stdoutReporter(format)
+	f, err := loadgen.FormatNamed(format)
 	if err != nil {
-		return usageError("%v", err)
+		return usageError("--format: %v", err)
+	}
+	for _, o := range []struct{ flag, path string }{{"--output", output}, {"--html", html}} {
+		if err := checkWritable(o.path); err != nil {
+			return usageError("%s: %v", o.flag, err)
+		}
 	}
 	var results []*loadgen.Result
 	for _, path := range files {
@@ -65,43 +79,96 @@ gates), preceded by the settings the runs share.`)
 		}
 		results = append(results, r)
 	}
-	if *compare {
-		if len(thresholds) > 0 || output != "" {
-			return usageError("report: --compare takes neither --threshold nor --output")
+	if maxErrorRate != "" {
+		v, err := parseFraction("--max-error-rate", maxErrorRate)
+		if err != nil {
+			return usageError("%v", err)
 		}
-		seen := map[string]int{}
 		for _, r := range results {
-			if r.Target != nil {
-				name := strings.TrimSpace(r.Target.Server.Name + " " + r.Target.Server.Version)
-				if _, ok := seen[name]; !ok {
-					seen[name] = len(seen)
-				}
-			}
+			r.Config.Checks.MaxErrorRate = &v
 		}
-		order := func(server string) int {
-			if i, ok := seen[server]; ok {
-				return i
-			}
-			return len(seen)
+	}
+
+	if *compare || (html != "" && len(results) > 1) {
+		if len(thresholds) > 0 || output != "" {
+			return usageError("report: comparing results (--compare, or --html with several files) takes neither --threshold nor --output")
 		}
-		if err := reports.WritePerformance(os.Stdout, results, order); err != nil {
+		if html != "" {
+			if err := writeFile(html, loadgen.NewComparisonHTMLReporter(results, comparisonLabels(results, files))); err != nil {
+				return usageError("%v", err)
+			}
+			fmt.Fprintf(os.Stderr, "oipkit report: %d results overlaid in %s\n", len(results), html)
+		}
+		if err := loadgen.WriteComparison(os.Stdout, results, serverOrder(results)); err != nil {
 			return usageError("%v", err)
 		}
 		return nil
 	}
+
 	res := results[0]
 	if len(results) > 1 {
+		var differ []string
+		for i, r := range results[1:] {
+			for _, d := range loadgen.Differences(results[0], r) {
+				differ = append(differ, fmt.Sprintf("%s: %s", files[i+1], d))
+			}
+		}
+		if len(differ) > 0 && !*force {
+			return usageError("report: refusing to merge results of different configurations (first file %s): %s; use --compare or --html to compare them, --force to merge anyway",
+				files[0], strings.Join(differ, "; "))
+		}
 		if res, err = loadgen.Merge(results...); err != nil {
 			return usageError("%v", err)
 		}
 	}
 	write := func(r *loadgen.Result) error {
-		if output == "" {
-			return nil
+		if output != "" {
+			if err := writeFile(output, loadgen.NewJSONReporter(r)); err != nil {
+				return err
+			}
 		}
-		return writeFile(output, loadgen.NewJSONReporter(r))
+		if html != "" {
+			return writeFile(html, loadgen.NewHTMLReporter(r))
+		}
+		return nil
 	}
-	return finish(res, thresholds, format, reporter, write)
+	return finish(res, thresholds, f, write)
+}
+
+// comparisonLabels names each result for an overlay, adding the file name
+// where two results would share a label.
+func comparisonLabels(results []*loadgen.Result, files []string) []string {
+	labels := make([]string, len(results))
+	count := map[string]int{}
+	for i, r := range results {
+		labels[i] = loadgen.Label(r)
+		count[labels[i]]++
+	}
+	for i := range labels {
+		if count[labels[i]] > 1 {
+			labels[i] += " (" + filepath.Base(files[i]) + ")"
+		}
+	}
+	return labels
+}
+
+// serverOrder orders servers as they first appear in the files.
+func serverOrder(results []*loadgen.Result) func(string) int {
+	seen := map[string]int{}
+	for _, r := range results {
+		if r.Target != nil {
+			name := strings.TrimSpace(r.Target.Server.Name + " " + r.Target.Server.Version)
+			if _, ok := seen[name]; !ok {
+				seen[name] = len(seen)
+			}
+		}
+	}
+	return func(server string) int {
+		if i, ok := seen[server]; ok {
+			return i
+		}
+		return len(seen)
+	}
 }
 
 func readResultFile(path string) (*loadgen.Result, error) {

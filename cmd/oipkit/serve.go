@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/reference"
 	"github.com/oipkit/oipkit/version"
 )
@@ -27,7 +28,7 @@ With --tls-cert and --tls-key both REST and gRPC serve TLS; --tls-client-ca
 makes it mutual TLS: every client must present a certificate signed by one
 of those CAs.`)
 	cfg := def
-	fs.StringVar(&cfg.HTTPAddr, "http", def.HTTPAddr, "REST listen `address` (\"\" disables REST)")
+	fs.StringVar(&cfg.HTTPAddr, "http", def.HTTPAddr, "REST listen `address`, HOST:PORT or http://HOST:PORT (\"\" disables REST)")
 	fs.StringVar(&cfg.GRPCAddr, "grpc", def.GRPCAddr, "gRPC listen `address` (\"\" disables gRPC)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", def.MaxBodyBytes, "largest REST request body in `bytes` (larger: 413)")
 	fs.Int64Var(&cfg.MaxTensorElements, "max-elements", def.MaxTensorElements, "largest element `count` of one input tensor")
@@ -45,6 +46,13 @@ of those CAs.`)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if cfg.HTTPAddr != "" {
+		addr, err := listenAddress(cfg.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("%w: --http: %v", errUsage, err)
+		}
+		cfg.HTTPAddr = addr
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -76,4 +84,22 @@ of those CAs.`)
 	cfg.Logger.Info("starting oipkit reference server", "version", version.Version,
 		"models", strings.Join(srv.Repository().Names(), " "))
 	return srv.Serve(ctx)
+}
+
+// listenAddress reads a REST listen address in the syntax every command
+// accepts for --http: HOST:PORT, or a plain-http URL (https is not served
+// here: TLS is configured on its own).
+func listenAddress(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		return s, nil
+	}
+	u, err := client.HTTPBaseURL(s)
+	if err != nil {
+		return "", err
+	}
+	host, ok := strings.CutPrefix(u, "http://")
+	if !ok || strings.Contains(host, "/") {
+		return "", fmt.Errorf("%q: want HOST:PORT or http://HOST:PORT", s)
+	}
+	return host, nil
 }

@@ -1,4 +1,4 @@
-package reports
+package loadgen
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/oipkit/oipkit/client"
-	"github.com/oipkit/oipkit/loadgen"
 )
 
 // protocolNames are the table's names for the load generator's protocols,
@@ -32,7 +31,7 @@ func protocolName(p client.Protocol) (string, int) {
 	return string(p), len(protocolNames)
 }
 
-// WritePerformance writes load results side by side as a Markdown table,
+// WriteComparison writes load results side by side as a Markdown table,
 // one row per result, grouped by protocol so that the servers of one
 // protocol are next to each other: throughput, response-time p50 and p99
 // (from the histograms), requests and failures. Above the table it states
@@ -40,13 +39,13 @@ func protocolName(p client.Protocol) (string, int) {
 // as server figures (generator-bound, failed requests, an early end).
 // order, if non-nil, sorts servers within a protocol (lower first); servers
 // it does not know come after, by name.
-func WritePerformance(w io.Writer, results []*loadgen.Result, order func(server string) int) error {
+func WriteComparison(w io.Writer, results []*Result, order func(server string) int) error {
 	if len(results) == 0 {
 		return fmt.Errorf("no results")
 	}
-	rows := make([]*loadgen.Result, len(results))
+	rows := make([]*Result, len(results))
 	copy(rows, results)
-	rank := func(r *loadgen.Result) (int, int, string) {
+	rank := func(r *Result) (int, int, string) {
 		_, p := protocolName(r.Config.Target.Protocol)
 		s := serverName(r)
 		o := 1 << 30
@@ -76,9 +75,9 @@ func WritePerformance(w io.Writer, results []*loadgen.Result, order func(server 
 		lat := r.Latency.Response
 		failed := r.Counts.Errors + r.Counts.Timeouts
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d |\n", proto, mdEscape(serverName(r)),
-			strconv.FormatFloat(r.Rates.Completed, 'f', 0, 64), ms(lat.P50), ms(lat.P99), r.Counts.Completed, failed)
+			strconv.FormatFloat(r.Rates.Completed, 'f', 0, 64), msText(lat.P50), msText(lat.P99), r.Counts.Completed, failed)
 		var why []string
-		if r.EndReason != loadgen.EndCompleted {
+		if r.EndReason != EndCompleted {
 			why = append(why, fmt.Sprintf("ended %s: %s", r.EndReason, r.Error))
 		}
 		if failed > 0 {
@@ -98,17 +97,17 @@ func WritePerformance(w io.Writer, results []*loadgen.Result, order func(server 
 	return err
 }
 
-func serverName(r *loadgen.Result) string {
-	if r.Target == nil || r.Target.Server.Name == "" {
-		return "unknown server"
+func serverName(r *Result) string {
+	if s := serverOf(r); s != "" {
+		return s
 	}
-	return strings.TrimSpace(r.Target.Server.Name + " " + r.Target.Server.Version)
+	return "unknown server"
 }
 
 // settingsLine states what every run shared: model, payload, loop,
 // duration, warm-up, validation; settings that differ are named as such.
-func settingsLine(rs []*loadgen.Result) string {
-	describe := func(r *loadgen.Result) map[string]string {
+func settingsLine(rs []*Result) string {
+	describe := func(r *Result) map[string]string {
 		c := r.Config
 		m := map[string]string{"model": c.Target.Model}
 		if r.Target != nil {
@@ -118,11 +117,7 @@ func settingsLine(rs []*loadgen.Result) string {
 			}
 			m["inputs"] = strings.Join(ins, ", ")
 		}
-		if c.Load.Rate != "" {
-			m["load"] = "open loop at " + c.Load.Rate + " req/s"
-		} else {
-			m["load"] = fmt.Sprintf("closed loop, concurrency %d", c.Load.Concurrency)
-		}
+		m["load"] = describeLoad(c)
 		m["duration"] = c.Load.Duration.D().String()
 		switch {
 		case c.Load.WarmupRequests > 0:
@@ -163,4 +158,10 @@ func settingsLine(rs []*loadgen.Result) string {
 	return line
 }
 
-func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 3, 64) }
+func msText(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 3, 64) }
+
+// mdEscape makes s safe inside a Markdown table cell.
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}

@@ -1,4 +1,4 @@
-package reports
+package loadgen
 
 import (
 	"bytes"
@@ -7,16 +7,15 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/client"
-	"github.com/oipkit/oipkit/loadgen"
 	"github.com/oipkit/oipkit/oip"
 )
 
-func loadResult(server string, p client.Protocol, rps float64, p50, p99 time.Duration, errors int64) *loadgen.Result {
-	r := &loadgen.Result{EndReason: loadgen.EndCompleted, Target: &loadgen.TargetInfo{Server: oip.ServerMetadata{Name: server, Version: "1.0"}}}
+func loadResult(server string, p client.Protocol, rps float64, p50, p99 time.Duration, errors int64) *Result {
+	r := &Result{EndReason: EndCompleted, Target: &TargetInfo{Server: oip.ServerMetadata{Name: server, Version: "1.0"}}}
 	r.Config.Target.Protocol = p
 	r.Config.Target.Model = "add_sub"
 	r.Config.Load.Concurrency = 4
-	r.Config.Load.Duration = loadgen.Duration(10 * time.Second)
+	r.Config.Load.Duration = Duration(10 * time.Second)
 	r.Rates.Completed = rps
 	r.Counts.Completed, r.Counts.Errors = int64(rps*10), errors
 	r.Latency.Response.P50, r.Latency.Response.P99 = int64(p50), int64(p99)
@@ -25,8 +24,8 @@ func loadResult(server string, p client.Protocol, rps float64, p50, p99 time.Dur
 
 // The table groups rows by protocol, keeps the caller's server order within
 // a protocol, and says which rows are not server figures.
-func TestWritePerformance(t *testing.T) {
-	rs := []*loadgen.Result{
+func TestWriteComparison(t *testing.T) {
+	rs := []*Result{
 		loadResult("mlserver", client.ProtocolGRPCRaw, 1157, 3*time.Millisecond, 6*time.Millisecond, 0),
 		loadResult("oipkit-reference", client.ProtocolHTTP, 7015, 451*time.Microsecond, 2386*time.Microsecond, 0),
 		loadResult("oipkit-reference", client.ProtocolGRPCRaw, 7971, 448*time.Microsecond, 1375*time.Microsecond, 0),
@@ -34,7 +33,7 @@ func TestWritePerformance(t *testing.T) {
 	}
 	order := map[string]int{"oipkit-reference 1.0": 0, "mlserver 1.0": 1}
 	var b bytes.Buffer
-	if err := WritePerformance(&b, rs, func(s string) int { return order[s] }); err != nil {
+	if err := WriteComparison(&b, rs, func(s string) int { return order[s] }); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -60,7 +59,7 @@ func TestWritePerformance(t *testing.T) {
 	if strings.Contains(out, "differ in") {
 		t.Errorf("runs with the same settings reported as different:\n%s", out)
 	}
-	if err := WritePerformance(&b, nil, nil); err == nil {
+	if err := WriteComparison(&b, nil, nil); err == nil {
 		t.Error("no results: no error")
 	}
 }

@@ -1,0 +1,705 @@
+package loadgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/oipkit/oipkit/htmlpage"
+	"github.com/oipkit/oipkit/version"
+)
+
+// NewHTMLReporter renders one result as a self-contained HTML page (see
+// package htmlpage): the verdict and headline figures, the latency over
+// time (p50/p90/p99/max per interval, send lag, throughput and failed
+// requests), the percentile spectrum on HdrHistogram's log axis, for a
+// sweep, search or stepped profile the throughput/latency curve with its
+// knee and SLO line and the per-step table, the errors with their sample
+// messages, the server-side breakdown when the result carries one, and
+// the generator's self-check.
+func NewHTMLReporter(r *Result) Reporter {
+	return func(w io.Writer) error {
+		return writeHTML(w, []*Result{r}, []string{Label(r)})
+	}
+}
+
+// NewComparisonHTMLReporter renders several results overlaid, one series
+// per result named by labels (see [Label]): a table of their headline
+// figures, their percentile spectra, their p99 over time, their sweep
+// curves when they are sweeps, and each one's details below.
+func NewComparisonHTMLReporter(results []*Result, labels []string) Reporter {
+	return func(w io.Writer) error {
+		if len(results) == 0 || len(labels) != len(results) {
+			return fmt.Errorf("html comparison: %d results, %d labels", len(results), len(labels))
+		}
+		return writeHTML(w, results, labels)
+	}
+}
+
+// Label names a result for a comparison: server, protocol and load, e.g.
+// "mlserver 1.7.1 · grpc-raw · c=4".
+func Label(r *Result) string {
+	parts := []string{}
+	if s := serverOf(r); s != "" {
+		parts = append(parts, s)
+	}
+	parts = append(parts, string(r.Config.Target.Protocol))
+	l := r.Config.Load
+	switch {
+	case r.Config.SLO != nil:
+		parts = append(parts, "SLO search")
+	case l.ConcurrencyRange != "":
+		parts = append(parts, "c="+l.ConcurrencyRange)
+	case l.RateRange != "":
+		parts = append(parts, l.RateRange+"/s")
+	case l.Rate != "":
+		parts = append(parts, l.Rate+"/s")
+	default:
+		parts = append(parts, fmt.Sprintf("c=%d", l.Concurrency))
+	}
+	if len(r.Sources) > 1 {
+		parts = append(parts, fmt.Sprintf("merged ×%d", len(r.Sources)))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// htmlRun is one result as the templates see it.
+type htmlRun struct {
+	R       *Result
+	Label   string
+	Index   int
+	Verdict Verdict
+	Pct     float64
+	Knee    int
+	Cards   []card
+	Lat     []latRow
+	Errors  []errRow
+	Steps   []stepRow
+	Server  *serverView
+	Config  string
+	Anchor  string
+	Gates   []ThresholdGroup
+}
+
+type card struct{ K, V string }
+
+type latRow struct {
+	Name  string
+	Cells []string
+	Max   string
+	Mean  string
+	Count int64
+}
+
+type errRow struct {
+	Class   string
+	Count   int64
+	Share   string
+	Samples []string
+}
+
+type stepRow struct {
+	N                  int
+	Label, Start, Rate string
+	P50, P90, PP, Max  string
+	Errors, Timeouts   int64
+	Notes              string
+	Knee, Bad          bool
+}
+
+type serverView struct {
+	Source   string
+	Requests int64
+	Parts    []serverPart
+}
+
+type serverPart struct {
+	Name, Mean, Color string
+	Width             float64 // percent of the client-observed service time
+}
+
+// writeHTML writes the page for one result or a comparison of several.
+func writeHTML(w io.Writer, results []*Result, labels []string) error {
+	var runs []htmlRun
+	for i, r := range results {
+		runs = append(runs, viewOf(r, labels[i], i))
+	}
+	var charts []htmlpage.Chart
+	var body bytes.Buffer
+	cmp := len(runs) > 1
+	title := "oipkit load: " + runs[0].Label
+	if cmp {
+		title = fmt.Sprintf("oipkit load: %d runs compared", len(runs))
+	}
+
+	data := map[string]any{"Title": title, "Runs": runs, "Compare": cmp, "Version": version.Version}
+	if cmp {
+		data["Differ"] = comparisonDifferences(results)
+		data["Spectrum"] = htmlpage.ChartBox("spectrum", "Response-time percentile spectrum",
+			"Every run's full distribution from its histogram; x is HdrHistogram's 1/(1−p) axis, so the tail gets the room.")
+		charts = append(charts, spectrumChart("spectrum", results, labels, false))
+		data["OverTime"] = htmlpage.ChartBox("p99-time", "Response-time p99 per interval",
+			"Each run from its own start; the interval's p99 of the requests that completed in it.")
+		charts = append(charts, p99OverTime("p99-time", results, labels))
+		if anySteps(results) {
+			data["Curve"] = htmlpage.ChartBox("curve", "Throughput and latency by level",
+				"Latency at the chosen percentile against the completed rate, one point per level, probe or step.")
+			charts = append(charts, curveChart("curve", results, labels))
+		}
+	}
+	if err := pageTemplate.ExecuteTemplate(&body, "head", data); err != nil {
+		return err
+	}
+	for i := range runs {
+		run := &runs[i]
+		id := fmt.Sprintf("r%d", i)
+		sec := map[string]any{"Run": run, "Compare": cmp}
+		if len(run.R.Intervals) > 0 {
+			sec["Latency"] = htmlpage.ChartBox(id+"-lat", "Response time per interval",
+				"p50, p90, p99 and max of the requests that completed in each interval, and the send-lag p99 (how late requests left against their schedule).")
+			sec["Traffic"] = htmlpage.ChartBox(id+"-traffic", "Throughput and failed requests per interval", "")
+			charts = append(charts, latencyOverTime(id+"-lat", run.R), trafficOverTime(id+"-traffic", run.R))
+		}
+		if !cmp && run.R.Histograms.Response.Count() > 0 {
+			sec["Spectrum"] = htmlpage.ChartBox(id+"-spectrum", "Percentile spectrum",
+				"Response time from the run's histogram (open loop: also the service time, from the actual send); x is HdrHistogram's 1/(1−p) axis.")
+			charts = append(charts, spectrumChart(id+"-spectrum", results[i:i+1], nil, true))
+		}
+		if len(run.R.Steps) > 0 {
+			sec["Curve"] = htmlpage.ChartBox(id+"-curve", "Throughput / latency curve",
+				fmt.Sprintf("p50 and p%s of the response time against the completed rate, one point per %s; the knee is where throughput ÷ mean latency peaks.",
+					formatPercentile(run.Pct), stepNoun(run.R.Steps[0].Kind)))
+			charts = append(charts, curveChart(id+"-curve", results[i:i+1], nil))
+		}
+		if err := pageTemplate.ExecuteTemplate(&body, "run", sec); err != nil {
+			return err
+		}
+	}
+	return htmlpage.Write(w, htmlpage.Page{
+		Title:     title,
+		Body:      template.HTML(body.String()),
+		Charts:    charts,
+		Generator: "oipkit " + version.Version,
+	})
+}
+
+func stepNoun(k StepKind) string {
+	return map[StepKind]string{StepLevel: "level", StepProbe: "probe", StepProfile: "rate step"}[k]
+}
+
+func anySteps(rs []*Result) bool {
+	for _, r := range rs {
+		if len(r.Steps) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// comparisonDifferences lists what the compared runs differ in.
+func comparisonDifferences(rs []*Result) []string {
+	var out []string
+	for _, r := range rs[1:] {
+		for _, d := range Differences(rs[0], r) {
+			name, _, _ := strings.Cut(d, " (")
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+func viewOf(r *Result, label string, i int) htmlRun {
+	pct := r.Config.Percentile
+	if pct == 0 {
+		pct = DefaultPercentile
+	}
+	v := htmlRun{R: r, Label: label, Index: i, Verdict: Judge(r), Pct: pct, Knee: Knee(r.Steps), Anchor: fmt.Sprintf("run-%d", i)}
+	h := r.Histograms
+	v.Cards = []card{
+		{"completed/s", fmt.Sprintf("%.1f", r.Rates.Completed)},
+		{"p50", stepCell(h.Response, 50)},
+		{"p99", stepCell(h.Response, 99)},
+		{"max", formatDuration(h.Response.Max())},
+		{"error rate", fmt.Sprintf("%.3g%%", 100*r.ErrorRate())},
+		{"requests", fmt.Sprint(r.Counts.Completed)},
+	}
+	timeout := r.Config.Target.Timeout.D()
+	for _, row := range []struct {
+		name string
+		h    *Histogram
+	}{{"response time", h.Response}, {"service time", h.Service}, {"send lag", h.SendLag}, {"failed (response)", h.Failed}} {
+		if row.h == nil || (row.name == "failed (response)" && row.h.Count() == 0) {
+			continue
+		}
+		lr := latRow{Name: row.name, Max: formatDuration(row.h.Max()), Mean: formatDuration(row.h.Mean()), Count: row.h.Count()}
+		for _, q := range SummaryPercentiles {
+			lr.Cells = append(lr.Cells, percentileCell(row.h, q, timeout, row.name != "send lag"))
+		}
+		v.Lat = append(v.Lat, lr)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
+		er := errRow{Class: k, Count: r.Errors[k], Samples: r.ErrorSamples[k]}
+		if r.Counts.Completed > 0 {
+			er.Share = fmt.Sprintf("%.3g%%", 100*float64(er.Count)/float64(r.Counts.Completed))
+		}
+		v.Errors = append(v.Errors, er)
+	}
+	for j, s := range r.Steps {
+		hh := s.Histograms.Response
+		sr := stepRow{N: j + 1, Label: s.Label(), Start: fmt.Sprintf("%.1fs", s.Start), Rate: fmt.Sprintf("%.1f", s.Rates.Completed),
+			P50: stepCell(hh, 50), P90: stepCell(hh, 90), PP: stepCell(hh, pct), Max: formatDuration(hh.Max()),
+			Errors: s.Counts.Errors, Timeouts: s.Counts.Timeouts, Knee: j == v.Knee}
+		var notes []string
+		if s.Verdict != "" {
+			n := s.Verdict
+			if s.Why != "" {
+				n += ": " + s.Why
+			}
+			notes = append(notes, n)
+			sr.Bad = s.Verdict == "fails" || s.Verdict == "inconclusive"
+		}
+		for _, t := range s.Thresholds {
+			if !t.Pass && s.Kind == StepLevel {
+				notes = append(notes, "FAIL "+t.Threshold+" ("+t.ActualStr+")")
+				sr.Bad = true
+			}
+		}
+		if s.GeneratorBound && s.Verdict == "" {
+			notes = append(notes, "generator-bound")
+		}
+		if st := s.Stability; st != nil {
+			if st.Converged {
+				notes = append(notes, fmt.Sprintf("stable in %d windows", st.Windows))
+			} else {
+				notes = append(notes, "unstable: "+st.Reason)
+			}
+		}
+		if j == v.Knee {
+			notes = append(notes, "knee")
+		}
+		sr.Notes = strings.Join(notes, "; ")
+		v.Steps = append(v.Steps, sr)
+	}
+	if sv := r.Server; sv != nil {
+		v.Server = serverViewOf(sv, h.Service.Mean())
+	}
+	v.Gates = GroupThresholds(r.Thresholds)
+	cfg, _ := json.MarshalIndent(r.Config, "", "  ")
+	v.Config = string(cfg)
+	return v
+}
+
+var serverColors = []string{"#8250df", "#0969da", "#1a7f37", "#9a6700", "#bf3989", "#1b7c83"}
+
+// serverViewOf lays the server's components and the remainder of the
+// client-observed service time out as a stacked bar.
+func serverViewOf(sv *ServerBreakdown, clientMean time.Duration) *serverView {
+	v := &serverView{Source: sv.Source, Requests: sv.Requests}
+	var sum time.Duration
+	for _, c := range sv.Components {
+		sum += c.Mean()
+	}
+	total := max(clientMean, sum)
+	for i, c := range sv.Components {
+		p := serverPart{Name: c.Name, Mean: formatDuration(c.Mean()), Color: serverColors[i%len(serverColors)]}
+		if total > 0 {
+			p.Width = 100 * float64(c.Mean()) / float64(total)
+		}
+		v.Parts = append(v.Parts, p)
+	}
+	if clientMean > sum {
+		v.Parts = append(v.Parts, serverPart{Name: "network and client", Mean: formatDuration(clientMean - sum), Color: "#d0d7de",
+			Width: 100 * float64(clientMean-sum) / float64(total)})
+	}
+	return v
+}
+
+func ms(ns int64) htmlpage.Num { return htmlpage.Num(float64(ns) / 1e6) }
+
+func msDur(d time.Duration) htmlpage.Num { return htmlpage.Num(float64(d) / 1e6) }
+
+// latencyOverTime is the per-interval response-time chart of one run, with
+// the sweep's levels marked.
+func latencyOverTime(id string, r *Result) htmlpage.Chart {
+	c := htmlpage.Chart{ID: id, X: htmlpage.Axis{Label: "time (s)", Unit: htmlpage.UnitSeconds, FromZero: true},
+		Y: htmlpage.Axis{Label: "response time", Unit: htmlpage.UnitMillis, Log: true}}
+	var p50, p90, p99, mx, lag []htmlpage.Num
+	nz := func(n htmlpage.Num) htmlpage.Num {
+		if n <= 0 {
+			return htmlpage.Gap // no value on a log axis
+		}
+		return n
+	}
+	ivs := chartIntervals(r)
+	for i, iv := range ivs {
+		if gap := levelGap(ivs, i); gap > 0 {
+			c.XValues = append(c.XValues, htmlpage.Num(gap))
+			for _, s := range []*[]htmlpage.Num{&p50, &p90, &p99, &mx, &lag} {
+				*s = append(*s, htmlpage.Gap)
+			}
+		}
+		c.XValues = append(c.XValues, htmlpage.Num(iv.Start+iv.Length))
+		p90v := iv.ResponseP90
+		p50 = append(p50, nz(ms(iv.ResponseP50)))
+		if p90v == 0 && iv.ResponseP50 > 0 { // results written before p90 was kept
+			p90 = append(p90, htmlpage.Gap)
+		} else {
+			p90 = append(p90, nz(ms(p90v)))
+		}
+		p99 = append(p99, nz(ms(iv.ResponseP99)))
+		mx = append(mx, nz(ms(iv.ResponseMax)))
+		lag = append(lag, nz(ms(iv.SendLagP99)))
+	}
+	c.Series = []htmlpage.Series{{Label: "p50", Y: p50}, {Label: "p90", Y: p90}, {Label: "p99", Y: p99}, {Label: "max", Y: mx}}
+	if r.OpenLoop() { // a closed loop sends when it means to: no lag
+		c.Series = append(c.Series, htmlpage.Series{Label: "send-lag p99", Y: lag, Style: "dashed", Color: "#6e7781"})
+	}
+	c.Lines = stepLines(r)
+	c.Lines = append(c.Lines, latencyGateLines(r)...)
+	return c
+}
+
+// trafficOverTime is the per-interval throughput and failures of one run.
+func trafficOverTime(id string, r *Result) htmlpage.Chart {
+	c := htmlpage.Chart{ID: id, Height: 220, X: htmlpage.Axis{Label: "time (s)", Unit: htmlpage.UnitSeconds, FromZero: true},
+		Y:  htmlpage.Axis{Label: "requests/s", Unit: htmlpage.UnitRate},
+		Y2: &htmlpage.Axis{Label: "failed requests", Unit: htmlpage.UnitCount}}
+	var rate, req, failed []htmlpage.Num
+	anyReq := false
+	ivs := chartIntervals(r)
+	for i, iv := range ivs {
+		if gap := levelGap(ivs, i); gap > 0 {
+			c.XValues = append(c.XValues, htmlpage.Num(gap))
+			for _, s := range []*[]htmlpage.Num{&rate, &req, &failed} {
+				*s = append(*s, htmlpage.Gap)
+			}
+		}
+		c.XValues = append(c.XValues, htmlpage.Num(iv.Start+iv.Length))
+		rate = append(rate, htmlpage.Num(iv.Rate))
+		if iv.RequestedRate > 0 {
+			anyReq = true
+			req = append(req, htmlpage.Num(iv.RequestedRate))
+		} else {
+			req = append(req, htmlpage.Gap)
+		}
+		failed = append(failed, htmlpage.Num(iv.Errors+iv.Timeouts))
+	}
+	c.Series = []htmlpage.Series{{Label: "completed/s", Y: rate}}
+	if anyReq {
+		c.Series = append(c.Series, htmlpage.Series{Label: "requested/s", Y: req, Style: "dashed", Color: "#6e7781"})
+	}
+	c.Series = append(c.Series, htmlpage.Series{Label: "errors + timeouts", Y: failed, Axis: 2, Style: "bars", Color: "#cf222e"})
+	c.Lines = stepLines(r)
+	return c
+}
+
+// chartIntervals are the intervals a time chart shows: all but a sliver at
+// the end of a run or level shorter than half an interval, which results
+// written before the last interval absorbed the drain hold (its rate and
+// percentiles rest on a few requests).
+func chartIntervals(r *Result) []IntervalStats {
+	half := r.Config.Load.Interval.D().Seconds() / 2
+	var out []IntervalStats
+	for i, iv := range r.Intervals {
+		last := i == len(r.Intervals)-1 || r.Intervals[i+1].Step != iv.Step
+		if last && iv.Length < half && i > 0 && r.Intervals[i-1].Step == iv.Step {
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// levelGap is where to break the lines of a time chart before interval i,
+// which starts a new sweep level or search probe (each one is a run of its
+// own, with a warm-up in between); 0 for none.
+func levelGap(ivs []IntervalStats, i int) float64 {
+	if i == 0 || ivs[i].Step == ivs[i-1].Step {
+		return 0
+	}
+	prevEnd := ivs[i-1].Start + ivs[i-1].Length
+	return max(prevEnd+1e-6, (prevEnd+ivs[i].Start)/2)
+}
+
+// stepLines marks where each sweep level or search probe began.
+func stepLines(r *Result) []htmlpage.Line {
+	if len(r.Steps) < 2 || r.Steps[0].Kind == StepProfile {
+		return nil
+	}
+	var out []htmlpage.Line
+	for _, s := range r.Steps {
+		out = append(out, htmlpage.Line{Axis: "x", Value: s.Start, Label: s.Label(), Color: "#afb8c1"})
+	}
+	return out
+}
+
+// latencyGateLines draws the latency bounds of the SLO and thresholds.
+func latencyGateLines(r *Result) []htmlpage.Line {
+	var out []htmlpage.Line
+	add := func(exprs []string, what string) {
+		for _, e := range exprs {
+			t, err := ParseThreshold(e)
+			if err != nil || t.hist != "response" || !isLatencyMetric(t.metric) || (t.op != "<" && t.op != "<=") {
+				continue
+			}
+			out = append(out, htmlpage.Line{Axis: "y", Value: t.value / 1e6, Label: what + " " + t.Text, Color: "#cf222e"})
+		}
+	}
+	add(r.Config.SLO, "SLO")
+	add(r.Config.Thresholds, "threshold")
+	return out
+}
+
+// spectrumPoints are the x values (1/(1−p)) of a spectrum up to n samples:
+// ten per decade, from p0 to the last percentile n samples can tell.
+func spectrumPoints(n int64) []float64 {
+	var xs []float64
+	for k := 0; ; k++ {
+		x := math.Pow(10, float64(k)/10)
+		if x > float64(n) || k > 80 {
+			break
+		}
+		xs = append(xs, x)
+	}
+	return xs
+}
+
+// spectrumChart overlays the response-time spectra of rs (with service
+// time dashed when service is set).
+func spectrumChart(id string, rs []*Result, labels []string, service bool) htmlpage.Chart {
+	c := htmlpage.Chart{ID: id, X: htmlpage.Axis{Label: "percentile", Unit: htmlpage.UnitPercentile, Log: true},
+		Y: htmlpage.Axis{Label: "latency", Unit: htmlpage.UnitMillis, Log: true}}
+	var n int64
+	for _, r := range rs {
+		n = max(n, r.Histograms.Response.Count())
+	}
+	xs := spectrumPoints(max(n, 1))
+	for _, x := range xs {
+		c.XValues = append(c.XValues, htmlpage.Num(x))
+	}
+	values := func(h *Histogram) []htmlpage.Num {
+		var out []htmlpage.Num
+		for _, x := range xs {
+			if h.Count() == 0 || x > float64(h.Count()) {
+				out = append(out, htmlpage.Gap)
+				continue
+			}
+			v := h.Quantile(100 * (1 - 1/x))
+			if x == 1 {
+				v = h.Min()
+			}
+			if v <= 0 {
+				out = append(out, htmlpage.Gap)
+				continue
+			}
+			out = append(out, msDur(v))
+		}
+		return out
+	}
+	for i, r := range rs {
+		label := "response time"
+		if labels != nil {
+			label = labels[i]
+		}
+		c.Series = append(c.Series, htmlpage.Series{Label: label, Y: values(r.Histograms.Response)})
+		if service && r.OpenLoop() { // a closed loop's service time is its response time
+			c.Series = append(c.Series, htmlpage.Series{Label: "service time", Y: values(r.Histograms.Service), Style: "dashed"})
+		}
+	}
+	if len(rs) == 1 {
+		c.Lines = latencyGateLines(rs[0])
+	}
+	return c
+}
+
+// p99OverTime overlays the runs' per-interval p99, each from its start.
+func p99OverTime(id string, rs []*Result, labels []string) htmlpage.Chart {
+	c := htmlpage.Chart{ID: id, Mode: "xy", X: htmlpage.Axis{Label: "time since the run's start (s)", Unit: htmlpage.UnitSeconds},
+		Y: htmlpage.Axis{Label: "response-time p99", Unit: htmlpage.UnitMillis, Log: true}}
+	for i, r := range rs {
+		s := htmlpage.Series{Label: labels[i]}
+		for _, iv := range chartIntervals(r) {
+			if iv.ResponseP99 <= 0 {
+				continue
+			}
+			s.X = append(s.X, htmlpage.Num(iv.Start+iv.Length))
+			s.Y = append(s.Y, ms(iv.ResponseP99))
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+// curveChart plots latency against completed throughput, one point per
+// step: p50 and the chosen percentile for one result, the chosen
+// percentile per result for several; with the knee and SLO lines.
+func curveChart(id string, rs []*Result, labels []string) htmlpage.Chart {
+	c := htmlpage.Chart{ID: id, Mode: "xy", X: htmlpage.Axis{Label: "completed requests/s", Unit: htmlpage.UnitRate},
+		Y: htmlpage.Axis{Label: "response time", Unit: htmlpage.UnitMillis, Log: true}}
+	for i, r := range rs {
+		pct := r.Config.Percentile
+		if pct == 0 {
+			pct = DefaultPercentile
+		}
+		steps := slices.Clone(r.Steps)
+		if len(steps) > 0 && steps[0].Kind == StepProbe {
+			steps = slices.DeleteFunc(steps, func(s Step) bool { return s.Verdict == "calibration" })
+			slices.SortStableFunc(steps, func(a, b Step) int {
+				return cmpFloat(a.Rate+float64(a.Concurrency), b.Rate+float64(b.Concurrency))
+			})
+		}
+		series := func(label string, q float64, style string) htmlpage.Series {
+			s := htmlpage.Series{Label: label, Style: style}
+			for _, st := range steps {
+				h := st.Histograms.Response
+				if h.Count() == 0 {
+					continue
+				}
+				s.X = append(s.X, htmlpage.Num(st.Rates.Completed))
+				s.Y = append(s.Y, msDur(h.Quantile(q)))
+			}
+			return s
+		}
+		pname := "p" + formatPercentile(pct)
+		if labels == nil {
+			c.Series = append(c.Series, series("p50", 50, ""), series(pname, pct, ""))
+			if k := Knee(r.Steps); k >= 0 {
+				s := r.Steps[k]
+				c.Points = append(c.Points, htmlpage.Point{X: s.Rates.Completed, Y: float64(s.Histograms.Response.Quantile(pct)) / 1e6,
+					Label: "knee: " + s.Label()})
+			}
+			c.Lines = latencyGateLines(r)
+		} else {
+			c.Series = append(c.Series, series(labels[i]+" "+pname, pct, ""))
+		}
+	}
+	return c
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	"dur":       func(d Duration) string { return round(d.D()).String() },
+	"pct":       func(f float64) string { return formatPercentile(f) },
+	"percent":   func(f float64) string { return formatPercent(f) },
+	"est":       describeEstimate,
+	"status":    func(s Status) string { return string(s) },
+	"upper":     func(s Status) string { return strings.ToUpper(string(s)) },
+	"loadOf":    func(r *Result) string { return describeLoad(r.Config) },
+	"server":    serverOf,
+	"time":      func(t time.Time) string { return t.Format(time.RFC3339) },
+	"cpu":       func(c float64) string { return fmt.Sprintf("%.0f%%", 100*c) },
+	"ns":        func(v int64) string { return formatDuration(time.Duration(v)) },
+	"width":     func(f float64) string { return fmt.Sprintf("%.2f%%", f) },
+	"percentOf": func(f float64) float64 { return 100 * f },
+	"target": func(r *Result) string {
+		if r.Config.Target.HTTP != "" {
+			return r.Config.Target.HTTP
+		}
+		return r.Config.Target.GRPC
+	},
+}).Parse(`
+{{define "head"}}
+<header class="page">
+<h1>{{.Title}}</h1>
+<div class="sub">oipkit {{.Version}} load-generator report{{if .Compare}}: {{len .Runs}} results overlaid, one series each{{end}}</div>
+</header>
+{{if .Compare}}
+<h2>Runs</h2>
+{{if .Differ}}<p class="warn">The runs differ in: {{range $i, $d := .Differ}}{{if $i}}, {{end}}{{$d}}{{end}}. Compare them knowing that.</p>{{end}}
+<table>
+<tr><th class="l">run</th><th>verdict</th><th>completed/s</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>requests</th><th>errors / timeouts</th><th class="l">load</th></tr>
+{{range .Runs}}<tr><td class="l"><a href="#{{.Anchor}}">{{.Label}}</a></td><td><span class="badge {{status .Verdict.Status}}">{{.Verdict.Status}}</span></td>
+<td>{{printf "%.1f" .R.Rates.Completed}}</td>{{with .R.Latency.Response}}<td>{{ns .P50}}</td><td>{{ns .P90}}</td><td>{{ns .P99}}</td><td>{{ns .P999}}</td><td>{{ns .Max}}</td>{{end}}
+<td>{{.R.Counts.Completed}}</td><td>{{.R.Counts.Errors}} / {{.R.Counts.Timeouts}}</td><td class="l">{{loadOf .R}}</td></tr>
+{{end}}</table>
+{{.Spectrum}}
+{{.OverTime}}
+{{.Curve}}
+{{end}}
+{{end}}
+
+{{define "run"}}{{with .Run}}
+<section id="{{.Anchor}}">
+{{if $.Compare}}<h2>{{.Label}}</h2>{{end}}
+<p><span class="badge {{status .Verdict.Status}}">{{.Verdict.Status}}</span>
+ model <b>{{.R.Config.Target.Model}}</b>{{if .R.Config.Target.ModelVersion}} version {{.R.Config.Target.ModelVersion}}{{end}}
+ over <b>{{.R.Config.Target.Protocol}}</b> at {{target .R}}{{with server .R}} ({{.}}){{end}};
+ {{loadOf .R}}; started {{time .R.Start}}, window {{dur .R.Duration}}, ended {{.R.EndReason}}.</p>
+{{if .R.Error}}<p class="bad">{{.R.Error}}</p>{{end}}
+{{if .R.MergedDiffer}}<p class="warn">A forced merge of runs that differ in {{range $i, $d := .R.MergedDiffer}}{{if $i}}, {{end}}{{$d}}{{end}}: the settings shown are the first run's.</p>{{end}}
+{{if .Verdict.Reasons}}<ul class="reasons">{{range .Verdict.Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{with .R.Search}}<p><b>SLO search:</b> {{.Summary}}</p>{{end}}
+<div class="cards">{{range .Cards}}<div class="card"><div class="v">{{.V}}</div><div class="k">{{.K}}</div></div>{{end}}</div>
+{{$.Latency}}
+{{$.Traffic}}
+{{$.Curve}}
+{{if .Steps}}
+<h3>{{if eq (index .R.Steps 0).Kind "level"}}Levels{{else if eq (index .R.Steps 0).Kind "probe"}}Probes{{else}}Rate steps{{end}}</h3>
+<table>
+<tr><th>#</th><th class="l">load</th><th>start</th><th>completed/s</th><th>p50</th><th>p90</th><th>p{{pct .Pct}}</th><th>max</th><th>errors</th><th>timeouts</th><th class="l">notes</th></tr>
+{{range .Steps}}<tr class="{{if .Knee}}knee{{end}}{{if .Bad}} bad{{end}}"><td>{{.N}}</td><td class="l">{{.Label}}</td><td>{{.Start}}</td><td>{{.Rate}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.PP}}</td><td>{{.Max}}</td><td>{{.Errors}}</td><td>{{.Timeouts}}</td><td class="l">{{.Notes}}</td></tr>
+{{end}}</table>
+{{end}}
+{{$.Spectrum}}
+<h3>Latency</h3>
+<table>
+<tr><th class="l"></th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>mean</th><th>count</th></tr>
+{{range .Lat}}<tr><td class="l">{{.Name}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{.Max}}</td><td>{{.Mean}}</td><td>{{.Count}}</td></tr>
+{{end}}</table>
+<p class="sub">Response time is measured from each request's intended start, service time from its actual send. ≥ marks values at or above the {{dur .R.Config.Target.Timeout}} timeout (censored); * marks fewer than 10 samples above.</p>
+{{if .Errors}}
+<h3>Failed requests</h3>
+<table>
+<tr><th class="l">class</th><th>count</th><th>of completed</th><th class="l">first messages</th></tr>
+{{range .Errors}}<tr><td class="l">{{.Class}}</td><td>{{.Count}}</td><td>{{.Share}}</td><td class="l">{{range .Samples}}<code>{{.}}</code><br>{{end}}</td></tr>
+{{end}}</table>
+{{end}}
+{{with .Server}}
+<h3>Server-side breakdown</h3>
+<p class="sub">From the server's own statistics ({{.Source}}, {{.Requests}} requests), mean per request, against the client-observed service time.</p>
+<div class="stack">{{range .Parts}}<div style="width: {{width .Width}}; background: {{.Color}}" title="{{.Name}}: {{.Mean}}"></div>{{end}}</div>
+<div class="legend-row">{{range .Parts}}<span><span class="swatch" style="background: {{.Color}}"></span>{{.Name}} {{.Mean}}</span>{{end}}</div>
+{{end}}
+{{with .Gates}}
+<h3>Thresholds</h3>
+<table>
+<tr><th class="l">threshold</th><th>verdict</th><th class="l"></th></tr>
+{{range .}}<tr><td class="l">{{.Threshold}}{{if .Default}} (default bound on failed requests){{end}}</td><td class="{{if .Pass}}ok{{else}}bad{{end}}">{{if .Pass}}pass{{else}}FAIL{{end}}</td><td class="l">{{.Describe}}</td></tr>
+{{end}}</table>
+{{end}}
+{{with .R.Stability}}
+<h3>Stability</h3>
+<p class="{{if .Converged}}ok{{else}}warn{{end}}">{{.Reason}}</p>
+<p>Throughput {{est .Throughput false}}; p{{pct .Percentile}} {{est .Latency true}}; {{.Samples}} samples ({{.TailSamples}} beyond p{{pct .Percentile}}) in {{.Windows}} windows.</p>
+<p class="sub">Rule: {{.Rule}}.</p>
+{{end}}
+<h3>Generator</h3>
+{{with .R.Checks}}
+<p>{{if .GeneratorBound}}<span class="bad">GENERATOR-BOUND: these figures measure the load generator, not the server.</span>{{else}}<span class="ok">The generator kept up.</span>{{end}}
+ Send-lag p99 {{ns .SendLagP99}} (tolerance {{.LagTolerance}}), dispatched {{printf "%.2f" (percentOf .DispatchRatio)}}% of the schedule,
+ CPU {{printf "%.2f" .CPUSeconds}}s ({{cpu .CPUUtilization}} of {{.GOMAXPROCS}} cores), GC pauses {{.GCPauses.Count}} (max {{ns .GCPauses.Max}}), hiccup p99 {{ns .HiccupP99}}.</p>
+{{if .Reasons}}<ul class="reasons">{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .Warnings}}<ul class="reasons">{{range .Warnings}}<li class="warn">{{.}}</li>{{end}}</ul>{{end}}
+{{end}}
+<details><summary>Configuration</summary><pre>{{.Config}}</pre></details>
+</section>
+{{end}}{{end}}
+`))

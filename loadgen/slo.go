@@ -1,0 +1,263 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// SearchOutcome is the result of an SLO search: the highest load found to
+// hold every SLO, within the stated resolution, and how it was bracketed.
+type SearchOutcome struct {
+	// Mode is "rate" (open loop: requests per second) or "concurrency"
+	// (closed loop: workers).
+	Mode       string   `json:"mode"`
+	SLO        []string `json:"slo"`
+	Resolution float64  `json:"resolution"`
+	// Found says a level held; Holds is the highest that did and Step its
+	// index in Result.Steps.
+	Found bool    `json:"found"`
+	Holds float64 `json:"holds,omitempty"`
+	Step  int     `json:"step"`
+	// Fails is the lowest level that failed (0: none did up to Max).
+	Fails float64 `json:"fails,omitempty"`
+	// Limited says the upper bracket is a level the generator could not
+	// produce (generator-bound), so the server's limit is only known to be
+	// at least Holds.
+	Limited bool    `json:"limited,omitempty"`
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	Summary string  `json:"summary"`
+}
+
+// Search bounds.
+const (
+	maxProbes          = 40
+	defaultMaxRate     = 1e6
+	defaultMaxWorkers  = 4096
+	minRateSearchStart = 1
+)
+
+// search finds the highest load that holds every SLO. It probes a level
+// (each probe a complete measurement: warm-up, window or stability rule,
+// histograms), doubles the level while probes hold and halves it while
+// they fail until one failing level sits above one holding level, then
+// bisects between them until the failing level is within Resolution of the
+// holding one (for a concurrency, also until they are adjacent). A probe
+// holds when every SLO passes — plus the default failed-request bound when
+// no SLO bounds failures — and the generator kept up; a generator-bound
+// probe counts as failing, and the outcome says the bracket is the
+// generator's.
+//
+// The search is open loop unless it is given a concurrency
+// (--concurrency as the start or --concurrency-range as the bounds). An
+// open-loop search without a start rate first measures one closed-loop
+// worker and starts at that throughput.
+func search(ctx context.Context, t Target, cfg Config) *Result {
+	out := &SearchOutcome{SLO: cfg.SLO, Resolution: cfg.SLOResolution}
+	closed := cfg.Load.Concurrency > 0 || cfg.Load.ConcurrencyRange != ""
+	var lo, hi float64 // the search bounds
+	start := 0.0
+	if closed {
+		out.Mode, lo, hi = "concurrency", 1, defaultMaxWorkers
+		if l, err := ParseLevels(cfg.Load.ConcurrencyRange, true); err == nil {
+			lo, hi = l[0], l[len(l)-1]
+		}
+		start = max(lo, float64(cfg.Load.Concurrency))
+	} else {
+		out.Mode, lo, hi = "rate", minRateSearchStart, defaultMaxRate
+		if l, err := ParseLevels(cfg.Load.RateRange, false); err == nil {
+			lo, hi = l[0], l[len(l)-1]
+			start = lo
+		}
+		if cfg.Load.Rate != "" {
+			if p, err := ParseRate(cfg.Load.Rate); err == nil {
+				start = p.Rate(0)
+			}
+		}
+	}
+	out.Min, out.Max = lo, hi
+	gates := append([]string(nil), cfg.SLO...)
+	if g := (&Config{Thresholds: cfg.SLO, Checks: cfg.Checks}).gates(); len(g) > len(gates) {
+		gates = g
+	}
+
+	var runs []*Result
+	var steps []Step
+	var intervals []IntervalStats
+	var first *Result
+	probe := func(level float64, calibration bool) (*Step, *Result) {
+		c, rate := 0, level
+		if closed || calibration {
+			c, rate = int(level), 0
+		}
+		r := levelRun(ctx, t, cfg, c, rate)
+		if first == nil {
+			first = r
+		}
+		s := stepOf(r, StepProbe, r.Start.Sub(first.Start).Seconds())
+		for _, iv := range r.Intervals {
+			iv.Start += s.Start
+			iv.Step = len(steps)
+			intervals = append(intervals, iv)
+		}
+		switch pass := s.judge(cfg.SLO, gates); {
+		case calibration:
+			s.Verdict = "calibration"
+			s.Why = fmt.Sprintf("one closed-loop worker: the rate search starts at its throughput, %.0f/s", r.Rates.Completed)
+		case r.EndReason != EndCompleted:
+			s.Verdict, s.Why = "inconclusive", fmt.Sprintf("ended %s: %s", r.EndReason, r.Error)
+		case s.GeneratorBound:
+			s.Verdict, s.Why = "inconclusive", "generator-bound: "+strings.Join(s.Reasons, "; ")
+		case s.Stability != nil && !s.Stability.Converged:
+			s.Verdict, s.Why = "inconclusive", "unstable: "+s.Stability.Reason
+		case pass:
+			s.Verdict = "holds"
+		default:
+			s.Verdict, s.Why = "fails", failedGates(s.Thresholds)
+		}
+		steps = append(steps, s)
+		runs = append(runs, r)
+		if cfg.StepDone != nil {
+			cfg.StepDone(s)
+		}
+		return &steps[len(steps)-1], r
+	}
+	stopped := func() bool { return ctx.Err() != nil }
+
+	if !closed && start == 0 {
+		_, r := probe(1, true)
+		start = max(lo, math.Round(r.Rates.Completed))
+		if r.Counts.OK == 0 {
+			start = lo
+		}
+	}
+	start = min(max(start, lo), hi)
+
+	pass, fail := 0.0, 0.0 // highest holding, lowest failing (0: none yet)
+	passIdx := -1
+	limited := false
+	try := func(level float64) {
+		s, _ := probe(level, false)
+		if s.Verdict == "holds" {
+			pass, passIdx = level, len(steps)-1
+			return
+		}
+		fail = level
+		limited = s.Verdict == "inconclusive" && s.GeneratorBound
+	}
+	// Bracket.
+	try(start)
+	for len(steps) < maxProbes && !stopped() {
+		if pass > 0 && fail == 0 { // going up
+			if pass >= hi {
+				break
+			}
+			try(min(hi, roundLevel(pass*2, closed)))
+			continue
+		}
+		if fail > 0 && pass == 0 { // going down
+			next := roundLevel(fail/2, closed)
+			if fail <= lo {
+				break
+			}
+			try(max(lo, next))
+			continue
+		}
+		break
+	}
+	// Bisect.
+	for pass > 0 && fail > 0 && len(steps) < maxProbes && !stopped() {
+		if fail <= pass*(1+cfg.SLOResolution) || (closed && fail-pass <= 1) {
+			break
+		}
+		mid := roundLevel((pass+fail)/2, closed)
+		if mid <= pass || mid >= fail {
+			break
+		}
+		try(mid)
+	}
+
+	out.Found, out.Holds, out.Fails, out.Limited = pass > 0, pass, fail, limited && fail > 0
+	unit := map[bool]string{true: "concurrency ", false: ""}[closed]
+	level := func(v float64) string {
+		if closed {
+			return unit + strconv.Itoa(int(v))
+		}
+		return formatRate(v) + "/s"
+	}
+	bracket := func() string {
+		switch {
+		case fail == 0 && pass >= hi:
+			return fmt.Sprintf("the search's upper bound %s held too", level(hi))
+		case fail == 0:
+			return "the search stopped before a level failed"
+		case out.Limited:
+			return fmt.Sprintf("the generator could not produce %s, so the server's limit is at least that", level(fail))
+		}
+		return fmt.Sprintf("%s failed; resolution %s", level(fail), formatPercent(cfg.SLOResolution))
+	}
+	switch {
+	case out.Found:
+		out.Summary = fmt.Sprintf("%s holds %s (%s); %d probes", level(pass), strings.Join(cfg.SLO, " and "), bracket(), countProbes(steps))
+	case fail > 0:
+		out.Summary = fmt.Sprintf("no level holds %s: even %s failed; %d probes", strings.Join(cfg.SLO, " and "), level(fail), countProbes(steps))
+	default:
+		out.Summary = "the search did not run"
+	}
+
+	best := runs[len(runs)-1]
+	if passIdx >= 0 {
+		best = runs[passIdx]
+		out.Step = passIdx
+	}
+	res := *best
+	res.Config = redacted(cfg)
+	res.Steps = steps
+	res.Intervals = intervals
+	res.Search = out
+	res.Start = first.Start
+	if ctx.Err() != nil {
+		res.EndReason, res.Error = EndCanceled, "the search was interrupted"
+		if ctx.Err() == context.DeadlineExceeded {
+			res.EndReason = EndDeadline
+		}
+	}
+	return &res
+}
+
+// roundLevel rounds a probe level: a whole concurrency, or a rate to three
+// significant digits (at least 1/s).
+func roundLevel(v float64, integer bool) float64 {
+	if integer {
+		return math.Max(1, math.Round(v))
+	}
+	if v < 1 {
+		return 1
+	}
+	mag := math.Pow(10, math.Floor(math.Log10(v))-2)
+	return math.Round(v/mag) * mag
+}
+
+func countProbes(steps []Step) int {
+	n := 0
+	for _, s := range steps {
+		if s.Verdict != "calibration" {
+			n++
+		}
+	}
+	return n
+}
+
+// failedGates lists the failed verdicts: "p99 6.1ms (p99<5ms)".
+func failedGates(vs []ThresholdResult) string {
+	var out []string
+	for _, v := range vs {
+		if !v.Pass {
+			out = append(out, fmt.Sprintf("%s is %s", v.Threshold, v.ActualStr))
+		}
+	}
+	return strings.Join(out, ", ")
+}

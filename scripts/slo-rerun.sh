@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs the same SLO search N times against the reference server's delay fixture and prints,
+# as Markdown, each search's answer (the highest rate that held, the lowest that failed, the
+# probes) and how far the reruns landed from each other against the stated resolution.
+#   N=2 SLO='p99<5ms' PARAMS='--param delay_ms=2' DURATION=10s scripts/slo-rerun.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-2}
+SLO=${SLO:-p99<5ms}
+PARAMS=${PARAMS:---param delay_ms=2}
+DURATION=${DURATION:-10s}
+EXTRA=${EXTRA:-}
+HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:18620}
+GRPC_ADDR=${GRPC_ADDR:-127.0.0.1:18621}
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+bin/oipkit serve --http "$HTTP_ADDR" --grpc "$GRPC_ADDR" --log-level warn >"$OUT/serve.log" 2>&1 &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  curl -fsS "http://$HTTP_ADDR/v2/health/ready" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+for i in $(seq 1 "$N"); do
+  # shellcheck disable=SC2086
+  bin/oipkit load --grpc "$GRPC_ADDR" --model delay $PARAMS --slo "$SLO" --duration "$DURATION" --warmup 1s $EXTRA \
+    --progress never --output "$OUT/search-$i.json" > "$OUT/search-$i.txt" || true
+done
+python3 - "$OUT" "$N" "$SLO" "$PARAMS" "$DURATION" "$EXTRA" <<'PY'
+import json, sys
+out, n, slo, params, duration, extra = sys.argv[1:]
+print(f"`oipkit load --model delay {params} --slo '{slo}' --duration {duration} --warmup 1s {extra}`, {n} runs:\n")
+print("| run | holds (req/s) | lowest failing (req/s) | probes | verdict | summary |")
+print("|---|---:|---:|---:|---|---|")
+found = []
+for i in range(1, int(n) + 1):
+    r = json.load(open(f"{out}/search-{i}.json"))
+    s = r.get("search") or {}
+    probes = sum(1 for st in r.get("steps", []) if st.get("verdict") != "calibration")
+    if s.get("found"):
+        found.append((s["holds"], s.get("fails", 0)))
+    print(f"| {i} | {s.get('holds', 0):.0f} | {s.get('fails', 0):.0f} | {probes} | "
+          f"{'limited by the generator' if s.get('limited') else ('found' if s.get('found') else 'none holds')} | {s.get('summary', '')} |")
+    for st in r.get("steps", []):
+        lvl = st.get("rate") or st.get("concurrency")
+        p99 = st["latency"]["response"]["p99Ns"] / 1e6
+        print(f"|  | probe {lvl:.0f}/s | p99 {p99:.2f} ms | {st['rates']['completed']:.0f}/s | {st.get('verdict','')} | {st.get('why','')} |")
+if len(found) >= 2:
+    res = json.load(open(f"{out}/search-1.json"))["search"]["resolution"]
+    lo, hi = min(h for h, _ in found), max(h for h, _ in found)
+    print(f"\nReruns: highest holding rates from {lo:.0f} to {hi:.0f} req/s, {100*(hi-lo)/lo:.1f}% apart; stated resolution {100*res:.0f}%.")
+PY
