@@ -646,7 +646,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 {{if .R.Error}}<p class="bad">{{.R.Error}}</p>{{end}}
 {{if .R.MergedDiffer}}<p class="warn">A forced merge of runs that differ in {{range $i, $d := .R.MergedDiffer}}{{if $i}}, {{end}}{{$d}}{{end}}: the settings shown are the first run's.</p>{{end}}
 {{if .Verdict.Reasons}}<ul class="reasons">{{range .Verdict.Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{with .R.Search}}<p><b>SLO search:</b> {{.Summary}}</p>{{end}}
+{{with .R.Search}}{{if eq $.Run.Verdict.Status "pass"}}<p><b>SLO search:</b> {{.Summary}}</p>{{end}}{{end}}
 <div class="cards">{{range .Cards}}<div class="card"><div class="v">{{.V}}</div><div class="k">{{.K}}</div></div>{{end}}</div>
 {{$.Latency}}
 {{$.Traffic}}
