@@ -177,3 +177,16 @@ func (h *Histogram) record(v int64) int64 {
 	_ = h.p.RecordValue(v)
 	return over
 }
+
+// countAbove counts the values above v (to the histogram's precision: a
+// bucket counts when its lowest value is above v).
+func (h *Histogram) countAbove(v int64) int64 {
+	var n int64
+	h.p.ForEachBucket(func(value, count int64) bool {
+		if value > v {
+			n += count
+		}
+		return true
+	})
+	return n
+}

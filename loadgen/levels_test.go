@@ -440,3 +440,26 @@ func TestRequestCount(t *testing.T) {
 		t.Errorf("-n 50: sent %d, completed %d", res.Counts.Sent, res.Counts.Completed)
 	}
 }
+
+// One late wake-up of a quiet dispatcher is not a generator that cannot
+// keep up: the send-lag p99 counts only with enough late requests.
+func TestGeneratorBoundNeedsLateRequests(t *testing.T) {
+	c := Checks{LagTolerance: Duration(2 * time.Millisecond), RateTolerance: 0.01, DispatchRatio: 1,
+		SendLagP99: int64(3 * time.Millisecond), LateSends: 1}
+	c.evaluate(true)
+	if c.GeneratorBound {
+		t.Errorf("one late request out of a few: %v", c.Reasons)
+	}
+	c.LateSends = minLateSends
+	c.evaluate(true)
+	if !c.GeneratorBound || !strings.Contains(c.Reasons[0], "10 requests sent later") {
+		t.Errorf("ten late requests: %+v", c)
+	}
+	h := NewHistogram()
+	for _, v := range []int64{1, 5, 10, 3000, 4000} {
+		h.record(v)
+	}
+	if n := h.countAbove(10); n != 2 {
+		t.Errorf("countAbove(10) = %d, want 2", n)
+	}
+}

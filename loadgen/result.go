@@ -524,6 +524,7 @@ func Merge(results ...*Result) (*Result, error) {
 		m.Checks.DispatchRatio = float64(m.Counts.Sent+m.Counts.Dropped) / float64(m.Counts.Scheduled)
 	}
 	m.Checks.SendLagP99 = int64(m.Histograms.SendLag.Quantile(99))
+	m.Checks.LateSends = m.Histograms.SendLag.countAbove(int64(m.Checks.LagTolerance))
 	if e := sumElapsed.Seconds(); e > 0 && m.Checks.GOMAXPROCS > 0 {
 		m.Checks.CPUUtilization = m.Checks.CPUSeconds / e / float64(m.Checks.GOMAXPROCS)
 	}
