@@ -265,8 +265,8 @@ func TestSweepMeasuresEachLevel(t *testing.T) {
 }
 
 // The SLO search brackets and bisects to the stated resolution: with one
-// worker of 2ms, the closed loop holds p99<9ms at most up to concurrency 4
-// (5 queues for 10ms), and the open loop holds p99<30ms at most up to
+// worker of 2ms, the closed loop holds p90<9ms at most up to concurrency 4
+// (5 queues for 10ms), and the open loop holds p90<30ms at most up to
 // about its capacity of 500/s (above it the queue grows by the excess every
 // second). Where exactly below those limits a loaded machine's late
 // wake-ups put the answer is not the point; the bracket is.
@@ -276,7 +276,7 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 	}
 	t.Run("closed loop", func(t *testing.T) {
 		cfg := fakeConfig(LoadConfig{Concurrency: 1, Duration: Duration(500 * time.Millisecond)})
-		cfg.SLO = []string{"p99<9ms"}
+		cfg.SLO = []string{"p90<9ms"} // p90: a 0.5s probe has enough samples for it
 		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
 		s := res.Search
 		if s == nil || !s.Found || s.Mode != "concurrency" || s.Holds > 4 || s.Fails != s.Holds+1 {
@@ -290,8 +290,8 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 		}
 	})
 	t.Run("open loop", func(t *testing.T) {
-		cfg := fakeConfig(LoadConfig{Rate: "100", Duration: Duration(time.Second)})
-		cfg.SLO = []string{"p99<30ms"}
+		cfg := fakeConfig(LoadConfig{Rate: "200", Duration: Duration(time.Second)})
+		cfg.SLO = []string{"p90<30ms"}
 		cfg.SLOResolution = 0.05
 		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
 		s := res.Search
@@ -302,7 +302,7 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 		for _, st := range res.Steps {
 			rates = append(rates, st.Rate)
 		}
-		if rates[0] != 100 || (rates[1] != 200 && rates[1] != 50) {
+		if rates[0] != 200 || (rates[1] != 400 && rates[1] != 100) {
 			t.Errorf("probes %v: want the start rate, then double or half of it", rates)
 		}
 		if Judge(res).Status != StatusPass {
@@ -311,9 +311,9 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 	})
 	t.Run("nothing holds", func(t *testing.T) {
 		cfg := fakeConfig(LoadConfig{Concurrency: 2, Duration: Duration(300 * time.Millisecond)})
-		cfg.SLO = []string{"p99<1ms"}
+		cfg.SLO = []string{"p90<1ms"}
 		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
-		if s := res.Search; s.Found || s.Fails != 1 || len(res.Steps) != 2 {
+		if s := res.Search; s.Found || s.Fails != 1 || len(res.Steps) != 2 || res.Steps[1].Verdict != "fails" {
 			t.Fatalf("search %+v over %d probes", s, len(res.Steps))
 		}
 		if v := Judge(res); v.Status != StatusFailed {

@@ -113,6 +113,8 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 			s.Verdict, s.Why = "inconclusive", "generator-bound: "+strings.Join(s.Reasons, "; ")
 		case s.Stability != nil && !s.Stability.Converged:
 			s.Verdict, s.Why = "inconclusive", "unstable: "+s.Stability.Reason
+		case tooFewSamples(&s, cfg.SLO) != "":
+			s.Verdict, s.Why = "inconclusive", tooFewSamples(&s, cfg.SLO)
 		case pass:
 			s.Verdict = "holds"
 		default:
@@ -203,7 +205,11 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 	case out.Found:
 		out.Summary = fmt.Sprintf("%s holds %s (%s); %d probes", level(pass), strings.Join(cfg.SLO, " and "), bracket(), countProbes(steps))
 	case fail > 0:
-		out.Summary = fmt.Sprintf("no level holds %s: even %s failed; %d probes", strings.Join(cfg.SLO, " and "), level(fail), countProbes(steps))
+		why := "failed"
+		if st := steps[len(steps)-1]; st.Verdict == "inconclusive" {
+			why = "did not hold (" + st.Why + ")"
+		}
+		out.Summary = fmt.Sprintf("no level holds %s: even %s %s; %d probes", strings.Join(cfg.SLO, " and "), level(fail), why, countProbes(steps))
 	default:
 		out.Summary = "the search did not run"
 	}
@@ -226,6 +232,32 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		}
 	}
 	return &res
+}
+
+// minTailSamples is how many samples a probe needs beyond an SLO's
+// percentile to judge it (the text report's "*" mark): with fewer, the
+// estimate is one of the last few samples, i.e. chance.
+const minTailSamples = 10
+
+// tooFewSamples says which percentile SLO the probe has too few samples to
+// judge, or "".
+func tooFewSamples(s *Step, slo []string) string {
+	for _, e := range slo {
+		t, err := ParseThreshold(e)
+		if err != nil {
+			continue
+		}
+		q, ok := percentileOf(t.metric)
+		if !ok {
+			continue
+		}
+		h := map[string]*Histogram{"response": s.Histograms.Response, "service": s.Histograms.Service, "send_lag": s.Histograms.SendLag}[t.hist]
+		need := int64(math.Ceil(minTailSamples*100/(100-q) - 1e-9))
+		if n := h.Count(); n < need {
+			return fmt.Sprintf("%d samples are too few to judge %s (it needs %d: a longer --duration)", n, t.Text, need)
+		}
+	}
+	return ""
 }
 
 // roundLevel rounds a probe level: a whole concurrency, or a rate to three
