@@ -154,13 +154,13 @@
       data = [null];
       spec.series.forEach(function (s, i) {
         series.push(seriesOpts(s, i, spec));
-        data.push([s.x, s.y]);
+        data.push([s.x || [], s.y || []]);
       });
     } else {
       data = [spec.xValues];
       spec.series.forEach(function (s, i) {
         series.push(seriesOpts(s, i, spec));
-        data.push(s.y);
+        data.push(s.y || []);
       });
     }
     var width = Math.max(320, el.clientWidth || 600);

@@ -534,7 +534,9 @@ func p99OverTime(id string, rs []*Result, labels []string) htmlpage.Chart {
 			s.X = append(s.X, htmlpage.Num(iv.Start+iv.Length))
 			s.Y = append(s.Y, ms(iv.ResponseP99))
 		}
-		c.Series = append(c.Series, s)
+		if len(s.X) > 0 { // a run without a successful request has no line
+			c.Series = append(c.Series, s)
+		}
 	}
 	return c
 }
@@ -572,14 +574,15 @@ func curveChart(id string, rs []*Result, labels []string) htmlpage.Chart {
 		pname := "p" + formatPercentile(pct)
 		if labels == nil {
 			c.Series = append(c.Series, series("p50", 50, ""), series(pname, pct, ""))
+			c.Series = slices.DeleteFunc(c.Series, func(s htmlpage.Series) bool { return len(s.X) == 0 })
 			if k := Knee(r.Steps); k >= 0 {
 				s := r.Steps[k]
 				c.Points = append(c.Points, htmlpage.Point{X: s.Rates.Completed, Y: float64(s.Histograms.Response.Quantile(pct)) / 1e6,
 					Label: "knee: " + s.Label()})
 			}
 			c.Lines = latencyGateLines(r)
-		} else {
-			c.Series = append(c.Series, series(labels[i]+" "+pname, pct, ""))
+		} else if s := series(labels[i]+" "+pname, pct, ""); len(s.X) > 0 {
+			c.Series = append(c.Series, s)
 		}
 	}
 	return c

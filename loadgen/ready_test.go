@@ -160,7 +160,8 @@ func TestReadsCommittedResults(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if r.Histograms.Response.Count() != r.Counts.OK+r.Counts.Timeouts || r.Latency.Response.P99 == 0 {
+		if r.Histograms.Response.Count() != r.Counts.OK+r.Counts.Timeouts || (r.Counts.OK > 0 && r.Latency.Response.P99 == 0) ||
+			r.Histograms.Failed.Count() != r.Counts.Errors {
 			t.Errorf("%s: %d values for %d requests", f, r.Histograms.Response.Count(), r.Counts.OK)
 		}
 	}

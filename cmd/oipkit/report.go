@@ -135,8 +135,9 @@ failed; 4 inconclusive (an input was generator-bound or unstable).`)
 	return finish(res, thresholds, f, write)
 }
 
-// comparisonLabels names each result for an overlay, adding the file name
-// where two results would share a label.
+// comparisonLabels names each result for an overlay, adding its file
+// (folder and name, e.g. pytriton/load-grpc.json) where two results would
+// share a label or the result names no server.
 func comparisonLabels(results []*loadgen.Result, files []string) []string {
 	labels := make([]string, len(results))
 	count := map[string]int{}
@@ -144,9 +145,9 @@ func comparisonLabels(results []*loadgen.Result, files []string) []string {
 		labels[i] = loadgen.Label(r)
 		count[labels[i]]++
 	}
-	for i := range labels {
-		if count[labels[i]] > 1 {
-			labels[i] += " (" + filepath.Base(files[i]) + ")"
+	for i, r := range results {
+		if count[labels[i]] > 1 || r.Target == nil || r.Target.Server.Name == "" {
+			labels[i] += " (" + filepath.Join(filepath.Base(filepath.Dir(files[i])), filepath.Base(files[i])) + ")"
 		}
 	}
 	return labels
