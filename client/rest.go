@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -239,6 +240,18 @@ func (c *REST) send(ctx context.Context, op, method string, u *url.URL, header h
 		}
 	}
 	resp, err := c.hc.Do(req.WithContext(ctx))
+	if err != nil && req.Body != nil && ctx.Err() == nil && closedUnderUs(err) {
+		// A keep-alive connection the server closed while this request was
+		// being written: net/http resends only idempotent requests, but
+		// every OIP POST may be resent (no call has side effects a second
+		// attempt would repeat wrongly), so resend once on a new connection.
+		retry := *req
+		retry.Body, _ = req.GetBody()
+		if req.GetBody == nil {
+			retry.Body = http.NoBody
+		}
+		resp, err = c.hc.Do(retry.WithContext(ctx))
+	}
 	if err != nil {
 		return nil, &Error{Op: op, Err: transportError(ctx, err)}
 	}
@@ -485,4 +498,11 @@ func DecodeInferResponse(raw *RawResponse) (*oip.InferResponse, error) {
 func (c *REST) Close() error {
 	c.tr.CloseIdleConnections()
 	return nil
+}
+
+// closedUnderUs reports whether err is a connection the peer closed before
+// any answer: a reset, a broken pipe or an end of stream.
+func closedUnderUs(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

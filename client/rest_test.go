@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -740,5 +742,63 @@ func TestParseHeaders(t *testing.T) {
 	}
 	if _, err := client.ParseHeaders([]string{"no colon"}); err == nil {
 		t.Error("ParseHeaders(\"no colon\"): no error")
+	}
+}
+
+// TestRESTResendsAfterServerClosedConnection: a server that drops a
+// connection without answering (as uvicorn does with a keep-alive
+// connection it times out while a request arrives) gets the POST once more
+// on a new connection; a server that drops every connection is an error.
+func TestRESTResendsAfterServerClosedConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		drops   int
+		wantErr bool
+	}{{"first connection dropped", 1, false}, {"every connection dropped", 1 << 30, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			var accepted atomic.Int32
+			go func() {
+				for n := 0; ; n++ {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					accepted.Add(1)
+					go func(conn net.Conn, n int) {
+						defer conn.Close()
+						br := bufio.NewReader(conn)
+						req, err := http.ReadRequest(br)
+						if err != nil {
+							return
+						}
+						_, _ = io.Copy(io.Discard, req.Body)
+						if n < tc.drops {
+							conn.(*net.TCPConn).SetLinger(0) // a reset, not a FIN
+							return
+						}
+						_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+					}(conn, n)
+				}
+			}()
+			c, err := client.NewREST("http://"+ln.Addr().String(), false, client.Options{Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.Do(context.Background(), http.MethodPost, "/v2/models/m/infer", nil, []byte(`{"inputs":[]}`))
+			if tc.wantErr {
+				if err == nil || accepted.Load() != 2 {
+					t.Fatalf("got %v after %d connections, want an error after 2", err, accepted.Load())
+				}
+				return
+			}
+			if err != nil || resp.Status != http.StatusOK || accepted.Load() != 2 {
+				t.Fatalf("got %v, %v after %d connections, want 200 after 2", resp, err, accepted.Load())
+			}
+		})
 	}
 }

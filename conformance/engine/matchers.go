@@ -70,7 +70,14 @@ func (m *matcher) Match(actual any) (bool, error) {
 	return m.err == nil, nil
 }
 
-func (m *matcher) FailureMessage(any) string { return m.err.Error() }
+// FailureMessage explains the last Match; a matcher that has not matched
+// anything yet (a misuse) says so rather than panicking mid-suite.
+func (m *matcher) FailureMessage(actual any) string {
+	if m.err == nil {
+		return fmt.Sprintf("%s did not %s", gotOf(actual), m.what)
+	}
+	return m.err.Error()
+}
 
 func (m *matcher) NegatedFailureMessage(actual any) string {
 	return fmt.Sprintf("%s, want it not to %s", gotOf(actual), m.what)
