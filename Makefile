@@ -12,7 +12,7 @@ FUZZTIME    ?= 5s
 
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean chromium vendor-js load-reports
+.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean chromium vendor-js load-reports conformance-pages
 
 all: build
 
@@ -60,6 +60,11 @@ vendor-js:
 # reference server, the committed runtime results overlaid) and their chromium screenshots.
 load-reports: build chromium
 	scripts/load-reports.sh
+
+# conformance-pages renders the committed conformance pages (each runtime's report.html,
+# reports/compatibility.{md,html}) from the committed reports, and their chromium screenshots.
+conformance-pages: chromium
+	scripts/conformance-pages.sh
 
 race:
 	$(GO) test -count=1 -race ./tensor/... ./oip/... ./client/... ./reference/... ./loadgen/... ./conformance/... ./reports/...

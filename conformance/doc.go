@@ -1,8 +1,9 @@
 // Package conformance is oipkit's black-box conformance suite for the Open
 // Inference Protocol (OIP / KServe v2), and its public API: [Run] with its
 // [Options], the report it builds (reports.ConformanceReport, written as
-// report.json, report.md and junit.xml), the GitHub Actions step summary,
-// and the coverage of the catalog by the specs ([PreviewCoverage]).
+// report.json, report.md, report.html and junit.xml: [WriteReports]), the
+// GitHub Actions step summary, and the coverage of the catalog by the specs
+// ([PreviewCoverage]).
 //
 // The suite is in two packages below this one:
 //   - conformance/engine: targets, identification, discovery of fixtures

@@ -59,8 +59,9 @@ type Options struct {
 	Strict bool
 	// MaxResponseBytes caps each response (default 16 MiB).
 	MaxResponseBytes int64
-	// ReportDir receives report.json, report.md and junit.xml; empty means
-	// no files are written (the report is still returned).
+	// ReportDir receives report.json, report.md, report.html and
+	// junit.xml; empty means no files are written (the report is still
+	// returned).
 	ReportDir string
 	// StepSummary is a file the Markdown step summary is appended to (what
 	// GitHub Actions names in GITHUB_STEP_SUMMARY); empty means none.

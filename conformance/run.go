@@ -44,7 +44,7 @@ var _ = ReportAfterSuite("oipkit conformance report", func(r Report) {
 
 // Run runs the conformance suite against the targets of opts and returns the
 // report, which it also writes to opts.ReportDir (report.json, report.md,
-// junit.xml) and appends to opts.StepSummary when those are set. t receives
+// report.html, junit.xml) and appends to opts.StepSummary when those are set. t receives
 // ginkgo's pass/fail: a *testing.T, or an adapter in the CLI.
 //
 // Run first identifies every target: one where nothing listens, or one that
@@ -95,7 +95,7 @@ func Run(t GinkgoTestingT, opts Options) (*reports.ConformanceReport, error) {
 
 	rep := buildReport(suiteReport, tgt, opts, start)
 	if opts.ReportDir != "" {
-		if err := writeReports(opts.ReportDir, rep); err != nil {
+		if err := WriteReports(opts.ReportDir, rep); err != nil {
 			return rep, err
 		}
 	}
@@ -107,16 +107,31 @@ func Run(t GinkgoTestingT, opts Options) (*reports.ConformanceReport, error) {
 	return rep, nil
 }
 
-// writeReports writes the JSON report, its Markdown rendering and the JUnit
-// XML into dir.
-func writeReports(dir string, rep *reports.ConformanceReport) error {
+// WriteReports writes a report into dir as report.json, its Markdown and
+// HTML renderings (report.md, report.html) and JUnit XML (junit.xml): what
+// a run writes to Options.ReportDir, and what `oipkit conform --from`
+// writes again from a report.json.
+func WriteReports(dir string, rep *reports.ConformanceReport) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report dir: %w", err)
+	}
 	if err := reports.WriteFile(filepath.Join(dir, "report.json"), rep); err != nil {
 		return err
 	}
 	if err := writeFile(filepath.Join(dir, "report.md"), func(f *os.File) error { return reports.WriteMarkdown(f, rep) }); err != nil {
 		return err
 	}
+	if err := writeFile(filepath.Join(dir, "report.html"), func(f *os.File) error { return reports.WriteHTML(f, rep, Cite) }); err != nil {
+		return err
+	}
 	return writeFile(filepath.Join(dir, "junit.xml"), func(f *os.File) error { return WriteJUnit(f, rep) })
+}
+
+// Cite looks a requirement up in the catalog: its level, statement and
+// the source it was derived from, for the citations of the reports.
+func Cite(id string) (reports.Citation, bool) {
+	q, ok := engine.Catalog.Get(id)
+	return reports.Citation{Level: string(q.Level), Statement: q.Statement, Source: q.Source}, ok
 }
 
 func writeFile(path string, write func(*os.File) error) error {

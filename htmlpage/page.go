@@ -34,6 +34,8 @@ type Page struct {
 	Charts []Chart
 	// Generator names the program in the footer, e.g. "oipkit 0.1.0".
 	Generator string
+	// Style is CSS added after the shared stylesheet (a page's own rules).
+	Style template.CSS
 }
 
 // A Chart is a plot, described as data. In "aligned" mode every series
@@ -134,24 +136,33 @@ var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="{{.Generator}}">
 <title>{{.Title}}</title>
+{{- if .HasCharts}}
 <style>{{.UPlotCSS}}</style>
+{{- end}}
 <style>{{.PageCSS}}</style>
+{{- if .Style}}
+<style>{{.Style}}</style>
+{{- end}}
 </head>
 <body>
 <main>
 {{.Body}}
-<footer>Written by {{.Generator}}. One self-contained file: it opens offline. Charts drawn with
+<footer>Written by {{.Generator}}. One self-contained file: it opens offline.
+{{- if .HasCharts}} Charts drawn with
 <a href="https://github.com/leeoniya/uPlot">uPlot</a> 1.6.32, embedded under its licence:
-<details><summary>uPlot licence (MIT)</summary><pre>{{.License}}</pre></details></footer>
+<details><summary>uPlot licence (MIT)</summary><pre>{{.License}}</pre></details>{{end}}</footer>
 </main>
+{{- if .HasCharts}}
 <script id="oipkit-charts" type="application/json">{{.ChartsJSON}}</script>
 <script>{{.UPlotJS}}</script>
 <script>{{.ChartsJS}}</script>
+{{- end}}
 </body>
 </html>
 `))
 
-// Write renders p as one HTML document.
+// Write renders p as one HTML document. A page without charts carries
+// neither uPlot nor charts.js.
 func Write(w io.Writer, p Page) error {
 	charts := p.Charts
 	if charts == nil {
@@ -169,6 +180,8 @@ func Write(w io.Writer, p Page) error {
 	return page.Execute(w, map[string]any{
 		"Title":      p.Title,
 		"Generator":  p.Generator,
+		"HasCharts":  len(charts) > 0,
+		"Style":      p.Style,
 		"Body":       p.Body,
 		"License":    UPlotLicense,
 		"ChartsJSON": template.JS(js),

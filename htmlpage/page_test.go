@@ -31,3 +31,19 @@ func TestWriteIsSelfContainedAndEscaped(t *testing.T) {
 		t.Errorf("Num JSON %s", n)
 	}
 }
+
+// A page without charts carries neither uPlot nor charts.js, and its own
+// stylesheet follows the shared one.
+func TestWriteWithoutCharts(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, Page{Title: "t", Body: "<p>x</p>", Generator: "g", Style: "p { color: red; }"}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if strings.Contains(page, "<script") || strings.Contains(page, "uPlot") {
+		t.Error("a page without charts carries the chart scripts")
+	}
+	if i, j := strings.Index(page, pageCSS[:40]), strings.Index(page, "p { color: red; }"); i < 0 || j < i {
+		t.Errorf("page style at %d, shared style at %d: want the page's after the shared", j, i)
+	}
+}

@@ -2,7 +2,7 @@
 # all.sh [RUNTIME...] — the interop run behind `make interop`: for each runtime in turn (default
 # reference triton pytriton mlserver kserve torchserve; never two servers at once) install or reuse its venv,
 # then run interop/run.sh (start, conform, tritonclient check, load runs, stop), each bounded
-# by RUNTIME_TIMEOUT seconds (default 600). Then write reports/compatibility.md (oipkit matrix) and
+# by RUNTIME_TIMEOUT seconds (default 600). Then write reports/compatibility.{md,html} (oipkit matrix) and
 # reports/performance.md (oipkit report --compare) from what the runs left in reports/runtimes/.
 # Prints one line per check and "interop: N passed, N failed" (", N skipped" if any); exits 1 if a
 # check failed. Every server it started is stopped on exit, also on failure or interruption.
@@ -114,8 +114,8 @@ for f in "$REPORTS"/*/blocked.json; do
   [[ -f $f ]] && blocked+=("$f")
 done
 OUTDIR=$(dirname "$REPORTS")
-if (( ${#reports[@]} )) && "$OIPKIT" matrix -o "$OUTDIR/compatibility.md" "${reports[@]}" "${blocked[@]}"; then
-  echo "pass all matrix ($OUTDIR/compatibility.md)" >> "$INTEROP_RESULTS"
+if (( ${#reports[@]} )) && "$OIPKIT" matrix -o "$OUTDIR/compatibility.md" --html "$OUTDIR/compatibility.html" "${reports[@]}" "${blocked[@]}"; then
+  echo "pass all matrix ($OUTDIR/compatibility.md, compatibility.html)" >> "$INTEROP_RESULTS"
 else
   echo "fail all matrix (no reports, or oipkit matrix failed)" >> "$INTEROP_RESULTS"
 fi

@@ -2,7 +2,7 @@
 # run.sh RUNTIME [HTTP_PORT GRPC_PORT] — one bounded interop pass against one runtime whose venv
 # is installed (interop/setup-venv.sh RUNTIME): start it on loopback, then
 #   conform      bin/oipkit conform over REST and gRPC into reports/runtimes/RUNTIME/ (report.json,
-#                report.md; junit.xml is not committed); the run must complete (exit 0, 3 or 4,
+#                report.md, report.html; junit.xml is not committed); the run must complete (exit 0, 3 or 4,
 #                never 2 or a timeout) and its failed, lenient, skipped and not-run requirements
 #                must be exactly EXPECT_FAILED, EXPECT_LENIENT, EXPECT_SKIPPED and EXPECT_NOT_RUN of
 #                the runtime's runtime.env (the triage)
@@ -48,7 +48,7 @@ if ! "$HERE/start.sh" "$RUNTIME" "$HTTP_PORT" "$GRPC_PORT"; then
 fi
 
 # conform: must complete; the failed/skipped requirements must match the triage.
-rm -f "$OUT/report.json" "$OUT/report.md" "$OUT/junit.xml"
+rm -f "$OUT/report.json" "$OUT/report.md" "$OUT/report.html" "$OUT/junit.xml"
 targets=(--http "http://127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT")
 (( ! GRPC_NOT_OIP )) || targets=(--http "http://127.0.0.1:$HTTP_PORT")
 timeout --foreground 300 "$OIPKIT" conform "${targets[@]}" --report-dir "$OUT" > "$HOME_DIR/run/$RUNTIME-conform.txt" 2>&1

@@ -64,7 +64,7 @@ func ReadBlockedFile(path string) (*Blocked, error) {
 // with a link to its own notes (optional).
 type BlockedRow struct {
 	Blocked *Blocked
-	Links   []string
+	Links   []DocLink
 }
 
 // WriteBlocked writes the "Not run here" section of the compatibility
@@ -85,7 +85,7 @@ func WriteBlocked(w io.Writer, rows []BlockedRow) error {
 			cmds[i] = "`" + strings.ReplaceAll(c, "|", `\|`) + "`"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdEscape(implName(&ConformanceReport{Implementation: r.Blocked.Implementation})),
-			mdEscape(r.Blocked.Reason), strings.Join(cmds, "<br>"), orNone(strings.Join(r.Links, " · ")))
+			mdEscape(r.Blocked.Reason), strings.Join(cmds, "<br>"), orNone(markdownLinks(r.Links)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

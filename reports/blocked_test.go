@@ -28,7 +28,7 @@ func TestReadBlockedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	if err := WriteBlocked(&out, []BlockedRow{{Blocked: b, Links: []string{"[notes](x/README.md)"}}}); err != nil {
+	if err := WriteBlocked(&out, []BlockedRow{{Blocked: b, Links: []DocLink{{Text: "notes", Href: "x/README.md"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	want := "| OpenVINO Model Server 2025.3 | ships as container images only | `oipkit conform --http http://HOST:8000 \\| tee out` | [notes](x/README.md) |\n"

@@ -15,9 +15,25 @@ type MatrixColumn struct {
 	// Name heads the column; empty means the implementation's name and
 	// version.
 	Name string
-	// Links are Markdown links to the implementation's own documents
-	// (report.md, a triage README), shown with its failures; optional.
-	Links []string
+	// Links are the implementation's own documents (report.md,
+	// report.html, a triage README), shown with its failures; optional.
+	Links []DocLink
+}
+
+// DocLink is a link to a document: its text and its address, relative to
+// the document that shows it.
+type DocLink struct {
+	Text string
+	Href string
+}
+
+// markdownLinks renders links as Markdown, separated by " · ".
+func markdownLinks(links []DocLink) string {
+	parts := make([]string, len(links))
+	for i, l := range links {
+		parts[i] = fmt.Sprintf("[%s](%s)", l.Text, l.Href)
+	}
+	return strings.Join(parts, " · ")
 }
 
 func (c MatrixColumn) name() string {
@@ -175,7 +191,7 @@ func WriteCompatibility(w io.Writer, cols []MatrixColumn, cite Citer) error {
 		fmt.Fprintf(&b, "| %s | %s (oipkit %s) | %s | %s, %s | %s | %s | %s |\n",
 			mdEscape(c.name()), r.SuiteVersion, r.OIPKitVersion, r.Date.UTC().Format("2006-01-02"),
 			orNone(r.Targets.HTTP), orNone(r.Targets.GRPC), orNone(strings.Join(r.Features, ", ")),
-			orNone(strings.Join(missing, ", ")), strings.Join(c.Links, " · "))
+			orNone(strings.Join(missing, ", ")), markdownLinks(c.Links))
 	}
 
 	b.WriteString("\n## Requirement counts\n\n")
@@ -204,7 +220,7 @@ func WriteCompatibility(w io.Writer, cols []MatrixColumn, cite Citer) error {
 		failed := c.Report.WithStatus(StatusFailed)
 		fmt.Fprintf(&b, "\n### %s: %d failed\n", mdEscape(c.name()), len(failed))
 		if len(c.Links) > 0 {
-			fmt.Fprintf(&b, "\nDetails: %s\n", strings.Join(c.Links, " · "))
+			fmt.Fprintf(&b, "\nDetails: %s\n", markdownLinks(c.Links))
 		}
 		if c.Report.Incomplete {
 			fmt.Fprintf(&b, "\n**Run incomplete:** %s\n", mdEscape(c.Report.Problem))

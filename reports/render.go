@@ -205,8 +205,15 @@ func statusCell(s Status) string {
 	return string(s)
 }
 
-// messageText renders one side of an exchange like a wire dump.
+// messageText renders one side of an exchange like a wire dump, for a
+// Markdown code block.
 func messageText(m Message) string {
+	return strings.ReplaceAll(wireText(m), "```", "'''")
+}
+
+// wireText renders one side of an exchange like a wire dump: the request
+// or status line, the headers, a blank line and the body.
+func wireText(m Message) string {
 	var b strings.Builder
 	switch {
 	case m.Method != "" || m.Target != "":
@@ -226,7 +233,7 @@ func messageText(m Message) string {
 	if m.BodyBytes > len(m.Body) {
 		fmt.Fprintf(&b, "(%d bytes in all)\n", m.BodyBytes)
 	}
-	return strings.ReplaceAll(b.String(), "```", "'''")
+	return b.String()
 }
 
 func countLine(c map[Status]int) string {

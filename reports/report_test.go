@@ -118,7 +118,7 @@ func TestMatrix(t *testing.T) {
 // anchor its matrix cell links to.
 func TestCompatibility(t *testing.T) {
 	var b bytes.Buffer
-	cols := []MatrixColumn{{Report: sampleReport("triton", StatusFailed), Links: []string{"[report](runtimes/pytriton/report.md)"}},
+	cols := []MatrixColumn{{Report: sampleReport("triton", StatusFailed), Links: []DocLink{{Text: "report", Href: "runtimes/pytriton/report.md"}}},
 		{Report: sampleReport("mlserver", StatusPassed)}}
 	cite := func(id string) (Citation, bool) {
 		return Citation{Level: "MUST", Statement: "the id is echoed", Source: "OIP-REST §Inference Request JSON Object"}, id == "OIP-REST-INFER-006"

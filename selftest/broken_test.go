@@ -819,7 +819,7 @@ func TestBrokenServers(t *testing.T) {
 }
 
 // checkEvidence: every failure and warning in report.json carries what was
-// sent and what came back, and report.md shows it.
+// sent and what came back, and report.md and report.html show it.
 func checkEvidence(t *testing.T, run conformRun) {
 	t.Helper()
 	n := 0
@@ -841,6 +841,13 @@ func checkEvidence(t *testing.T, run conformRun) {
 	}
 	if got := strings.Count(string(md), "\nSent:\n"); got != n {
 		t.Errorf("report.md renders evidence for %d findings, report.json has %d", got, n)
+	}
+	page, err := os.ReadFile(filepath.Join(run.dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(page), `<div class="finding cl-`); got != n {
+		t.Errorf("report.html shows %d findings, report.json has %d", got, n)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -46,8 +47,13 @@ tolerate); lenient and warnings fail a profile only with --strict. After
 the first call on a route that gets no answer in time, the specs needing
 that route are reported not run instead of each waiting out --timeout.
 
-Reports go to --report-dir (report.json, report.md, junit.xml); when
+Reports go to --report-dir (report.json, report.md, report.html: one
+self-contained page with the evidence folded, and junit.xml); when
 GITHUB_STEP_SUMMARY is set, a Markdown summary is appended to that file.
+With --from report.json nothing runs: the report is read and written again
+(report.md, report.html, junit.xml) into --report-dir, by default the
+report's own directory, and its summary and exit status are those of the
+run that wrote it.
 
 Exit status: 0 every selected profile passed; 1 usage error; 2 the run
 could not start or complete (unreachable target, not an OIP server, server
@@ -66,7 +72,8 @@ e.g. a fixture model is not deployed).`)
 	fs.BoolVar(&opts.Strict, "strict", false, "fail profiles on lenient and warning findings too")
 	fs.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "timeout of each call")
 	fs.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", conformance.DefaultMaxResponseBytes, "largest response accepted, in `bytes`")
-	fs.StringVar(&opts.ReportDir, "report-dir", "conformance-report", "`directory` for report.json, report.md and junit.xml (\"\" writes none)")
+	fs.StringVar(&opts.ReportDir, "report-dir", "conformance-report", "`directory` for report.json, report.md, report.html and junit.xml (\"\" writes none)")
+	from := fs.String("from", "", "run nothing: render the report `file` (report.json) again into --report-dir (default: its directory)")
 	fs.Var(&profiles, "profile", "profile `name` whose verdict decides the exit status (repeatable; default all targeted)")
 	fs.StringVar(&opts.ImplementationName, "name", "", "implementation name for the report (default: from server metadata)")
 	fs.StringVar(&opts.LabelFilter, "label-filter", "", "extra ginkgo label filter `expression`, ANDed with the feature/transport filter")
@@ -76,6 +83,9 @@ e.g. a fixture model is not deployed).`)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if *from != "" {
+		return renderConformReport(fs, *from, opts.ReportDir)
 	}
 	var err error
 	if opts.Header, err = client.ParseHeaders(headers); err != nil {
@@ -128,7 +138,49 @@ e.g. a fixture model is not deployed).`)
 		return werr
 	}
 	if opts.ReportDir != "" {
-		fmt.Printf("reports written to %s (report.json, report.md, junit.xml)\n", opts.ReportDir)
+		fmt.Printf("reports written to %s (report.json, report.md, report.html, junit.xml)\n", opts.ReportDir)
+	}
+	if code := rep.ExitCode(); code != exitPass {
+		return exitError{code}
+	}
+	return nil
+}
+
+// renderConformReport is conform --from: it reads a report and writes it
+// again into dir (default: the report's directory), prints its summary and
+// returns the exit status of its verdicts.
+func renderConformReport(fs *flag.FlagSet, path, dir string) error {
+	var conflict []string
+	dirSet := false
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "from":
+		case "report-dir":
+			dirSet = true
+		default:
+			conflict = append(conflict, "--"+f.Name)
+		}
+	})
+	if len(conflict) > 0 {
+		return fmt.Errorf("%w: --from runs nothing; %s cannot be used with it", errUsage, strings.Join(conflict, ", "))
+	}
+	rep, err := reports.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%w: --from: %v", errUsage, err)
+	}
+	if !dirSet {
+		dir = filepath.Dir(path)
+	}
+	if dir != "" {
+		if err := conformance.WriteReports(dir, rep); err != nil {
+			return err
+		}
+	}
+	if err := reports.WriteText(os.Stdout, rep); err != nil {
+		return err
+	}
+	if dir != "" {
+		fmt.Printf("reports written to %s (report.json, report.md, report.html, junit.xml)\n", dir)
 	}
 	if code := rep.ExitCode(); code != exitPass {
 		return exitError{code}

@@ -14,10 +14,21 @@ import (
 
 // checkInBrowser opens page in headless chromium and fails the test on any
 // console error, exception or network fetch, or when fewer than minCharts
-// charts were drawn. The screenshot goes to $OIPKIT_SCREENSHOT_DIR when set
-// (make test keeps them in bin/screenshots), else to the test's temp dir.
-// Without chromium it skips, unless OIPKIT_REQUIRE_BROWSER is set.
+// charts were drawn.
 func checkInBrowser(t *testing.T, page string, minCharts int) {
+	t.Helper()
+	rep := openInBrowser(t, page, browser.Options{})
+	if rep.Charts < minCharts {
+		t.Errorf("%s: %d charts drawn, want at least %d", page, rep.Charts, minCharts)
+	}
+}
+
+// openInBrowser opens page in headless chromium with o and fails the test
+// on any console error, exception or network fetch. The screenshot goes to
+// $OIPKIT_SCREENSHOT_DIR when set (make test keeps them in bin/screenshots),
+// else to the test's temp dir. Without chromium it skips, unless
+// OIPKIT_REQUIRE_BROWSER is set.
+func openInBrowser(t *testing.T, page string, o browser.Options) *browser.Report {
 	t.Helper()
 	if _, err := browser.Executable(); errors.Is(err, browser.ErrNoBrowser) {
 		if os.Getenv("OIPKIT_REQUIRE_BROWSER") != "" {
@@ -33,17 +44,15 @@ func checkInBrowser(t *testing.T, page string, minCharts int) {
 		t.Fatal(err)
 	}
 	shot := filepath.Join(dir, t.Name()+".png")
-	rep, err := browser.Check(context.Background(), page, shot, browser.Options{})
+	rep, err := browser.Check(context.Background(), page, shot, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range rep.Problems {
 		t.Errorf("%s: %s", page, p)
 	}
-	if rep.Charts < minCharts {
-		t.Errorf("%s: %d charts drawn, want at least %d", page, rep.Charts, minCharts)
-	}
 	t.Logf("%s: %d charts, screenshot %s", page, rep.Charts, shot)
+	return rep
 }
 
 // A concurrency sweep against the reference server writes one row per

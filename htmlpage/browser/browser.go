@@ -6,6 +6,7 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -47,6 +48,8 @@ type Report struct {
 	Problems []string
 	// Charts is how many charts the page says it drew (data-charts).
 	Charts int
+	// Eval is the JSON of what Options.Eval returned.
+	Eval string
 }
 
 // Options tune a check.
@@ -56,6 +59,10 @@ type Options struct {
 	// ViewportOnly takes the screenshot of the viewport (the top of the
 	// page) instead of the full page.
 	ViewportOnly bool
+	// Eval is a JavaScript expression evaluated after the screenshot, to
+	// check the page's behaviour (click a filter, count visible rows);
+	// its value, as JSON, is Report.Eval.
+	Eval string
 }
 
 // Check opens the HTML file at path, waits until the page is ready (its
@@ -160,6 +167,17 @@ func Check(ctx context.Context, path, screenshot string, o Options) (*Report, er
 		if err := os.WriteFile(screenshot, png, 0o644); err != nil {
 			return rep, err
 		}
+	}
+	if o.Eval != "" {
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[any](o.Eval))
+		if err != nil {
+			return rep, fmt.Errorf("chromium on %s: evaluate: %w", path, err)
+		}
+		js, err := json.Marshal(v)
+		if err != nil {
+			return rep, fmt.Errorf("chromium on %s: evaluate: %w", path, err)
+		}
+		rep.Eval = string(js)
 	}
 	return rep, nil
 }
