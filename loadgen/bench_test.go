@@ -51,7 +51,7 @@ func BenchmarkGRPCRawHotPath(b *testing.B) {
 		r := benchRunner(b, noopTarget{}, LoadConfig{Rate: "1000000", MaxInFlight: 64})
 		b.ReportAllocs()
 		b.ResetTimer()
-		r.openLoop(context.Background(), time.Hour, uint64(b.N))
+		r.openLoop(context.Background(), r.now(), time.Hour, uint64(b.N))
 		b.StopTimer()
 		b.ReportMetric(float64(r.dropped.Load())/float64(b.N), "dropped/op")
 	})

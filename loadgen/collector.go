@@ -35,6 +35,10 @@ type IntervalStats struct {
 	ServiceP50    int64   `json:"serviceP50Ns"`
 	ServiceP99    int64   `json:"serviceP99Ns"`
 	SendLagP99    int64   `json:"sendLagP99Ns"`
+	// Histograms are the interval's own histograms, kept by the segments
+	// of a split test (Config.Load.Segment) so that merging them gives the
+	// merged intervals' percentiles exactly; nil otherwise.
+	Histograms *Histograms `json:"histograms,omitempty"`
 }
 
 // collector closes intervals: it swaps every shard's tally, merges the
@@ -218,7 +222,17 @@ func (c *collector) closeInterval(end int64, full bool) {
 		st.Rate = float64(st.Completed) / length.Seconds()
 	}
 	if p := c.r.profile; p != nil {
-		st.RequestedRate = p.Rate(time.Duration(c.last-c.t0) + length/2)
+		st.RequestedRate = c.r.rateShare() * p.Rate(time.Duration(c.last-c.t0)+length/2)
+	}
+	if c.r.cfg.Load.Segment != nil {
+		var h Histograms
+		var d [4]int64
+		h.Response, d[0] = histogramOf(iv.response)
+		h.Service, d[1] = histogramOf(iv.service)
+		h.SendLag, d[2] = histogramOf(iv.lag)
+		h.Failed, d[3] = histogramOf(iv.failed)
+		c.mergeDropped += d[0] + d[1] + d[2] + d[3]
+		st.Histograms = &h
 	}
 	if len(c.steps) > 0 {
 		st.Step = c.stepAt(time.Duration(c.last-c.t0) + length/2)
@@ -359,7 +373,7 @@ func (c *collector) fill(res *Result) {
 	for i, s := range c.steps {
 		ps := c.pstep[i]
 		step := Step{
-			Kind: StepProfile, Rate: ps.rate, Start: ps.start.Seconds(), Duration: Duration(ps.end - ps.start),
+			Kind: StepProfile, Rate: c.r.rateShare() * ps.rate, Start: ps.start.Seconds(), Duration: Duration(ps.end - ps.start),
 			Histograms: s.h,
 			Counts: Counts{Sent: s.sent, Dropped: s.dropped, OK: s.ok, Errors: s.errors, Timeouts: s.timeouts,
 				Completed: s.ok + s.errors + s.timeouts, Clamped: s.clamped},
@@ -376,7 +390,7 @@ func (c *collector) fill(res *Result) {
 			continue // the run ended before this step
 		}
 		step.Errors, step.ErrorSamples = errorTables(s.codes, s.timeouts, s.samples)
-		step.Rates.Requested = ps.rate
+		step.Rates.Requested = c.r.rateShare() * ps.rate
 		step.Rates.Offered = float64(s.sent) / step.Duration.D().Seconds()
 		step.Rates.Completed = float64(step.Counts.Completed) / step.Elapsed.D().Seconds()
 		step.Latency = summarizeAll(step.Histograms)

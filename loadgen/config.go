@@ -136,6 +136,16 @@ type LoadConfig struct {
 	// on its own (see [Sweep]). With SLO they bound the search instead.
 	ConcurrencyRange string `json:"concurrencyRange,omitempty"`
 	RateRange        string `json:"rateRange,omitempty"`
+	// Segment makes the run one segment of a test split over several
+	// generator processes (see [Segment] for the split rules); nil: the
+	// whole test. Concurrency, Rate and Requests stay the whole test's.
+	Segment *Segment `json:"segment,omitempty"`
+	// StartAt is the absolute time the run starts at, once the target is
+	// ready: the segments of a test share it, so that their schedules and
+	// intervals line up (on clocks kept in step, e.g. by NTP). A warm-up
+	// runs from StartAt and the measurement from StartAt + Warmup. Zero:
+	// as soon as the target is ready.
+	StartAt time.Time `json:"startAt,omitzero"`
 }
 
 // CheckConfig sets the generator self-checks.
@@ -238,6 +248,40 @@ func (c *Config) Normalize() error {
 		}
 	} else if c.SLOResolution != 0 {
 		return configErr("--slo-resolution needs --slo")
+	}
+	return c.checkSegment()
+}
+
+// checkSegment refuses what a segment cannot do on its own share of a
+// test: anything that decides from the figures while the test runs (each
+// segment would decide differently), gates (they hold for the merged
+// result), and splits that leave a segment nothing to send.
+func (c *Config) checkSegment() error {
+	l := c.Load
+	if l.Segment == nil {
+		return nil
+	}
+	seg := *l.Segment
+	if err := seg.check(); err != nil {
+		return configErr("%v", err)
+	}
+	switch {
+	case c.SLO != nil:
+		return configErr("--segment %s: an SLO search picks each level from the previous probe's result, which no segment has alone; search with one generator, or run one segmented test per level", seg)
+	case c.Sweep():
+		return configErr("--segment %s: a sweep's levels start one after another, each after the previous level's requests drained, so the segments' levels would drift apart; run one segmented test per level", seg)
+	case l.Stability != nil:
+		return configErr("--segment %s: --stability ends a measurement when its own figures settle, so each segment would end at a different time; give a --duration", seg)
+	case c.AbortOnFail:
+		return configErr("--segment %s: --abort-on-fail judges one segment's share of the test; gate the merged result with oipkit report --threshold", seg)
+	case len(c.Thresholds) > 0:
+		return configErr("--segment %s: thresholds hold for the whole test; give them to oipkit report, which merges the segments and gates the merged result", seg)
+	case l.Concurrency > 0 && l.Concurrency < seg.Count:
+		return configErr("--segment %s: concurrency %d leaves some of the %d segments without a worker", seg, l.Concurrency, seg.Count)
+	case l.Requests > 0 && l.Requests < int64(seg.Count):
+		return configErr("--segment %s: %d requests leave some of the %d segments without a request", seg, l.Requests, seg.Count)
+	case l.WarmupRequests > 0 && !l.StartAt.IsZero() && seg.Count > 1:
+		return configErr("--segment %s with --start-at: a warm-up of %d requests ends at a different time in every segment, so their measurements would not line up; give the warm-up as a duration", seg, l.WarmupRequests)
 	}
 	return nil
 }

@@ -2,10 +2,8 @@ package loadgen
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -94,6 +92,16 @@ type Result struct {
 	// differed (a merge forced with different configurations); Config is
 	// then only the first result's.
 	MergedDiffer []string `json:"mergedDiffer,omitempty"`
+
+	// TestID identifies the test that ran (see [TestID]): every segment of
+	// a split test has the same, and so has a single-process run of it.
+	TestID string `json:"testId,omitempty"`
+	// Clock is a segment's estimate of the offset of the target's clock
+	// from its own, taken before the run (see [EstimateClockOffset]).
+	Clock *ClockOffset `json:"clock,omitempty"`
+	// Segments describes the segments a merged result was made of: which
+	// were merged, which are missing or did not complete.
+	Segments *SegmentSet `json:"segments,omitempty"`
 }
 
 // Error samples are bounded: a hostile server cannot grow a result with
@@ -238,6 +246,7 @@ func newResult(cfg Config) *Result {
 		Kind:       ResultKind,
 		Tool:       Tool{Name: "oipkit", Version: version.Version},
 		Config:     redacted(cfg),
+		TestID:     TestID(cfg),
 		Errors:     map[string]int64{},
 		Histograms: Histograms{Response: NewHistogram(), Service: NewHistogram(), SendLag: NewHistogram(), Failed: NewHistogram()},
 	}
@@ -309,6 +318,11 @@ func ReadResult(rd io.Reader) (*Result, error) {
 	}
 	if r.Kind != ResultKind || r.APIVersion != APIVersion {
 		return nil, fmt.Errorf("read result: kind %q apiVersion %q is not an oipkit load result (want kind %s, apiVersion %s)", r.Kind, r.APIVersion, ResultKind, APIVersion)
+	}
+	if seg := r.Config.Load.Segment; seg != nil {
+		if err := seg.check(); err != nil {
+			return nil, fmt.Errorf("read result: %w", err)
+		}
 	}
 	fillHistograms(&r.Histograms)
 	for i := range r.Steps {
@@ -411,142 +425,4 @@ func describeInputs(r *Result) string {
 		parts = append(parts, "validated")
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Merge combines results by merging their histograms and adding their
-// counts — never by averaging percentiles. Callers check [Differences]
-// first: the merged result keeps the first result's configuration and
-// records in MergedDiffer what the others differed in. Results whose measured windows
-// overlap in wall-clock time are treated as parallel generators (for
-// example several agents against one server), so their rates add up;
-// otherwise the runs are sequential and rates are totals over the summed
-// durations. The merged result keeps the first result's config; per-interval
-// summaries are dropped (they cannot be merged meaningfully). The merged
-// run is generator-bound if any input was.
-func Merge(results ...*Result) (*Result, error) {
-	if len(results) == 0 {
-		return nil, errors.New("merge: no results")
-	}
-	m := newResult(results[0].Config)
-	m.Config = results[0].Config
-	m.Target = results[0].Target
-	m.Start = results[0].Start
-	m.EndReason = EndCompleted
-	var sumDur, sumElapsed time.Duration
-	var winStart, winEnd, elEnd time.Time
-	var requested float64 // requests the schedules asked for
-	for i, r := range results {
-		if r.Start.Before(m.Start) {
-			m.Start = r.Start
-		}
-		if r.EndReason != EndCompleted && m.EndReason == EndCompleted {
-			m.EndReason = r.EndReason
-			m.Error = r.Error
-		}
-		m.Sources = append(m.Sources, r.Sources...)
-		if i > 0 {
-			for _, d := range Differences(results[0], r) {
-				name, _, _ := strings.Cut(d, " (")
-				if !slices.Contains(m.MergedDiffer, name) {
-					m.MergedDiffer = append(m.MergedDiffer, name)
-				}
-			}
-		}
-		for k, msgs := range r.ErrorSamples {
-			if m.ErrorSamples == nil {
-				m.ErrorSamples = map[string][]string{}
-			}
-			for _, msg := range msgs {
-				m.ErrorSamples[k] = addSample(m.ErrorSamples[k], msg)
-			}
-		}
-		if i == 0 || r.Start.Before(winStart) {
-			winStart = r.Start
-		}
-		if e := r.Start.Add(r.Duration.D()); e.After(winEnd) {
-			winEnd = e
-		}
-		if e := r.Start.Add(r.Elapsed.D()); e.After(elEnd) {
-			elEnd = e
-		}
-		sumDur += r.Duration.D()
-		sumElapsed += r.Elapsed.D()
-		requested += r.Rates.Requested * r.Duration.D().Seconds()
-
-		c, rc := &m.Counts, r.Counts
-		c.Scheduled += rc.Scheduled
-		c.Sent += rc.Sent
-		c.Completed += rc.Completed
-		c.OK += rc.OK
-		c.Errors += rc.Errors
-		c.Timeouts += rc.Timeouts
-		c.Dropped += rc.Dropped
-		c.Unsent += rc.Unsent
-		c.Clamped += rc.Clamped
-		c.MergeDropped += rc.MergeDropped
-		for k, v := range r.Errors {
-			m.Errors[k] += v
-		}
-		h, rh := &m.Histograms, r.Histograms
-		c.MergeDropped += h.Response.Merge(rh.Response) + h.Service.Merge(rh.Service) +
-			h.SendLag.Merge(rh.SendLag) + h.Failed.Merge(rh.Failed)
-		m.Warmup.Requests += r.Warmup.Requests
-		m.Warmup.Duration += r.Warmup.Duration
-		m.Checks.GOMAXPROCS = max(m.Checks.GOMAXPROCS, r.Checks.GOMAXPROCS)
-		for _, w := range r.Warnings {
-			if !slices.Contains(m.Warnings, w) {
-				m.Warnings = append(m.Warnings, w)
-			}
-		}
-		if r.Checks.GeneratorBound {
-			m.Checks.Reasons = append(m.Checks.Reasons, r.Checks.Reasons...)
-		}
-		m.Checks.CPUSeconds += r.Checks.CPUSeconds
-		m.Checks.GCPauses = maxPause(m.Checks.GCPauses, r.Checks.GCPauses)
-		m.Checks.SchedLatency = maxPause(m.Checks.SchedLatency, r.Checks.SchedLatency)
-		m.Checks.HiccupP99 = max(m.Checks.HiccupP99, r.Checks.HiccupP99)
-		m.Checks.HiccupMax = max(m.Checks.HiccupMax, r.Checks.HiccupMax)
-	}
-	if overlapping(results) {
-		m.Duration = Duration(winEnd.Sub(winStart))
-		m.Elapsed = Duration(elEnd.Sub(winStart))
-	} else {
-		m.Duration, m.Elapsed = Duration(sumDur), Duration(sumElapsed)
-	}
-	if s := m.Duration.D().Seconds(); s > 0 {
-		m.Rates.Requested = requested / s
-	}
-	m.computeRates()
-	m.Checks.LagTolerance = results[0].Checks.LagTolerance
-	m.Checks.RateTolerance = results[0].Checks.RateTolerance
-	m.Checks.DispatchRatio = 1
-	if m.Counts.Scheduled > 0 && m.OpenLoop() {
-		m.Checks.DispatchRatio = float64(m.Counts.Sent+m.Counts.Dropped) / float64(m.Counts.Scheduled)
-	}
-	m.Checks.SendLagP99 = int64(m.Histograms.SendLag.Quantile(99))
-	m.Checks.LateSends = m.Histograms.SendLag.countAbove(int64(m.Checks.LagTolerance))
-	if e := sumElapsed.Seconds(); e > 0 && m.Checks.GOMAXPROCS > 0 {
-		m.Checks.CPUUtilization = m.Checks.CPUSeconds / e / float64(m.Checks.GOMAXPROCS)
-	}
-	m.Checks.warn() // one warning of each kind, from the merged figures
-	m.summarize()
-	m.Checks.GeneratorBound = len(m.Checks.Reasons) > 0
-	m.Checks.Reasons = slices.Compact(m.Checks.Reasons)
-	return m, nil
-}
-
-// overlapping reports whether any two results' windows overlap in time.
-func overlapping(rs []*Result) bool {
-	for i, a := range rs {
-		for _, b := range rs[i+1:] {
-			if a.Start.Before(b.Start.Add(b.Duration.D())) && b.Start.Before(a.Start.Add(a.Duration.D())) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func maxPause(a, b PauseStats) PauseStats {
-	return PauseStats{Count: a.Count + b.Count, Total: a.Total + b.Total, P99: max(a.P99, b.P99), Max: max(a.Max, b.Max)}
 }

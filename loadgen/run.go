@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -43,7 +44,7 @@ func Run(ctx context.Context, t Target, cfg Config) (*Result, error) {
 
 // runOnce runs one measurement of a normalized single-level configuration.
 func runOnce(ctx context.Context, t Target, cfg Config) *Result {
-	r := &runner{target: t, cfg: cfg, base: time.Now()}
+	r := &runner{target: t, cfg: cfg, base: time.Now(), seg: cfg.Load.segment()}
 	if cfg.OpenLoop() {
 		p, _ := ParseRate(cfg.Load.Rate) // checked by Normalize
 		r.profile = &p
@@ -59,6 +60,7 @@ type runner struct {
 	cfg     Config
 	profile *RateProfile // nil for a closed loop
 	base    time.Time
+	seg     Segment // the run's part of the test (whole when not split)
 	shards  []*shard
 
 	sent     atomic.Uint64 // requests handed to Target.Do (also the next seq)
@@ -100,37 +102,81 @@ func (r *runner) now() int64 { return int64(time.Since(r.base)) }
 
 func (r *runner) workers() int {
 	if r.profile == nil {
-		return r.cfg.Load.Concurrency
+		return int(r.seg.Share(int64(r.cfg.Load.Concurrency)))
 	}
 	return r.cfg.Load.MaxInFlight
 }
+
+// rateShare is the part of the test's requested rate this run sends.
+func (r *runner) rateShare() float64 { return 1 / float64(max(r.seg.Count, 1)) }
 
 func (r *runner) run(ctx context.Context) *Result {
 	r.shards = newShards(shardCount(r.workers()))
 	l := r.cfg.Load
 	res := newResult(r.cfg)
 
+	// A shared start: wait for it here, so that the warm-up, the
+	// measurement and every interval are placed from it alike in every
+	// segment. A start already past cannot be kept: the segment's share
+	// of the schedule would be sent late, all at once.
+	origin := r.now()
+	if !l.StartAt.IsZero() {
+		wait := time.Until(l.StartAt)
+		if wait < 0 {
+			res.Start = time.Now()
+			res.EndReason = EndError
+			res.Error = fmt.Sprintf("the start time %s had passed %v before the target was ready: the run would not line up with the others started at it; give a start time further ahead",
+				l.StartAt.Format(time.RFC3339Nano), (-wait).Round(time.Millisecond))
+			return res
+		}
+		origin += int64(wait)
+		w := newWaiter()
+		ok := w.until(ctx, r, origin)
+		w.stop()
+		if !ok {
+			res.Start = time.Now()
+			res.EndReason, res.Error = EndCanceled, "interrupted before the start time"
+			if ctx.Err() == context.DeadlineExceeded {
+				res.EndReason, res.Error = EndDeadline, "the caller's deadline expired before the start time"
+			}
+			return res
+		}
+	}
+
 	// Warm-up: the same load, recorded into the same shards and then thrown
 	// away, so connections, pools and the server's caches are warm.
-	if l.Warmup > 0 || l.WarmupRequests > 0 {
+	warm := l.Warmup > 0 || l.WarmupRequests > 0
+	if r.profile == nil && l.WarmupRequests > 0 && r.seg.Share(l.WarmupRequests) == 0 {
+		warm = false // this segment's share of the warm-up is nothing
+	}
+	if warm {
 		r.resetStop()
-		start := r.now()
-		r.phase(ctx, l.Warmup.D(), uint64(l.WarmupRequests))
-		res.Warmup = WarmupStats{Requests: int64(r.sent.Load()), Duration: Duration(r.now() - start)}
+		r.phase(ctx, origin, l.Warmup.D(), uint64(l.WarmupRequests))
+		res.Warmup = WarmupStats{Requests: int64(r.sent.Load()), Duration: Duration(r.now() - origin)}
 		for _, s := range r.shards {
 			s.giveBack(s.swap())
 		}
 		r.sent.Store(0)
 		r.dropped.Store(0)
+		if l.StartAt.IsZero() || l.Warmup == 0 {
+			origin = r.now()
+		} else {
+			// The measurement starts Warmup after the shared start in
+			// every segment, however long each one's warm-up drained.
+			origin += int64(l.Warmup)
+		}
 	}
 
 	r.resetStop()
-	res.Start = time.Now()
+	res.Start = time.Now().Add(time.Duration(origin - r.now()))
+	if !l.StartAt.IsZero() && l.WarmupRequests == 0 {
+		res.Start = l.StartAt.Add(l.Warmup.D()) // exactly, so segments' intervals share their times
+	}
 	meter := startMeter()
 	col := newCollector(r, res.Start)
-	t0 := r.now()
+	t0 := origin
 	col.start(t0)
-	ph := r.phase(ctx, l.Duration.D(), uint64(l.Requests))
+	ph := r.phase(ctx, t0, l.Duration.D(), uint64(l.Requests))
 	end := r.now()
 	col.stop(end)
 	meter.stop()
@@ -146,15 +192,15 @@ func (r *runner) run(ctx context.Context) *Result {
 	} else if col.abortWhy != "" {
 		res.EndReason, res.Error = EndAborted, col.abortWhy+" (--abort-on-fail)"
 	}
-	res.Duration = Duration(ph.windowEnd - t0)
-	res.Elapsed = Duration(end - t0)
+	res.Duration = Duration(max(ph.windowEnd-t0, 0))
+	res.Elapsed = Duration(max(end-t0, 0))
 	col.fill(res)
 	res.Counts.Sent = int64(r.sent.Load())
 	res.Counts.Dropped = r.dropped.Load()
 	res.Counts.Unsent = ph.unsent
 	res.Counts.Scheduled = res.Counts.Sent + res.Counts.Dropped + res.Counts.Unsent
-	if r.profile != nil {
-		res.Rates.Requested = r.profile.Expected(res.Duration.D()) / res.Duration.D().Seconds()
+	if r.profile != nil && res.Duration > 0 {
+		res.Rates.Requested = r.rateShare() * r.profile.Expected(res.Duration.D()) / res.Duration.D().Seconds()
 	}
 	res.computeRates()
 	res.summarize()
@@ -168,25 +214,39 @@ type phaseEnd struct {
 	unsent    int64 // open loop: due within the window but never dispatched
 }
 
-// phase sends load for dur (0: no limit) or until limit requests were sent
-// (0: no limit), then waits for requests in flight to finish.
-func (r *runner) phase(ctx context.Context, dur time.Duration, limit uint64) phaseEnd {
+// phase sends load from t0 (the runner's clock; it may be ahead) for dur
+// (0: no limit) or until limit requests were sent (0: no limit), then
+// waits for requests in flight to finish. limit is the test's: in an open
+// loop it bounds the index in the test's schedule, in a closed loop it is
+// split over the segments.
+func (r *runner) phase(ctx context.Context, t0 int64, dur time.Duration, limit uint64) phaseEnd {
 	if dur <= 0 || dur > 100*365*24*time.Hour {
 		dur = 100 * 365 * 24 * time.Hour // no time limit
 	}
 	if r.profile == nil {
-		return r.closedLoop(ctx, dur, limit)
+		return r.closedLoop(ctx, t0, dur, limit)
 	}
-	return r.openLoop(ctx, dur, limit)
+	return r.openLoop(ctx, t0, dur, limit)
 }
 
 // closedLoop runs Concurrency workers that each send the next request as
 // soon as the previous one finished. The intended start of a request is its
 // actual send, so response and service time coincide and send lag is zero.
-func (r *runner) closedLoop(ctx context.Context, dur time.Duration, limit uint64) phaseEnd {
+func (r *runner) closedLoop(ctx context.Context, t0 int64, dur time.Duration, limit uint64) phaseEnd {
+	end := t0 + int64(dur)
+	if t0 > r.now() {
+		w := newWaiter()
+		ok := w.until(ctx, r, t0)
+		w.stop()
+		if !ok {
+			return phaseEnd{windowEnd: r.windowEnd(end)}
+		}
+	}
+	if limit > 0 {
+		limit = uint64(r.seg.Share(int64(limit)))
+	}
 	var wg sync.WaitGroup
-	end := r.now() + int64(dur)
-	for w := range r.cfg.Load.Concurrency {
+	for w := range r.workers() {
 		sh := r.shards[w%len(r.shards)]
 		wg.Go(func() {
 			for ctx.Err() == nil && !r.stopped() {
@@ -229,15 +289,14 @@ type slot struct {
 // A late dispatcher does not shift later slots (they are computed from the
 // schedule alone); it sends them at once and the lag shows in the response
 // time and the send-lag histogram.
-func (r *runner) openLoop(ctx context.Context, dur time.Duration, limit uint64) phaseEnd {
-	sched := NewSchedule(*r.profile, r.cfg.Load.Arrival, r.cfg.Inputs.Seed)
+func (r *runner) openLoop(ctx context.Context, t0 int64, dur time.Duration, limit uint64) phaseEnd {
+	sched := NewSegmentSchedule(*r.profile, r.cfg.Load.Arrival, r.cfg.Inputs.Seed, r.seg)
 	slots := make(chan slot)
 	var wg sync.WaitGroup
 	workers := 0
 	w := newWaiter()
 	defer w.stop()
 
-	t0 := r.now()
 	windowEnd := t0 + int64(dur)
 	var out phaseEnd
 	for ctx.Err() == nil && !r.stopped() {
@@ -245,7 +304,8 @@ func (r *runner) openLoop(ctx context.Context, dur time.Duration, limit uint64) 
 		if !ok || off >= dur {
 			break
 		}
-		if limit > 0 && r.sent.Load()+uint64(r.dropped.Load()) >= limit {
+		i := sched.Index() // request i of the test, whichever segment sends it
+		if limit > 0 && i >= limit {
 			break
 		}
 		due := t0 + int64(off)
@@ -253,10 +313,10 @@ func (r *runner) openLoop(ctx context.Context, dur time.Duration, limit uint64) 
 			break
 		}
 		if r.now() >= windowEnd { // so far behind that the window closed
-			out.unsent = 1 + countBefore(sched, dur)
+			out.unsent = 1 + countBefore(sched, dur, limit)
 			break
 		}
-		s := slot{seq: r.sent.Load(), due: due}
+		s := slot{seq: i, due: due}
 		select {
 		case slots <- s:
 			r.sent.Add(1)
@@ -301,12 +361,13 @@ func (r *runner) do(ctx context.Context, sh *shard, seq uint64, due int64) {
 	sh.record(due, sent, done, err)
 }
 
-// countBefore counts the schedule's remaining slots before dur.
-func countBefore(s *Schedule, dur time.Duration) int64 {
+// countBefore counts the schedule's remaining slots before dur and below
+// the index limit (0: none).
+func countBefore(s *Schedule, dur time.Duration, limit uint64) int64 {
 	var n int64
 	for {
 		off, ok := s.Next()
-		if !ok || off >= dur {
+		if !ok || off >= dur || (limit > 0 && s.Index() >= limit) {
 			return n
 		}
 		n++

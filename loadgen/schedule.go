@@ -234,23 +234,43 @@ func ParseArrival(s string) (Arrival, error) {
 // A Schedule yields the intended start times of an open-loop run, computed
 // from the profile and the arrival process alone — never from completions or
 // from how long sleeps took — so a slow server or a late dispatcher cannot
-// shift it. It is not safe for concurrent use.
+// shift it. A segment's schedule (see [NewSegmentSchedule]) yields every
+// Count-th arrival of the whole test's schedule, bit for bit the same
+// times. It is not safe for concurrent use.
 type Schedule struct {
 	profile RateProfile
 	poisson bool
 	rng     *rand.Rand
-	i       uint64  // next request number (constant arrivals)
-	m       float64 // expected-count position of the next arrival (Poisson)
+	n       uint64  // index in the whole schedule of the next arrival
+	stride  uint64  // 1, or the number of segments
+	last    uint64  // index of the arrival Next returned last
+	m       float64 // Poisson: expected-count position of arrival n
 	seg     int     // cursor: arrivals are monotone, so segments only advance
 }
 
 // NewSchedule returns the schedule of profile p with arrival process a; seed
 // makes Poisson schedules reproducible.
 func NewSchedule(p RateProfile, a Arrival, seed uint64) *Schedule {
-	s := &Schedule{profile: p, poisson: a == ArrivalPoisson}
+	return NewSegmentSchedule(p, a, seed, Segment{Index: 0, Count: 1})
+}
+
+// NewSegmentSchedule returns the part of NewSchedule(p, a, seed) that
+// segment seg sends: the arrivals whose index i in the whole schedule has
+// i mod seg.Count = seg.Index. The segments' schedules are disjoint and
+// their union is the whole schedule, with identical times: every segment
+// walks the whole arrival sequence (for Poisson, it draws every gap in the
+// same order) and keeps its own arrivals.
+func NewSegmentSchedule(p RateProfile, a Arrival, seed uint64, seg Segment) *Schedule {
+	if seg.Count < 1 {
+		seg = Segment{Index: 0, Count: 1}
+	}
+	s := &Schedule{profile: p, poisson: a == ArrivalPoisson, n: uint64(seg.Index), stride: uint64(seg.Count)}
 	if s.poisson {
 		s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 		s.m = s.rng.ExpFloat64()
+		for range seg.Index {
+			s.m += s.rng.ExpFloat64()
+		}
 	}
 	return s
 }
@@ -261,11 +281,14 @@ func (s *Schedule) Next() (time.Duration, bool) {
 	var m float64
 	if s.poisson {
 		m = s.m
-		s.m += s.rng.ExpFloat64()
+		for range s.stride { // the other segments' arrivals, then ours
+			s.m += s.rng.ExpFloat64()
+		}
 	} else {
-		m = float64(s.i) // multiplied, not accumulated: no drift
-		s.i++
+		m = float64(s.n) // multiplied, not accumulated: no drift
 	}
+	s.last = s.n
+	s.n += s.stride
 	segs := s.profile.segs
 	for s.seg+1 < len(segs) && m >= segs[s.seg+1].before {
 		s.seg++
@@ -277,3 +300,7 @@ func (s *Schedule) Next() (time.Duration, bool) {
 	}
 	return time.Duration((g.start + u) * 1e9), true
 }
+
+// Index returns the index in the whole test's schedule of the arrival Next
+// returned last: request i of the test, whichever segment sends it.
+func (s *Schedule) Index() uint64 { return s.last }

@@ -15,7 +15,7 @@ type Status string
 const (
 	StatusPass         Status = "pass"
 	StatusFailed       Status = "failed"       // a threshold, SLO or the default failed-request bound failed
-	StatusInconclusive Status = "inconclusive" // generator-bound, unstable, or an SLO search bounded by the generator
+	StatusInconclusive Status = "inconclusive" // generator-bound, unstable, an SLO search bounded by the generator, or a merged result missing segments
 	StatusNotRun       Status = "not-run"      // interrupted, or the run could not go on
 )
 
@@ -39,6 +39,9 @@ func Judge(r *Result) Verdict {
 	}
 
 	var inconclusive []string
+	if s := r.Segments; s != nil && !s.Complete() {
+		inconclusive = append(inconclusive, s.Incomplete()...)
+	}
 	if r.Checks.GeneratorBound {
 		inconclusive = append(inconclusive, "generator-bound: "+strings.Join(r.Checks.Reasons, "; "))
 	}
