@@ -81,6 +81,10 @@ type TargetConfig struct {
 	// ReadyProgress, if set, is called about every two seconds while the
 	// target is not ready yet, with what it is waiting for.
 	ReadyProgress func(waited time.Duration, why string) `json:"-"`
+	// WaitForListener waits, within ReadyTimeout, for a target where
+	// nothing listens yet (still starting) instead of failing at once; the
+	// CLI sets it with a shared start time.
+	WaitForListener bool `json:"-"`
 }
 
 // InputConfig says how request payloads are made.

@@ -232,6 +232,12 @@ func viewOf(r *Result, label string, i int) htmlRun {
 		{"error rate", fmt.Sprintf("%.3g%%", 100*r.ErrorRate())},
 		{"requests", fmt.Sprint(r.Counts.Completed)},
 	}
+	if seg := r.Config.Load.Segment; seg != nil {
+		v.Cards = append(v.Cards, card{"segment", seg.String()})
+	}
+	if s := r.Segments; s != nil {
+		v.Cards = append(v.Cards, card{"segments merged", fmt.Sprintf("%d of %d", len(s.Merged), s.Count)})
+	}
 	timeout := r.Config.Target.Timeout.D()
 	for _, row := range []struct {
 		name string

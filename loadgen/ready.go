@@ -63,9 +63,16 @@ func (t *OIPTarget) identify(ctx context.Context) error {
 
 // waitReady identifies the target, then polls server and model readiness
 // until both hold or timeout passes, telling progress about the wait.
+//
+// With TargetConfig.WaitForListener, a target where nothing listens yet is
+// waited for too (identification is retried) rather than refused at once.
 func (t *OIPTarget) waitReady(ctx context.Context, timeout time.Duration, progress func(time.Duration, string)) error {
-	if err := t.identify(ctx); err != nil {
-		return err
+	identified := false
+	if !t.cfg.WaitForListener {
+		if err := t.identify(ctx); err != nil {
+			return err
+		}
+		identified = true
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -74,6 +81,36 @@ func (t *OIPTarget) waitReady(ctx context.Context, timeout time.Duration, progre
 	lastTold := start.Add(-readyProgressEvery / 2) // the first word after a second
 	var last error
 	for {
+		if !identified {
+			err := t.identify(ctx)
+			switch {
+			case err == nil:
+				identified = true
+			case errors.Is(err, client.ErrUnreachable) && ctx.Err() == nil:
+			default:
+				if ctx.Err() == context.DeadlineExceeded && last != nil {
+					return fmt.Errorf("%w after %v: %v", ErrNotReady, timeout, last)
+				}
+				return err
+			}
+			if !identified {
+				last = err
+				if progress != nil && time.Since(lastTold) >= readyProgressEvery {
+					progress(time.Since(start), last.Error())
+					lastTold = time.Now()
+				}
+				select {
+				case <-ctx.Done():
+					if ctx.Err() == context.Canceled {
+						return ctx.Err()
+					}
+					return fmt.Errorf("%w after %v: %v", ErrNotReady, timeout, last)
+				case <-time.After(wait):
+				}
+				wait = min(2*wait, time.Second)
+				continue
+			}
+		}
 		pctx, pcancel := context.WithTimeout(ctx, probeTimeout)
 		ok, err := t.ctl.ServerReady(pctx)
 		if err == nil && !ok {

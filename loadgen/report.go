@@ -41,7 +41,13 @@ func NewTextReporter(r *Result) Reporter {
 		if target == "" {
 			target = c.Target.GRPC
 		}
-		if len(r.Sources) > 1 {
+		if r.Segments != nil {
+			p.f("oipkit %s load: the test merged from %d segment results: %s\n", r.Tool.Version, len(r.Sources), strings.Join(r.Sources, ", "))
+			if len(r.MergedDiffer) > 0 {
+				p.f("WARNING:  the merged segments differ in %s (merge forced); the settings below are the first one's\n", strings.Join(r.MergedDiffer, ", "))
+			}
+			p.f("test:     ")
+		} else if len(r.Sources) > 1 {
 			p.f("oipkit %s load: merged result of %d runs: %s\n", r.Tool.Version, len(r.Sources), strings.Join(r.Sources, ", "))
 			if len(r.MergedDiffer) > 0 {
 				p.f("WARNING:  the merged runs differ in %s (merge forced); the settings below are the first run's\n", strings.Join(r.MergedDiffer, ", "))
@@ -60,6 +66,7 @@ func NewTextReporter(r *Result) Reporter {
 		}
 		p.f("\n")
 		p.f("load:     %s\n", describeLoad(c))
+		writeSegmentText(p, r)
 		p.f("run:      started %s, %s, window %s, elapsed %s", r.Start.Format(time.RFC3339), r.EndReason,
 			round(r.Duration.D()), round(r.Elapsed.D()))
 		if r.Warmup.Requests > 0 {
@@ -419,3 +426,62 @@ func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 func ff(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
 func fi(v int64) string             { return strconv.FormatInt(v, 10) }
 func us(ns int64) string            { return strconv.FormatFloat(float64(ns)/1e3, 'f', 1, 64) }
+
+// writeSegmentText says which part of a split test a result is: a segment
+// (what share it sent, the test's identity, the shared start, the clock
+// estimate), or a merge of segments (which were merged, which are
+// missing, how far apart the segments started and their clocks were).
+func writeSegmentText(p *printer, r *Result) {
+	if seg := r.Config.Load.Segment; seg != nil {
+		p.f("segment:  %s of test %s: ", seg, ShortID(r.TestID))
+		switch {
+		case seg.Count == 1:
+			p.f("the whole test")
+		case r.OpenLoop():
+			p.f("every %s request of the test's schedule from request %d", ordinal(seg.Count), seg.Index)
+		default:
+			p.f("concurrency %d of %d", seg.Share(int64(r.Config.Load.Concurrency)), r.Config.Load.Concurrency)
+		}
+		if n := r.Config.Load.Requests; n > 0 {
+			p.f(", %d of %d requests", seg.Share(n), n)
+		}
+		p.f("; thresholds are judged on the merged result (oipkit report)\n")
+		if at := r.Config.Load.StartAt; !at.IsZero() {
+			p.f("start:    shared start %s\n", at.Format(time.RFC3339Nano))
+		}
+		if ck := r.Clock; ck != nil {
+			p.f("clock:    the target's clock against this generator's: %s\n", ck)
+		}
+		return
+	}
+	s := r.Segments
+	if s == nil {
+		return
+	}
+	p.f("segments: %d of %d merged (test %s)", len(s.Merged), s.Count, ShortID(s.TestID))
+	if !s.StartAt.IsZero() {
+		p.f(", shared start %s", s.StartAt.Format(time.RFC3339Nano))
+	} else {
+		p.f(", no shared start: measurements started up to %s apart", round(s.StartSpread.D()))
+	}
+	if s.ClockSpread != nil {
+		p.f("; clocks within %s ± %s of each other (against the target's)", s.ClockSpread.D().Round(time.Microsecond), s.ClockPrecision.D().Round(time.Microsecond))
+	}
+	p.f("\n")
+	for _, why := range s.Incomplete() {
+		p.f("          %s\n", why)
+	}
+}
+
+// ordinal is "2nd", "3rd", "4th", …
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return strconv.Itoa(n) + "th"
+	case n%10 == 2:
+		return strconv.Itoa(n) + "nd"
+	case n%10 == 3:
+		return strconv.Itoa(n) + "rd"
+	}
+	return strconv.Itoa(n) + "th"
+}

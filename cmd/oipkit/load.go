@@ -33,6 +33,7 @@ type loadFlags struct {
 	output, csv, summaryCSV, hdrLog, html         string
 	progress                                      string
 	stability, maxErrorRate, sloResolution        string
+	segment, startAt                              string
 	maxDuration                                   time.Duration
 	slo                                           multiFlag
 }
@@ -72,11 +73,23 @@ offered_rps>=990, dropped<=0, timeouts==0. Unless one bounds error_rate,
 errors or timeouts, failed requests above --max-error-rate (default 1%) fail
 the run. --abort-on-fail ends a long run (or a sweep) at the first failure.
 
+Segments: --segment I/N runs segment I (from 0) of N of the same test, for
+load from several machines or pods: the open-loop schedule is dealt out
+request by request (segment I sends requests I, I+N, I+2N, ... of the whole
+schedule, so the segments' union is exactly the one-process schedule),
+concurrency and -n are split with the remainder going to the first
+segments. --start-at 2025-06-01T12:00:00Z (RFC 3339) starts every segment
+at that time, after waiting for the target; the measurement then starts at
+--start-at + --warmup. Each segment's result records its segment, the test's
+identity and the offset of the target's clock from its own; 'oipkit report'
+merges them into the whole test's result and gates it. A segment takes no
+--threshold, sweep, SLO search, --stability or --abort-on-fail.
+
 Exit status: 0 pass; 1 usage error (nothing ran); 2 could not run or complete
-(unreachable, not an OIP server, never ready, interrupted); 3 a threshold, SLO
-or the failed-request bound failed; 4 inconclusive (generator-bound, not
-stable within --max-duration, or an SLO search bounded by the generator).
-4 outranks 3.`)
+(unreachable, not an OIP server, never ready, interrupted, the start time
+passed); 3 a threshold, SLO or the failed-request bound failed; 4 inconclusive
+(generator-bound, not stable within --max-duration, or an SLO search bounded
+by the generator). 4 outranks 3.`)
 	t := &cfg.Target
 	fs.StringVar(&t.HTTP, "http", "", "REST address of the server: `HOST:PORT` or a base URL (http://…, https://…)")
 	fs.StringVar(&t.GRPC, "grpc", "", "gRPC `HOST:PORT` of the server, e.g. 127.0.0.1:8001")
@@ -116,6 +129,8 @@ stable within --max-duration, or an SLO search bounded by the generator).
 	fs.DurationVar((*time.Duration)(&l.Interval), "interval", loadgen.DefaultInterval, "reporting `interval` (also the stability rule's window)")
 	fs.StringVar(&f.stability, "stability", "", "measure until stable: the 95% confidence intervals within ±`TOL` (e.g. 5%)")
 	fs.DurationVar(&f.maxDuration, "max-duration", loadgen.DefaultStabilityMax, "with --stability: the most a measurement lasts")
+	fs.StringVar(&f.segment, "segment", "", "run segment `I/N` of a test split over N generators (I from 0)")
+	fs.StringVar(&f.startAt, "start-at", "", "start at this absolute `time` (RFC 3339, e.g. 2025-06-01T12:00:00Z), after waiting for the target; empty: when ready")
 	fs.Float64Var(&cfg.Percentile, "percentile", loadgen.DefaultPercentile, "latency `percentile` for the stability rule, the sweep tables and the knee (perf_analyzer's --percentile)")
 
 	fs.DurationVar((*time.Duration)(&cfg.Checks.LagTolerance), "lag-tolerance", loadgen.DefaultLagTolerance, "largest acceptable open-loop send-lag p99")
@@ -189,8 +204,8 @@ stable within --max-duration, or an SLO search bounded by the generator).
 	}
 
 	start := time.Now()
-	target, err := loadgen.NewTarget(ctx, cfg)
-	if err != nil {
+	startAt := cfg.Load.StartAt
+	notRun := func(err error) error {
 		res := loadgen.NewErrorResult(cfg, start, err)
 		_ = writeOutputs(res, f) // a failed run still leaves its record
 		fmt.Fprintf(os.Stderr, "oipkit load: %v\n", err)
@@ -199,11 +214,37 @@ stable within --max-duration, or an SLO search bounded by the generator).
 		}
 		return exitError{exitNotRun}
 	}
+	tcfg := cfg
+	if !startAt.IsZero() {
+		// Wait for the target until the start time, even where nothing
+		// listens yet: the segments' pods may start before the server's.
+		until := time.Until(startAt)
+		if until <= 0 {
+			return notRun(fmt.Errorf("the start time %s passed %v ago: segments started at it would not line up; give a time ahead", f.startAt, (-until).Round(time.Millisecond)))
+		}
+		tcfg.Target.ReadyTimeout = loadgen.Duration(until)
+		tcfg.Target.WaitForListener = true
+	}
+	target, err := loadgen.NewTarget(ctx, tcfg)
+	if err != nil {
+		return notRun(err)
+	}
 	defer target.Close()
 	info := target.Info()
 	if progress {
 		fmt.Fprintf(os.Stderr, "oipkit load: %s %s over %s, %d payload(s) of %v bytes\n",
 			info.Server.Name, info.Model.Name, cfg.Target.Protocol, info.Payloads, info.Bytes)
+	}
+	var clock *loadgen.ClockOffset
+	if seg := cfg.Load.Segment; seg != nil {
+		c := estimateClock(ctx, target, startAt)
+		clock = &c
+		if f.progress != "never" {
+			fmt.Fprintf(os.Stderr, "oipkit load: segment %s of test %s; the target's clock against this one: %s\n", seg, loadgen.ShortID(loadgen.TestID(cfg)), c)
+		}
+	}
+	if !startAt.IsZero() && f.progress != "never" {
+		fmt.Fprintf(os.Stderr, "oipkit load: starting at %s (in %v)\n", startAt.Format(time.RFC3339Nano), time.Until(startAt).Round(time.Millisecond))
 	}
 	res, err := loadgen.Run(ctx, target, cfg)
 	if err != nil {
@@ -211,7 +252,25 @@ stable within --max-duration, or an SLO search bounded by the generator).
 		return exitError{exitUsage}
 	}
 	res.Target = &info
+	res.Clock = clock
 	return finish(res, cfg.Thresholds, format, func(r *loadgen.Result) error { return writeOutputs(r, f) })
+}
+
+// clockBudget is how long a segment spends estimating the target's clock
+// offset when it has the time: about three rounds of probes.
+const clockBudget = 4 * time.Second
+
+// estimateClock estimates the target's clock offset within clockBudget,
+// and before the start time (keeping a quarter second in hand).
+func estimateClock(ctx context.Context, t *loadgen.OIPTarget, startAt time.Time) loadgen.ClockOffset {
+	deadline := time.Now().Add(clockBudget)
+	if !startAt.IsZero() && startAt.Add(-250*time.Millisecond).Before(deadline) {
+		deadline = startAt.Add(-250 * time.Millisecond)
+	}
+	if time.Until(deadline) < 50*time.Millisecond {
+		return loadgen.ClockOffset{Error: "no time left before the start time"}
+	}
+	return t.EstimateClockOffset(ctx, deadline)
 }
 
 // durationFlags must be positive when given: a zero or negative value is a
@@ -302,6 +361,20 @@ func (f *loadFlags) apply(cfg *loadgen.Config, fs *flag.FlagSet) error {
 	} else if set["max-duration"] {
 		return errors.New("--max-duration goes with --stability")
 	}
+	if f.segment != "" {
+		seg, err := loadgen.ParseSegment(f.segment)
+		if err != nil {
+			return fmt.Errorf("--segment: %w", err)
+		}
+		cfg.Load.Segment = &seg
+	}
+	if f.startAt != "" {
+		at, err := time.Parse(time.RFC3339Nano, f.startAt)
+		if err != nil {
+			return fmt.Errorf("--start-at %q: want an RFC 3339 time such as 2025-06-01T12:00:00Z or 2025-06-01T14:00:00.5+02:00", f.startAt)
+		}
+		cfg.Load.StartAt = at
+	}
 	mer, err := parseFraction("--max-error-rate", f.maxErrorRate)
 	if err != nil {
 		return err
@@ -371,9 +444,16 @@ var exitFor = map[loadgen.Status]int{
 
 // finish evaluates thresholds, writes the outputs, prints the report and
 // returns the exit status, for load and report alike.
+//
+// A segment of a split test is not gated: its share of the test says
+// nothing about thresholds or the failed-request bound, which the merged
+// result is judged by (oipkit report). Its status says whether it ran and
+// whether its generator kept up.
 func finish(res *loadgen.Result, thresholds []string, format loadgen.Format, write func(*loadgen.Result) error) error {
-	if _, err := loadgen.EvaluateThresholds(res, thresholds); err != nil {
-		return usageError("%v", err)
+	if res.Config.Load.Segment == nil {
+		if _, err := loadgen.EvaluateThresholds(res, thresholds); err != nil {
+			return usageError("%v", err)
+		}
 	}
 	werr := write(res)
 	if err := format.New(res)(os.Stdout); err != nil {
@@ -415,16 +495,36 @@ func writeOutputs(res *loadgen.Result, f loadFlags) error {
 	return nil
 }
 
+// writeFile writes a rendering to path through a temporary file in the same
+// folder, renamed into place once complete: a reader (a merge collecting
+// segments from a shared volume) never sees half a file.
 func writeFile(path string, rep loadgen.Reporter) error {
-	w, err := os.Create(path)
+	w, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
+	done := false
+	defer func() {
+		if !done {
+			w.Close()
+			os.Remove(w.Name())
+		}
+	}()
 	if err := rep(w); err != nil {
-		w.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return w.Close()
+	if err := w.Chmod(0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	done = true
+	if err := os.Rename(w.Name(), path); err != nil {
+		os.Remove(w.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // progressLine prints one line per interval: elapsed time, completed and

@@ -19,13 +19,22 @@ func init() {
 func runReport(ctx context.Context, args []string) error {
 	var thresholds multiFlag
 	var format, output, html, maxErrorRate string
-	fs := newFlagSet("report", "report [flags] RESULT.json...", `
+	fs := newFlagSet("report", "report [flags] (RESULT.json | DIR)...", `
 Render a result saved by 'oipkit load --output' again, or merge several by
 merging their histograms (never by averaging percentiles): runs that
 overlapped in time count as parallel generators whose rates add up, others
 as consecutive runs. Runs of different configurations (model, protocol,
 server, load, inputs, timeout) are not merged unless --force is given; the
-merged result then says what differed.
+merged result then says what differed. A folder stands for every *.json in
+it.
+
+Segments of a split test ('oipkit load --segment I/N') merge into the whole
+test's result: histograms added, counts summed, the per-interval series
+aligned by wall-clock interval. Segments of different tests or runs, and
+segments that overlap (the same segment twice, different splits), are
+refused unless --force is given. A merge missing a segment, or with one
+that did not complete, is incomplete: exit status 4, whatever the
+thresholds say.
 
 --html FILE writes an HTML page: one result's report, or several results
 overlaid for comparison (one series each: percentile spectra, p99 over time,
@@ -36,7 +45,8 @@ order of the files). Neither merges nor gates.
 --threshold gates the (merged) result as in 'oipkit load', with the default
 bound on failed requests (--max-error-rate, 1%). Exit status: 0 pass; 1 usage
 error or unreadable file; 2 an input run did not complete; 3 a threshold
-failed; 4 inconclusive (an input was generator-bound or unstable).`)
+failed; 4 inconclusive (an input was generator-bound or unstable, or
+segments are missing).`)
 	compare := fs.Bool("compare", false, "print the results side by side as a Markdown table instead of merging them")
 	force := fs.Bool("force", false, "merge results even when their configurations differ")
 	fs.Var(&thresholds, "threshold", "CI gate such as p99<20ms (repeatable)")
@@ -60,7 +70,11 @@ failed; 4 inconclusive (an input was generator-bound or unstable).`)
 		args = fs.Args()[1:]
 	}
 	if len(files) == 0 {
-		return usageError("report: give at least one result file")
+		return usageError("report: give at least one result file or folder")
+	}
+	files, err := expandFolders(files)
+	if err != nil {
+		return err
 	}
 	f, err := loadgen.FormatNamed(format)
 	if err != nil {
@@ -106,7 +120,21 @@ failed; 4 inconclusive (an input was generator-bound or unstable).`)
 	}
 
 	res := results[0]
-	if len(results) > 1 {
+	segmented := false
+	for _, r := range results {
+		segmented = segmented || r.Config.Load.Segment != nil
+	}
+	if segmented {
+		if problems := loadgen.CheckSegments(results); len(problems) > 0 {
+			if !*force {
+				return usageError("report: refusing to merge: %s; --force merges anyway (the result then records the problems)", strings.Join(problems, "; "))
+			}
+			fmt.Fprintf(os.Stderr, "oipkit report: merging despite: %s\n", strings.Join(problems, "; "))
+		}
+		if res, err = loadgen.Merge(results...); err != nil {
+			return usageError("%v", err)
+		}
+	} else if len(results) > 1 {
 		var differ []string
 		for i, r := range results[1:] {
 			for _, d := range loadgen.Differences(results[0], r) {
@@ -186,4 +214,35 @@ func readResultFile(path string) (*loadgen.Result, error) {
 		r.Sources = []string{path}
 	}
 	return r, nil
+}
+
+// expandFolders replaces every folder among paths by the *.json files in
+// it (not its sub-folders), in name order. A folder without any is an
+// error with exit status 2: in a distributed test it means no segment left
+// a result.
+func expandFolders(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil || !st.IsDir() {
+			out = append(out, p) // a file, or an error reading it later
+			continue
+		}
+		found, err := filepath.Glob(filepath.Join(p, "*.json"))
+		if err != nil {
+			return nil, usageError("report: %v", err)
+		}
+		var files []string
+		for _, f := range found {
+			if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
+				files = append(files, f)
+			}
+		}
+		if len(files) == 0 {
+			fmt.Fprintf(os.Stderr, "oipkit report: %s holds no load results (*.json): nothing ran, or no segment of the test finished\n", p)
+			return nil, exitError{exitNotRun}
+		}
+		out = append(out, files...)
+	}
+	return out, nil
 }
