@@ -36,8 +36,8 @@ refused unless --force is given. A merge missing a segment, or with one
 that did not complete, is incomplete: exit status 4, whatever the
 thresholds say.
 
---html FILE writes an HTML page: one result's report, or several results
-overlaid for comparison (one series each: percentile spectra, p99 over time,
+--html FILE writes an HTML page: one result's report (the merged one, for
+segments), or several results overlaid for comparison (one series each: percentile spectra, p99 over time,
 sweep curves), without merging them. --compare prints several results side
 by side as a Markdown table instead (grouped by protocol, servers in the
 order of the files). Neither merges nor gates.
@@ -103,7 +103,13 @@ segments are missing).`)
 		}
 	}
 
-	if *compare || (html != "" && len(results) > 1) {
+	segmented := false
+	for _, r := range results {
+		segmented = segmented || r.Config.Load.Segment != nil
+	}
+	// Several plain results with --html are overlaid; the segments of a
+	// test are merged into one result first.
+	if *compare || (html != "" && len(results) > 1 && !segmented) {
 		if len(thresholds) > 0 || output != "" {
 			return usageError("report: comparing results (--compare, or --html with several files) takes neither --threshold nor --output")
 		}
@@ -120,10 +126,6 @@ segments are missing).`)
 	}
 
 	res := results[0]
-	segmented := false
-	for _, r := range results {
-		segmented = segmented || r.Config.Load.Segment != nil
-	}
 	if segmented {
 		if problems := loadgen.CheckSegments(results); len(problems) > 0 {
 			if !*force {
