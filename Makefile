@@ -12,7 +12,7 @@ FUZZTIME    ?= 5s
 
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build test unit fuzz race vet proto tools demo serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean chromium vendor-js load-reports conformance-pages
+.PHONY: all build test unit fuzz race vet proto tools demo distributed-demo serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean chromium vendor-js load-reports conformance-pages
 
 all: build
 
@@ -77,6 +77,11 @@ test: vet verify unit race fuzz image-check
 
 demo: build
 	scripts/demo.sh
+
+# distributed-demo runs one open-loop test as N=4 segment processes on loopback against the
+# reference server, merges them with oipkit report and compares with a single-process run.
+distributed-demo: build
+	scripts/distributed-demo.sh
 
 # verify fails when the conformance coverage table is stale, a blocking
 # requirement has neither a spec nor a waiver, or a spec names an unknown ID.

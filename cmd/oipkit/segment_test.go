@@ -186,8 +186,11 @@ func TestDistributedLoadOverLoopback(t *testing.T) {
 	}
 
 	// Thresholds gate the merged result.
-	if code, _ := oipkit("report", "--threshold", "p50<1ns", segs); code != exitFailed {
-		t.Errorf("a failing threshold on the merged result: exit %d, want %d", code, exitFailed)
+	// A generator-bound segment (a loaded machine) makes the verdict
+	// inconclusive before any threshold: its latencies overstate the server's.
+	if code, stderr := oipkit("report", "--threshold", "p50<1ns", segs); code != exitFailed &&
+		!(code == exitInconclusive && strings.Contains(stderr, "generator-bound")) {
+		t.Errorf("a failing threshold on the merged result: exit %d, want %d\n%s", code, exitFailed, stderr)
 	}
 	// One segment alone is an incomplete test, even when a threshold fails.
 	if code, stderr := oipkit("report", "--threshold", "p50<1ns", filepath.Join(segs, "segment-1.json")); code != exitInconclusive ||
