@@ -1,43 +1,64 @@
 #!/usr/bin/env bash
-# bench-compare.sh — oipkit load next to ghz (gRPC) and wrk (REST) against the
-# reference server, same model, same request, same concurrency and duration,
-# one after the other in one invocation. Writes a Markdown table to
-# reports/bench-compare.md and prints it.
+# bench-compare.sh — the performance targets of oipkit as ratios against
+# anchor tools measured in the same run, on the same machine:
+#
+#   load generator   oipkit load beside ghz (gRPC) and wrk (REST JSON and REST
+#                    binary) against `oipkit serve`: throughput and client CPU
+#                    per request; beside perf_analyzer (scripts/perf-analyzer-
+#                    compare.sh) over gRPC raw and REST binary;
+#   reference server `oipkit serve` beside bench/bare (a bare net/http handler
+#                    and a bare grpc-go service answering the same bytes),
+#                    driven by the same client: wrk for REST, oipkit load
+#                    --protocol grpc-raw for gRPC;
+#   codecs           go test -bench: REST JSON request decode of a 1 MiB FP32
+#                    tensor against encoding/json decoding the same array into
+#                    []float32, and binary-extension decode against a copy of
+#                    the same bytes.
+#
+# Writes reports/bench-compare.md (the raw measurements and the ratio table)
+# and prints it.
 #
 #   scripts/bench-compare.sh [SECONDS]        (default 10; env DURATION too)
 #
-# Env: CONCURRENCY (16), HTTP_PORT (18700), GRPC_PORT (18701), OUT
-# (reports/bench-compare.md).
+# Env: CONCURRENCY (16), PORT_BASE (18700: uses PORT_BASE..PORT_BASE+3), OUT
+# (reports/bench-compare.md), PERF_ANALYZER (1; 0 skips the perf_analyzer
+# rows, which need root and Debian's mirror for a chroot on first use).
 #
 # Installs what it needs: ghz into .tools/bin with `go install` (pinned:
 # `ghz@latest` resolves to the old v0.93.0 on the Go module proxy, v0.121.0 is
 # the newest tag it serves), wrk, jq and GNU time from Debian when missing.
 #
-# Client CPU is the user+system time of each client process from GNU time
-# (`/usr/bin/time -f`), divided by the requests it completed. Every tool sends
-# add_sub with INPUT0/INPUT1 INT32 [1,16]: the same numbers in ghz's JSON (typed
-# int_contents, like oipkit --protocol grpc), wrk's JSON body and oipkit's
-# input-data file. Nothing is warmed up for any tool, and oipkit's CPU includes
-# its start-up (readiness and metadata calls).
+# Client CPU is the user+system time of each client process from GNU time,
+# divided by the requests it completed. Every tool sends add_sub with
+# INPUT0/INPUT1 INT32 [1,16], the same numbers in each tool's spelling (ghz's
+# JSON with typed int_contents like oipkit --protocol grpc, wrk's Lua bodies,
+# oipkit's input-data file). Nothing is warmed up for any tool, and oipkit's
+# CPU includes its start-up (readiness and metadata calls). Client and
+# servers share the machine's cores: each client cycle is one the server does
+# not get, which is why client CPU matters.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 DURATION=${1:-${DURATION:-10}}
 CONCURRENCY=${CONCURRENCY:-16}
-HTTP_PORT=${HTTP_PORT:-18700}
-GRPC_PORT=${GRPC_PORT:-18701}
+PORT_BASE=${PORT_BASE:-18700}
+HTTP_PORT=$PORT_BASE
+GRPC_PORT=$((PORT_BASE + 1))
+BARE_HTTP_PORT=$((PORT_BASE + 2))
+BARE_GRPC_PORT=$((PORT_BASE + 3))
 OUT=${OUT:-reports/bench-compare.md}
+PERF_ANALYZER=${PERF_ANALYZER:-1}
 GHZ_VERSION=v0.121.0
 TOOLS=$ROOT/.tools/bin
 WORK=$(mktemp -d)
-SERVER_PID=
+PIDS=()
 
 cleanup() {
-	if [[ -n $SERVER_PID ]]; then
-		kill "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-	fi
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -59,19 +80,12 @@ command -v wrk >/dev/null || apt_install wrk
 command -v jq >/dev/null || apt_install jq
 [[ -x /usr/bin/time ]] || apt_install time
 
-echo "building oipkit" >&2
+echo "building oipkit and bench/bare" >&2
 go build -o bin/oipkit ./cmd/oipkit
+go build -o bin/bare ./bench/bare
 OIPKIT=$ROOT/bin/oipkit
 
-"$OIPKIT" serve --http "127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" --log-level warn &
-SERVER_PID=$!
-for _ in $(seq 100); do
-	curl -fsS "http://127.0.0.1:$HTTP_PORT/v2/health/ready" >/dev/null 2>&1 && break
-	sleep 0.1
-done
-curl -fsS "http://127.0.0.1:$HTTP_PORT/v2/models/add_sub/ready" >/dev/null
-
-# One request, three spellings.
+# One request, four spellings.
 A=$(seq -s, 1 16)
 B=$(seq -s, 101 116)
 cat >"$WORK/input.json" <<EOF
@@ -82,12 +96,44 @@ cat >"$WORK/ghz.json" <<EOF
  {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "contents": {"int_contents": [$A]}},
  {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "contents": {"int_contents": [$B]}}]}
 EOF
+# The bodies oipkit load sends for --protocol http and http-binary, byte for byte.
 BODY="{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[1,16],\"datatype\":\"INT32\",\"data\":[$A]},{\"name\":\"INPUT1\",\"shape\":[1,16],\"datatype\":\"INT32\",\"data\":[$B]}]}"
+printf '%s' "$BODY" >"$WORK/body.json"
 cat >"$WORK/post.lua" <<EOF
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = '$BODY'
 EOF
+BIN_HEADER='{"parameters":{"binary_data_output":true},"inputs":[{"name":"INPUT0","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}},{"name":"INPUT1","shape":[1,16],"datatype":"INT32","parameters":{"binary_data_size":64}}]}'
+cat >"$WORK/post-binary.lua" <<EOF
+local header = '$BIN_HEADER'
+local function int32s(first, last)
+  local t = {}
+  for v = first, last do
+    t[#t + 1] = string.char(v % 256, math.floor(v / 256) % 256, math.floor(v / 65536) % 256, math.floor(v / 16777216) % 256)
+  end
+  return table.concat(t)
+end
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/octet-stream"
+wrk.headers["Inference-Header-Content-Length"] = tostring(#header)
+wrk.body = header .. int32s(1, 16) .. int32s(101, 116)
+EOF
+
+wait_for() { # wait_for CMD...: retry CMD for 10 s
+	for _ in $(seq 100); do
+		"$@" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "no answer from: $*" >&2
+	exit 1
+}
+"$OIPKIT" serve --http "127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" --log-level warn &
+PIDS+=($!)
+bin/bare --request "$WORK/body.json" --http "127.0.0.1:$BARE_HTTP_PORT" --grpc "127.0.0.1:$BARE_GRPC_PORT" &
+PIDS+=($!)
+wait_for curl -fsS -o /dev/null "http://127.0.0.1:$HTTP_PORT/v2/models/add_sub/ready"
+wait_for curl -fsS -o /dev/null -X POST --data-binary @"$WORK/body.json" "http://127.0.0.1:$BARE_HTTP_PORT/v2/models/add_sub/infer"
 
 # timed NAME CMD...: run CMD under GNU time; stdout to $WORK/NAME.out, CPU
 # seconds (user+sys) to $WORK/NAME.cpu.
@@ -97,67 +143,154 @@ timed() {
 	echo "running $name: $*" >&2
 	/usr/bin/time -f '%U %S' -o "$WORK/$name.time" "$@" >"$WORK/$name.out" || {
 		local rc=$?
-		# oipkit exits 3/4 on thresholds/generator-bound; the numbers still count.
+		# oipkit exits 3/4 on failed requests/generator-bound; the numbers
+		# still count, and the failures show in the table.
 		[[ $name == oipkit* && $rc -ge 3 ]] || { cat "$WORK/$name.out" >&2; exit "$rc"; }
 	}
 	awk '{print $1 + $2}' "$WORK/$name.time" >"$WORK/$name.cpu"
 }
+oipkit_load() { # oipkit_load NAME TARGET-FLAGS PROTOCOL CONNECTIONS
+	# shellcheck disable=SC2086 # $2 is two words
+	timed "$1" "$OIPKIT" load $2 --protocol "$3" --model add_sub \
+		--input-data "$WORK/input.json" --concurrency "$CONCURRENCY" --connections "$4" \
+		--duration "${DURATION}s" --progress never --format json
+}
+ref_grpc="--grpc 127.0.0.1:$GRPC_PORT"
+ref_http="--http http://127.0.0.1:$HTTP_PORT"
+infer_url="http://127.0.0.1:$HTTP_PORT/v2/models/add_sub/infer"
 
 timed ghz "$TOOLS/ghz" --insecure --proto specs/proto/inference.proto \
 	--call inference.GRPCInferenceService.ModelInfer -D "$WORK/ghz.json" \
 	-c "$CONCURRENCY" --connections 1 -z "${DURATION}s" --format json "127.0.0.1:$GRPC_PORT"
-for p in grpc grpc-raw; do
-	timed "oipkit-$p" "$OIPKIT" load --grpc "127.0.0.1:$GRPC_PORT" --protocol "$p" --model add_sub \
-		--input-data "$WORK/input.json" --concurrency "$CONCURRENCY" --connections 1 \
-		--duration "${DURATION}s" --progress never --format json
-done
-timed wrk wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" \
-	"http://127.0.0.1:$HTTP_PORT/v2/models/add_sub/infer"
-timed oipkit-http "$OIPKIT" load --http "http://127.0.0.1:$HTTP_PORT" --protocol http --model add_sub \
-	--input-data "$WORK/input.json" --concurrency "$CONCURRENCY" --connections "$CONCURRENCY" \
-	--duration "${DURATION}s" --progress never --format json
+oipkit_load oipkit-grpc "$ref_grpc" grpc 1
+oipkit_load oipkit-grpc-raw "$ref_grpc" grpc-raw 1
+oipkit_load oipkit-grpc-raw-bare "--grpc 127.0.0.1:$BARE_GRPC_PORT" grpc-raw 1
+timed wrk wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" "$infer_url"
+oipkit_load oipkit-http "$ref_http" http "$CONCURRENCY"
+timed wrk-binary wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post-binary.lua" "$infer_url"
+oipkit_load oipkit-http-binary "$ref_http" http-binary "$CONCURRENCY"
+timed wrk-bare wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" \
+	"http://127.0.0.1:$BARE_HTTP_PORT/v2/models/add_sub/infer"
+
+# perf_analyzer: its own script, ports and concurrency (its default
+# measurement needs three stable windows).
+pa_note="not run (PERF_ANALYZER=0)"
+if [[ $PERF_ANALYZER != 0 ]]; then
+	echo "running scripts/perf-analyzer-compare.sh" >&2
+	if HTTP_PORT=$((PORT_BASE + 20)) GRPC_PORT=$((PORT_BASE + 21)) OUT=$WORK/pa.md \
+		scripts/perf-analyzer-compare.sh >"$WORK/pa.log" 2>&1; then
+		pa_note="from scripts/perf-analyzer-compare.sh, run right after"
+	else
+		pa_note="not run: scripts/perf-analyzer-compare.sh failed ($(tail -1 "$WORK/pa.log"))"
+		echo "perf_analyzer: $pa_note" >&2
+	fi
+fi
+
+echo "running codec benchmarks" >&2
+go test -run '^$' -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' -benchtime 2s -count 3 ./oip/ >"$WORK/codec.txt"
 
 ms() { awk -v ns="$1" 'BEGIN { printf "%.3f", ns / 1e6 }'; }
 # wrk prints latencies as 1.23ms / 456.78us / 1.2s.
 wrk_ms() { awk -v v="$1" 'BEGIN { u = v; sub(/[0-9.]+/, "", u); n = v + 0;
 	if (u == "us") n /= 1000; else if (u == "s") n *= 1000; printf "%.3f", n }'; }
-row() { # row TOOL PROTOCOL REQUESTS RPS P50_MS P99_MS CPU_S
-	awk -v t="$1" -v p="$2" -v n="$3" -v r="$4" -v a="$5" -v b="$6" -v c="$7" 'BEGIN {
-		printf "| %s | %s | %d | %.0f | %s | %s | %.2f | %.3f |\n", t, p, n, r, a, b, c, (n > 0 ? 1000 * c / n : 0) }'
+
+# Each measured run leaves NAME.{n,rps,p50,p99,cpu,err} in $WORK.
+record() { # record NAME N RPS P50_MS P99_MS ERRORS
+	echo "$2" >"$WORK/$1.n"
+	echo "$3" >"$WORK/$1.rps"
+	echo "$4" >"$WORK/$1.p50"
+	echo "$5" >"$WORK/$1.p99"
+	echo "$6" >"$WORK/$1.err"
 }
+g=$WORK/ghz.out
+record ghz "$(jq '.count' "$g")" "$(jq '.rps' "$g")" \
+	"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 50)][0].latency' "$g")")" \
+	"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 99)][0].latency' "$g")")" \
+	"$(jq '[.statusCodeDistribution // {} | to_entries[] | select(.key != "OK") | .value] | add // 0' "$g")"
+for n in oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-http oipkit-http-binary; do
+	o=$WORK/$n.out
+	record "$n" "$(jq '.counts.completed' "$o")" "$(jq '.rates.completed' "$o")" \
+		"$(ms "$(jq '.latency.response.p50Ns' "$o")")" "$(ms "$(jq '.latency.response.p99Ns' "$o")")" \
+		"$(jq '.counts.errors + .counts.timeouts' "$o")"
+done
+for n in wrk wrk-binary wrk-bare; do
+	w=$WORK/$n.out
+	record "$n" "$(awk '/requests in/ { print $1 }' "$w")" "$(awk '/^Requests\/sec/ { print $2 }' "$w")" \
+		"$(wrk_ms "$(awk '$1 == "50%" { print $2 }' "$w")")" "$(wrk_ms "$(awk '$1 == "99%" { print $2 }' "$w")")" \
+		"$(awk '/Non-2xx|Socket errors/ { sub(/^ +/, ""); printf "%s; ", $0 }' "$w" | sed 's/; $//')"
+done
+
+v() { cat "$WORK/$1.$2"; }
+cpu_per_k() { awk -v c="$(cat "$WORK/$1.cpu")" -v n="$(v "$1" n)" 'BEGIN { printf "%.3f", (n > 0 ? 1000 * c / n : 0) }'; }
+row() { # row NAME CLIENT SERVER PROTOCOL
+	printf '| %s | %s | %s | %d | %.0f | %s | %s | %.2f | %s | %s |\n' "$2" "$3" "$4" "$(v "$1" n)" "$(v "$1" rps)" \
+		"$(v "$1" p50)" "$(v "$1" p99)" "$(cat "$WORK/$1.cpu")" "$(cpu_per_k "$1")" "$(v "$1" err)"
+}
+# ratio NUM DEN: NUM/DEN with two decimals.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+# target WHAT ANCHOR ANCHOR_VALUE OIPKIT_VALUE GOAL(>=x|<=x)
+target() {
+	local r ok
+	r=$(ratio "$4" "$3")
+	ok=$(awk -v r="$r" -v g="$5" 'BEGIN { op = substr(g, 1, 2); x = substr(g, 3) + 0;
+		if (r == "n/a") print "–"; else if ((op == ">=" && r >= x) || (op == "<=" && r <= x)) print "met"; else print "**not met**" }')
+	printf '| %s | %s | %s | %s | %s× | %s | %s |\n' "$1" "$2" "$3" "$4" "$r" "${5/>=/≥ }" "$ok" | sed 's/<=/≤ /'
+}
+cpu_req_us() { awk -v c="$(cat "$WORK/$1.cpu")" -v n="$(v "$1" n)" 'BEGIN { printf "%.1f", (n > 0 ? 1e6 * c / n : 0) }'; }
+rps() { printf '%.0f' "$(v "$1" rps)"; }
+pa_rps() { # pa_rps CLIENT-PREFIX PROTOCOL: throughput from perf-analyzer-compare's table
+	[[ -f $WORK/pa.md ]] || { echo 0; return; }
+	awk -F'|' -v c="$1" -v p="$2" '{ gsub(/^ +| +$/, "", $2); gsub(/^ +| +$/, "", $3); gsub(/^ +| +$/, "", $4) }
+		index($2, c) == 1 && $3 == p { print $4; exit }' "$WORK/pa.md"
+}
+# Codec: median of column COL (3: ns/op, 5: MB/s) of a benchmark over the -count runs.
+bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print $c }' "$WORK/codec.txt" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 {
-	echo "# oipkit load vs ghz and wrk"
+	echo "# oipkit performance targets: ratios against anchors measured in the same run"
 	echo
-	echo "add_sub (INT32 [1,16] ×2) on \`oipkit serve\`, loopback, closed loop at concurrency $CONCURRENCY for ${DURATION}s per tool, one connection for gRPC, $CONCURRENCY keep-alive connections for REST; $(nproc) cores shared by server and client; $(date -u +%Y-%m-%dT%H:%MZ); oipkit $("$OIPKIT" version | awk '{print $2}'), ghz $GHZ_VERSION, $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}')."
+	echo "Written by \`make bench-compare\` (scripts/bench-compare.sh) on $(date -u +%Y-%m-%dT%H:%MZ): $(nproc) cores shared by servers and clients, loopback, add_sub (INT32 [1,16] ×2), closed loop at concurrency $CONCURRENCY for ${DURATION}s per run, one connection for gRPC, $CONCURRENCY keep-alive connections for REST (wrk -t 2); nothing warmed up. oipkit $("$OIPKIT" version | awk '{print $2}'), ghz $GHZ_VERSION, $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(go version | awk '{print $3}'). Load average before the runs: ${LOADAVG:-$(cut -d' ' -f1-3 /proc/loadavg)}."
 	echo
-	echo "| client | protocol | requests | throughput (req/s) | p50 (ms) | p99 (ms) | client CPU (s) | CPU s / 1000 req |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|"
-	g=$WORK/ghz.out
-	row ghz "gRPC typed" "$(jq '.count' "$g")" "$(jq '.rps' "$g")" \
-		"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 50)][0].latency' "$g")")" \
-		"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 99)][0].latency' "$g")")" "$(cat "$WORK/ghz.cpu")"
-	for p in grpc grpc-raw http; do
-		o=$WORK/oipkit-$p.out
-		label=$p
-		[[ $p == grpc ]] && label="gRPC typed"
-		[[ $p == grpc-raw ]] && label="gRPC raw"
-		[[ $p == http ]] && label="REST JSON"
-		row "oipkit load" "$label" "$(jq '.counts.completed' "$o")" "$(jq '.rates.completed' "$o")" \
-			"$(ms "$(jq '.latency.response.p50Ns' "$o")")" "$(ms "$(jq '.latency.response.p99Ns' "$o")")" "$(cat "$WORK/oipkit-$p.cpu")"
-		[[ $p == grpc-raw ]] && {
-			w=$WORK/wrk.out
-			reqs=$(awk '/requests in/ { print $1 }' "$w")
-			row wrk "REST JSON" "$reqs" "$(awk '/^Requests\/sec/ { print $2 }' "$w")" \
-				"$(wrk_ms "$(awk '$1 == "50%" { print $2 }' "$w")")" \
-				"$(wrk_ms "$(awk '$1 == "99%" { print $2 }' "$w")")" "$(cat "$WORK/wrk.cpu")"
-		}
-	done
+	echo "## Ratios"
 	echo
-	ghz_err=$(jq '[.statusCodeDistribution // {} | to_entries[] | select(.key != "OK") | .value] | add // 0' "$WORK/ghz.out")
-	wrk_err=$(awk '/Non-2xx|Socket errors/ { sub(/^ +/, ""); printf "%s; ", $0 }' "$WORK/wrk.out")
-	oip_err=$(for p in grpc grpc-raw http; do jq '.counts.errors + .counts.timeouts' "$WORK/oipkit-$p.out"; done | awk '{ n += $1 } END { print n }')
-	echo "Latency is each client's own measurement: oipkit's response time (in a closed loop, from the actual send), ghz's latency distribution, wrk's --latency distribution. Non-OK answers: ghz $ghz_err (calls cut off when its -z deadline ends count as errors), wrk ${wrk_err:-0}, oipkit $oip_err."
+	echo "| target | anchor | anchor | oipkit | ratio | goal | |"
+	echo "|---|---|---:|---:|---:|---|---|"
+	target "gRPC load, req/s" "ghz" "$(rps ghz)" "$(rps oipkit-grpc)" ">=2.5"
+	target "gRPC client CPU per request (µs)" "ghz" "$(cpu_req_us ghz)" "$(cpu_req_us oipkit-grpc)" "<=0.2"
+	target "REST JSON load, req/s" "wrk" "$(rps wrk)" "$(rps oipkit-http)" ">=0.9"
+	target "REST JSON client CPU per request (µs)" "wrk" "$(cpu_req_us wrk)" "$(cpu_req_us oipkit-http)" "<=1.5"
+	target "REST binary load, req/s" "wrk" "$(rps wrk-binary)" "$(rps oipkit-http-binary)" ">=0.9"
+	target "REST binary client CPU per request (µs)" "wrk" "$(cpu_req_us wrk-binary)" "$(cpu_req_us oipkit-http-binary)" "<=1.5"
+	target "gRPC raw load at concurrency 4, req/s" "perf_analyzer" "$(pa_rps perf_analyzer "gRPC raw")" "$(pa_rps "oipkit load" "gRPC raw")" ">=1.3"
+	target "REST binary load at concurrency 4, req/s" "perf_analyzer" "$(pa_rps perf_analyzer "REST binary")" "$(pa_rps "oipkit load" "REST binary")" ">=1.3"
+	target "reference REST server, req/s (wrk driving both)" "bare net/http" "$(rps wrk-bare)" "$(rps wrk)" ">=0.8"
+	target "reference gRPC server, req/s (oipkit grpc-raw driving both)" "bare grpc-go" "$(rps oipkit-grpc-raw-bare)" "$(rps oipkit-grpc-raw)" ">=0.95"
+	target "REST JSON request decode, 1 MiB FP32 (MB/s of JSON)" "encoding/json into []float32" \
+		"$(bench_med RESTJSONDecodeFP32_1MiB/encoding-json 5)" "$(bench_med RESTJSONDecodeFP32_1MiB/oipkit 5)" ">=4"
+	target "REST binary request decode, 1 MiB FP32 (ns)" "copy of the bytes" \
+		"$(bench_med RESTBinaryDecodeFP32_1MiB/copy 3)" "$(bench_med RESTBinaryDecodeFP32_1MiB/oipkit 3)" "<=2"
+	echo
+	echo "perf_analyzer rows: $pa_note. Codec rows: median of 3 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`."
+	echo
+	echo "## Measurements"
+	echo
+	echo "| client | server | protocol | requests | throughput (req/s) | p50 (ms) | p99 (ms) | client CPU (s) | CPU s / 1000 req | non-OK |"
+	echo "|---|---|---|---:|---:|---:|---:|---:|---:|---|"
+	row ghz ghz reference "gRPC typed"
+	row oipkit-grpc "oipkit load" reference "gRPC typed"
+	row oipkit-grpc-raw "oipkit load" reference "gRPC raw"
+	row oipkit-grpc-raw-bare "oipkit load" "bare grpc-go" "gRPC raw"
+	row wrk wrk reference "REST JSON"
+	row oipkit-http "oipkit load" reference "REST JSON"
+	row wrk-binary wrk reference "REST binary"
+	row oipkit-http-binary "oipkit load" reference "REST binary"
+	row wrk-bare wrk "bare net/http" "REST JSON"
+	echo
+	echo "Latency is each client's own measurement: oipkit's response time (in a closed loop, from the actual send), ghz's latency distribution, wrk's --latency distribution. ghz counts calls cut off by its -z deadline as non-OK."
+	if [[ -f $WORK/pa.md ]]; then
+		echo
+		sed -n '/^| client/,$p' "$WORK/pa.md"
+	fi
 } >"$WORK/table.md"
 
 mkdir -p "$(dirname "$OUT")"

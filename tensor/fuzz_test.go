@@ -248,3 +248,55 @@ func FuzzDecodeRaw(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeJSONDataDifferential checks DecodeJSONData against the decoder
+// it replaced (refDecodeJSONData in jsonref_test.go, which parses every
+// number with strconv): the same elements bit for bit, or the same error.
+// The number seeds sit on the edges of the strconv-free fast paths: 19 and
+// 20 digits, exponents ±22, 2^53, float32 midpoints and range limits.
+func FuzzDecodeJSONDataDifferential(f *testing.F) {
+	numbers := []string{
+		"0", "-0", "0.0", "-0.0e5", "1", "-1", "127", "128", "-128", "-129", "255", "256",
+		"32767", "-32768", "65535", "2147483647", "-2147483648", "4294967295", "4294967296",
+		"9223372036854775807", "-9223372036854775808", "9223372036854775808", "18446744073709551615",
+		"18446744073709551616", "12345678901234567890", "1234567890123456789", "10000000000000000000",
+		"100000000000000000000", "1e2", "1E+2", "1.5e1", "2.0", "1.5", "0.1", "0.000123", "123.456",
+		"9007199254740992", "9007199254740993", "9007199254740993.0", "1e22", "1e23", "1e-22", "1e-23",
+		"3.4028235e38", "3.4028236e38", "3.4028234663852886e38", "3.40282357e38", "1e39", "1.17549435e-38",
+		"1.1754942e-38", "1e-45", "1.4e-45", "7e-46", "5e-324", "2.4703282292062327e-324",
+		"1.7976931348623157e308", "1.7976931348623159e308", "16777217", "16777216.5", "33554433",
+		"0.30000001192092896", "0.3000000119209289", "1.00000005960464477539062499",
+		"1.0000000596046448", "1.000000059604644775390625", "8388608.5", "8388609.5", "4503599895805953",
+		"-12.345678", "123456.78e-3", "65504", "65520", "65519.99", "1e-8", "5.960464477539063e-8",
+		"0.1234567890123456789012345", "1e100000", "1e-100000", "00", "01", "1.", ".5", "-", "1e", "+1",
+	}
+	dts := []Datatype{FP32, FP64, FP16, BF16, Int8, Uint8, Int16, Uint16, Int32, Uint32, Int64, Uint64}
+	for i, n := range numbers {
+		f.Add(datatypeIndex(dts[i%len(dts)]), uint8(1), int64(1), int64(0), []byte("["+n+"]"))
+		f.Add(datatypeIndex(dts[(i+5)%len(dts)]), uint8(1), int64(2), int64(0), []byte("["+n+", -"+n+"]"))
+	}
+	f.Add(datatypeIndex(Bytes), uint8(1), int64(2), int64(0), []byte(`["a\u00e9","\ud83d\ude00"]`))
+	f.Add(datatypeIndex(Bool), uint8(2), int64(1), int64(2), []byte(`[[true, false]]`))
+	f.Fuzz(func(t *testing.T, dt, rank uint8, d0, d1 int64, data []byte) {
+		d := fuzzDatatype(dt & 0x7f)
+		shape := fuzzShape(rank, d0, d1)
+		var maxElements int64
+		if dt&0x80 != 0 {
+			maxElements = 8
+		}
+		got, err := DecodeJSONData(d, shape, data, maxElements)
+		want, wantErr := refDecodeJSONData(d, shape, data, maxElements)
+		switch {
+		case (err == nil) != (wantErr == nil):
+			t.Fatalf("%s %q: error %v, the old decoder %v", d, data, err, wantErr)
+		case err != nil:
+			if err.Error() != wantErr.Error() {
+				t.Fatalf("%s %q: error %q, the old decoder %q", d, data, err, wantErr)
+			}
+		default:
+			if diff := diffData(got, want, false); diff != "" {
+				t.Fatalf("%s %q: %s", d, data, diff)
+			}
+		}
+	})
+}

@@ -222,7 +222,12 @@ type jsonScanner struct {
 	// The current scalar token.
 	start, end int
 	integer    bool // a number without fraction or exponent
-	escaped    bool // a string containing backslash escapes
+	// A number's value is (-1 if neg) × mant × 10^exp10, when exact.
+	mant    uint64
+	exp10   int
+	neg     bool
+	exact   bool
+	escaped bool // a string containing backslash escapes
 
 	dtype Datatype
 	shape []int64
@@ -348,57 +353,92 @@ func (s *jsonScanner) literal(word string) error {
 
 // scanNumber scans a number with the exact JSON grammar, so strconv never
 // sees forms it accepts but JSON does not (hex, underscores, "inf", "+1").
+// On the way it accumulates the decimal value as mant × 10^exp10 for the
+// strconv-free conversions (parseInt, parseUint, parseFloat); exact is false
+// when the significant digits do not fit in mant.
 func (s *jsonScanner) scanNumber() error {
 	d := s.data
 	i := s.pos
 	start := i
-	bad := func() error {
-		end := min(i+1, len(d))
-		return fmt.Errorf("offset %d: element %d: invalid number %s", start, s.index, quoteToken(d[start:end]))
-	}
-	if d[i] == '-' {
+	var mant uint64
+	nd, exp10, exact := 0, 0, true // nd: significant digits in mant
+	neg := d[i] == '-'
+	if neg {
 		i++
 	}
 	switch {
 	case i >= len(d):
-		return bad()
+		return s.badNumber(start, i)
 	case d[i] == '0':
 		i++
 	case '1' <= d[i] && d[i] <= '9':
-		i++
 		for i < len(d) && isDigit(d[i]) {
+			if nd < 19 {
+				mant = mant*10 + uint64(d[i]-'0')
+				nd++
+			} else {
+				exp10++ // a dropped integer digit
+				exact = exact && d[i] == '0'
+			}
 			i++
 		}
 	default:
-		return bad()
+		return s.badNumber(start, i)
 	}
 	integer := true
 	if i < len(d) && d[i] == '.' {
 		integer = false
 		i++
 		if i >= len(d) || !isDigit(d[i]) {
-			return bad()
+			return s.badNumber(start, i)
 		}
 		for i < len(d) && isDigit(d[i]) {
+			switch {
+			case mant == 0 && d[i] == '0':
+				exp10-- // a leading zero of the fraction
+			case nd < 19:
+				mant = mant*10 + uint64(d[i]-'0')
+				nd++
+				exp10--
+			default:
+				exact = exact && d[i] == '0'
+			}
 			i++
 		}
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
 		integer = false
 		i++
+		eneg := false
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			eneg = d[i] == '-'
 			i++
 		}
 		if i >= len(d) || !isDigit(d[i]) {
-			return bad()
+			return s.badNumber(start, i)
 		}
+		e := 0
 		for i < len(d) && isDigit(d[i]) {
+			if e < 100000 { // saturate: far beyond any float's range
+				e = e*10 + int(d[i]-'0')
+			}
 			i++
 		}
+		if eneg {
+			e = -e
+		}
+		exp10 += e
 	}
 	s.start, s.end, s.integer = start, i, integer
+	s.mant, s.exp10, s.neg, s.exact = mant, exp10, neg, exact
 	s.pos = i
 	return nil
+}
+
+// badNumber reports an invalid number from start whose grammar broke at i.
+func (s *jsonScanner) badNumber(start, i int) error {
+	end := min(i+1, len(s.data))
+	return fmt.Errorf("offset %d: element %d: invalid number %s", start, s.index, quoteToken(s.data[start:end]))
 }
 
 // scanString finds the end of a string; escapes and UTF-8 are checked when
@@ -492,6 +532,17 @@ func (s *jsonScanner) parseInt(k tokenKind, bits int) (int64, error) {
 	if k != tokNumber {
 		return 0, s.wrongKind(k)
 	}
+	// An integer literal of at most 19 digits is exactly mant.
+	if s.integer && s.exact && s.exp10 == 0 {
+		limit := uint64(1) << (bits - 1) // |min| of the type; max is one less
+		switch {
+		case !s.neg && s.mant < limit:
+			return int64(s.mant), nil
+		case s.neg && s.mant <= limit:
+			return -int64(s.mant), nil
+		}
+		return 0, s.errorf("%s overflows %s", s.shown(), s.dtype)
+	}
 	tok := s.token()
 	if !s.integer {
 		var ok bool
@@ -510,6 +561,12 @@ func (s *jsonScanner) parseInt(k tokenKind, bits int) (int64, error) {
 func (s *jsonScanner) parseUint(k tokenKind, bits int) (uint64, error) {
 	if k != tokNumber {
 		return 0, s.wrongKind(k)
+	}
+	if s.integer && s.exact && s.exp10 == 0 && (!s.neg || s.mant == 0) {
+		if bits == 64 || s.mant < uint64(1)<<bits {
+			return s.mant, nil
+		}
+		return 0, s.errorf("%s overflows %s", s.shown(), s.dtype)
 	}
 	tok := s.token()
 	if !s.integer || tok[0] == '-' {
@@ -533,6 +590,9 @@ func (s *jsonScanner) parseUint(k tokenKind, bits int) (uint64, error) {
 func (s *jsonScanner) parseFloat(k tokenKind, bitSize int) (float64, error) {
 	switch k {
 	case tokNumber:
+		if f, ok := s.fastFloat(bitSize); ok {
+			return f, nil
+		}
 		f, err := strconv.ParseFloat(s.token(), bitSize)
 		if err != nil {
 			return 0, s.errorf("%s overflows %s", s.shown(), s.dtype)
@@ -551,6 +611,45 @@ func (s *jsonScanner) parseFloat(k tokenKind, bitSize int) (float64, error) {
 		}
 	}
 	return 0, s.wrongKind(k)
+}
+
+// float64pow10 holds the powers of ten that float64 represents exactly.
+var float64pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// fastFloat converts the current number without strconv when that is exact,
+// and reports false otherwise (the caller then uses strconv.ParseFloat).
+//
+// When mant ≤ 2^53 and |exp10| ≤ 22, mant and 10^|exp10| are exact float64s
+// and one multiplication or division rounds correctly (Clinger's fast path),
+// so the float64 result is strconv's. For 32 bits that float64 is rounded
+// again to float32, which gives the correctly rounded float32 unless the
+// float64 landed exactly on a midpoint between two float32s (every such
+// midpoint is a float64, so rounding to float64 never crosses one): that
+// case, and results outside float32's normal range, go to strconv.
+func (s *jsonScanner) fastFloat(bitSize int) (float64, bool) {
+	if !s.exact || s.mant > 1<<53 || s.exp10 < -22 || s.exp10 > 22 {
+		return 0, false
+	}
+	f := float64(s.mant)
+	if s.exp10 >= 0 {
+		f *= float64pow10[s.exp10]
+	} else {
+		f /= float64pow10[-s.exp10]
+	}
+	if s.neg {
+		f = -f
+	}
+	if bitSize == 64 {
+		return f, true
+	}
+	if a := math.Abs(f); a != 0 && (a < 0x1p-126 || a > math.MaxFloat32) {
+		return 0, false
+	}
+	if math.Float64bits(f)&(1<<29-1) == 1<<28 {
+		return 0, false // a float32 midpoint: the decimal may be on either side
+	}
+	return float64(float32(f)), true
 }
 
 // parseBytes copies a string's contents into the scanner's arena. The arena

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -392,5 +395,54 @@ func TestDecodeJSONDataBytesOwnership(t *testing.T) {
 	_ = append(e[0], "ZZZZ"...)
 	if d := diffData(e, [][]byte{[]byte("ab"), []byte("c\nd"), []byte("ef")}, false); d != "" {
 		t.Errorf("after overwriting the input and appending to element 0: %s", d)
+	}
+}
+
+// TestDecodeJSONFloatsMatchStrconv checks the strconv-free float parsing
+// against strconv.ParseFloat on numbers built to sit near float32 midpoints
+// (where rounding twice, through float64, could go wrong) and on random
+// decimals of every length the fast path takes.
+func TestDecodeJSONFloatsMatchStrconv(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var texts []string
+	for range 20000 {
+		x := float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(20)-10)))
+		next := math.Nextafter32(x, float32(math.Inf(1)))
+		mid := (float64(x) + float64(next)) / 2 // exact: a float32 midpoint is a float64
+		for _, prec := range []int{5, 7, 8, 9, 12, 15, 16, -1} {
+			texts = append(texts, strconv.FormatFloat(mid, 'e', prec, 64), strconv.FormatFloat(mid, 'f', -1, 64))
+		}
+		texts = append(texts, strconv.FormatFloat(float64(x), 'g', -1, 32))
+		m := rng.Uint64N(1 << uint(rng.IntN(54)))
+		texts = append(texts, fmt.Sprintf("%de%d", m, rng.IntN(50)-25))
+	}
+	for _, bits := range []int{32, 64} {
+		d := FP32
+		if bits == 64 {
+			d = FP64
+		}
+		for _, s := range texts {
+			v, err := DecodeJSONData(d, []int64{1}, []byte("["+s+"]"), 0)
+			want, werr := strconv.ParseFloat(s, bits)
+			if werr != nil {
+				if err == nil {
+					t.Errorf("%s %s: decoded %v, strconv fails: %v", d, s, v, werr)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s %s: %v", d, s, err)
+				continue
+			}
+			var got float64
+			if bits == 32 {
+				got = float64(v.([]float32)[0])
+			} else {
+				got = v.([]float64)[0]
+			}
+			if math.Float64bits(got) != math.Float64bits(want) {
+				t.Errorf("%s %s: got %v, strconv %v", d, s, got, want)
+			}
+		}
 	}
 }

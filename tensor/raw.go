@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // ErrRawSize reports raw contents whose size does not match the shape and
@@ -137,7 +138,6 @@ func DecodeRaw(name string, d Datatype, shape []int64, raw []byte) (Tensor, erro
 		return Tensor{}, fmt.Errorf("tensor %q: %w: shape %v of %s needs %s bytes, got %d",
 			name, ErrRawSize, shape, d, byteCountText(d, n), len(raw))
 	}
-	le := binary.LittleEndian
 	switch d {
 	case Bool:
 		v := make([]bool, n)
@@ -152,77 +152,63 @@ func DecodeRaw(name string, d Datatype, shape []int64, raw []byte) (Tensor, erro
 		}
 		t.Data = v
 	case Uint8:
-		v := make([]uint8, n)
-		copy(v, raw)
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, func(b []byte) uint8 { return b[0] })
 	case Int8:
-		v := make([]int8, n)
-		for i, b := range raw {
-			v[i] = int8(b)
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, func(b []byte) int8 { return int8(b[0]) })
 	case Uint16:
-		v := make([]uint16, n)
-		for i := range v {
-			v[i] = le.Uint16(raw[2*i:])
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, binary.LittleEndian.Uint16)
 	case Int16:
-		v := make([]int16, n)
-		for i := range v {
-			v[i] = int16(le.Uint16(raw[2*i:]))
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) })
 	case FP16:
-		v := make([]Float16, n)
-		for i := range v {
-			v[i] = Float16(le.Uint16(raw[2*i:]))
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, func(b []byte) Float16 { return Float16(binary.LittleEndian.Uint16(b)) })
 	case BF16:
-		v := make([]BFloat16, n)
-		for i := range v {
-			v[i] = BFloat16(le.Uint16(raw[2*i:]))
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, func(b []byte) BFloat16 { return BFloat16(binary.LittleEndian.Uint16(b)) })
 	case Uint32:
-		v := make([]uint32, n)
-		for i := range v {
-			v[i] = le.Uint32(raw[4*i:])
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, binary.LittleEndian.Uint32)
 	case Int32:
-		v := make([]int32, n)
-		for i := range v {
-			v[i] = int32(le.Uint32(raw[4*i:]))
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
 	case FP32:
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
 	case Uint64:
-		v := make([]uint64, n)
-		for i := range v {
-			v[i] = le.Uint64(raw[8*i:])
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, binary.LittleEndian.Uint64)
 	case Int64:
-		v := make([]int64, n)
-		for i := range v {
-			v[i] = int64(le.Uint64(raw[8*i:]))
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
 	case FP64:
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = math.Float64frombits(le.Uint64(raw[8*i:]))
-		}
-		t.Data = v
+		t.Data = decodeRawElems(raw, n, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
 	}
 	return t, nil
+}
+
+// nativeLittleEndian reports a host that stores numbers little-endian, as the
+// raw encoding does: there, decoding numeric elements is a copy of the bytes.
+var nativeLittleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// decodeRawElems decodes n fixed-size elements from raw, whose length the
+// caller has checked to be n times the element size. On a little-endian host
+// it is one copy into memory allocated without zeroing (append to a nil
+// slice, as bytes.Clone does: zeroing a large fresh allocation costs more
+// than the copy), viewed as []T when suitably aligned, which Go's allocator
+// gives for these sizes; otherwise element by element with get.
+func decodeRawElems[T uint8 | int8 | uint16 | int16 | Float16 | BFloat16 | uint32 | int32 | float32 | uint64 | int64 | float64](raw []byte, n int64, get func([]byte) T) []T {
+	if n == 0 {
+		return []T{}
+	}
+	if nativeLittleEndian {
+		b := append([]byte(nil), raw...)
+		var zero T
+		if uintptr(unsafe.Pointer(&b[0]))%unsafe.Alignof(zero) == 0 {
+			return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)
+		}
+	}
+	v := make([]T, n)
+	size := len(raw) / int(n)
+	for i := range v {
+		v[i] = get(raw[i*size:])
+	}
+	return v
 }
 
 func byteCountText(d Datatype, n int64) string {
