@@ -175,13 +175,22 @@ func appendRESTTensor(b []byte, t tensor.Tensor, params Parameters, extra paramF
 //
 // BYTES elements of binary inputs alias body.
 func DecodeRESTRequest(body []byte, headerLen int, lim Limits) (*InferRequest, error) {
+	return decodeRESTRequest(body, headerLen, lim, scanRequest)
+}
+
+// decodeRESTRequest is DecodeRESTRequest with the fast path as a parameter,
+// so that tests can compare it with encoding/json alone.
+func decodeRESTRequest(body []byte, headerLen int, lim Limits, scan func([]byte, *restRequestJSON, int64) bool) (*InferRequest, error) {
 	header, tail, err := splitBody(body, headerLen, true)
 	if err != nil {
 		return nil, err
 	}
 	var j restRequestJSON
-	if err := unmarshalHeader(header, &j); err != nil {
-		return nil, err
+	if !scan(header, &j, lim.MaxElements) {
+		j = restRequestJSON{}
+		if err := unmarshalHeader(header, &j); err != nil {
+			return nil, err
+		}
 	}
 	if j.Inputs == nil {
 		return nil, invalidf("missing inputs")
@@ -322,13 +331,20 @@ func EncodeRESTResponse(resp *InferResponse, binary func(output string) bool) (b
 // members are ignored and parameter values of any JSON kind are kept. Errors
 // wrap ErrInvalid. BYTES elements of binary outputs alias body.
 func DecodeRESTResponse(body []byte, headerLen int) (*InferResponse, error) {
+	return decodeRESTResponse(body, headerLen, scanResponse)
+}
+
+func decodeRESTResponse(body []byte, headerLen int, scan func([]byte, *restResponseJSON) bool) (*InferResponse, error) {
 	header, tail, err := splitBody(body, headerLen, false)
 	if err != nil {
 		return nil, err
 	}
 	var j restResponseJSON
-	if err := unmarshalHeader(header, &j); err != nil {
-		return nil, err
+	if !scan(header, &j) {
+		j = restResponseJSON{}
+		if err := unmarshalHeader(header, &j); err != nil {
+			return nil, err
+		}
 	}
 	if j.Outputs == nil {
 		return nil, invalidf("missing outputs")

@@ -183,6 +183,11 @@ type restTensorJSON struct {
 	Datatype   json.RawMessage `json:"datatype"`
 	Parameters json.RawMessage `json:"parameters"`
 	Data       json.RawMessage `json:"data"`
+
+	// decoded is Data already converted by the one-pass scanner
+	// (restscan.go) for decodedAs; nil when it was not.
+	decoded   any
+	decodedAs decodedAs
 }
 
 type restOutputRefJSON struct {
@@ -271,6 +276,9 @@ func jsonKind(raw json.RawMessage) string {
 
 // parseString decodes a JSON string value.
 func parseString(raw json.RawMessage, what string) (string, error) {
+	if s, ok := fastString(raw); ok {
+		return s, nil
+	}
 	if firstByte(raw) != '"' {
 		return "", fmt.Errorf("%s must be a string, got %s", what, jsonKind(raw))
 	}
@@ -284,6 +292,9 @@ func parseString(raw json.RawMessage, what string) (string, error) {
 // parseShape decodes a JSON array of non-negative integers. Only integer
 // syntax is accepted: 1.0, 1e0, "1", -1 and null are errors.
 func parseShape(raw json.RawMessage) ([]int64, error) {
+	if shape, ok := fastShape(raw); ok {
+		return shape, nil
+	}
 	if firstByte(raw) != '[' {
 		return nil, fmt.Errorf("shape must be an array of integers, got %s", jsonKind(raw))
 	}
@@ -316,6 +327,9 @@ func parseShape(raw json.RawMessage) ([]int64, error) {
 func parseParameters(raw json.RawMessage, what string) (Parameters, error) {
 	if absent(raw) {
 		return nil, nil
+	}
+	if p, ok := fastParameters(raw); ok {
+		return p, nil
 	}
 	if firstByte(raw) != '{' {
 		return nil, fmt.Errorf("%s must be an object, got %s", what, jsonKind(raw))
@@ -378,6 +392,8 @@ type restTensor struct {
 	params     Parameters
 	binarySize int64 // -1 when the data is in JSON
 	data       json.RawMessage
+	decoded    any // data converted by the scanner, for decodedAs
+	decodedAs  decodedAs
 }
 
 // parseRESTTensor checks one input or output object. kind is "input" or
@@ -436,7 +452,7 @@ func parseRESTTensor(j *restTensorJSON, kind string, i int) (restTensor, error) 
 	case !hasData && t.binarySize < 0:
 		return t, invalidf("%s %q: no data and no %s; set exactly one", kind, name, ParamBinaryDataSize)
 	}
-	t.data = j.Data
+	t.data, t.decoded, t.decodedAs = j.Data, j.decoded, j.decodedAs
 	return t, nil
 }
 
@@ -491,6 +507,9 @@ func decodeTensorData(t *restTensor, raw []byte, maxElements int64) (tensor.Tens
 	// before the decoder sees a count it might allocate for.
 	if t.count > 0 && t.count > int64(len(t.data)-1)/2 {
 		return tensor.Tensor{}, fmt.Errorf("shape %v needs %d elements but the data is only %d bytes of JSON", t.shape, t.count, len(t.data))
+	}
+	if t.decoded != nil && t.decodedAs.datatype == t.datatype && slices.Equal(t.decodedAs.shape, t.shape) {
+		return tensor.Tensor{Name: t.name, Datatype: t.datatype, Shape: t.shape, Data: t.decoded}, nil
 	}
 	v, err := tensor.DecodeJSONData(t.datatype, t.shape, t.data, maxElements)
 	if err != nil {

@@ -61,15 +61,29 @@ const (
 // Anything else (null, objects, strings for numeric types, numbers for BYTES)
 // is an error naming the element index.
 func DecodeJSONData(d Datatype, shape []int64, data []byte, maxElements int64) (any, error) {
+	v, _, err := decodeJSONData(d, shape, data, maxElements, false)
+	return v, err
+}
+
+// DecodeJSONDataPrefix is DecodeJSONData for a JSON array at the start of
+// data followed by anything: it decodes the array, does not look past its
+// closing bracket, and returns the number of bytes it took. It lets a
+// decoder of a whole message convert a "data" member in the pass that finds
+// its end. The elements are those DecodeJSONData gives for data[:n].
+func DecodeJSONDataPrefix(d Datatype, shape []int64, data []byte, maxElements int64) (v any, n int, err error) {
+	return decodeJSONData(d, shape, data, maxElements, true)
+}
+
+func decodeJSONData(d Datatype, shape []int64, data []byte, maxElements int64, prefix bool) (any, int, error) {
 	if !d.Valid() {
-		return nil, fmt.Errorf("unknown datatype %q", d)
+		return nil, 0, fmt.Errorf("unknown datatype %q", d)
 	}
 	count, err := ElementCount(shape)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if maxElements > 0 && count > maxElements {
-		return nil, fmt.Errorf("shape %v has %d elements, more than the limit of %d", shape, count, maxElements)
+		return nil, 0, fmt.Errorf("shape %v has %d elements, more than the limit of %d", shape, count, maxElements)
 	}
 	// Every element takes at least one byte plus a separator, so the input
 	// cannot hold more than len(data)/2+1 of them whatever the shape claims.
@@ -77,7 +91,7 @@ func DecodeJSONData(d Datatype, shape []int64, data []byte, maxElements int64) (
 	if maxElements > 0 {
 		capacity = min(capacity, maxElements)
 	}
-	s := &jsonScanner{data: data, dtype: d, shape: shape, count: count}
+	s := &jsonScanner{data: data, dtype: d, shape: shape, count: count, prefix: prefix}
 	c := int(capacity)
 	var out any
 	switch d {
@@ -152,9 +166,9 @@ func DecodeJSONData(d Datatype, shape []int64, data []byte, maxElements int64) (
 		out, err = decodeElements(s, c, s.parseBytes)
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return out, nil
+	return out, s.pos, nil
 }
 
 // decodeElements runs the scanner over the whole value, converting each
@@ -179,11 +193,13 @@ func decodeElements[T any](s *jsonScanner, capacity int, parse func(tokenKind) (
 		v = append(v, e)
 		s.index++
 	}
-	for s.pos < len(s.data) && isSpace(s.data[s.pos]) {
-		s.pos++
-	}
-	if s.pos < len(s.data) {
-		return nil, fmt.Errorf("offset %d: unexpected %s after the data array", s.pos, describeByte(s.data[s.pos]))
+	if !s.prefix {
+		for s.pos < len(s.data) && isSpace(s.data[s.pos]) {
+			s.pos++
+		}
+		if s.pos < len(s.data) {
+			return nil, fmt.Errorf("offset %d: unexpected %s after the data array", s.pos, describeByte(s.data[s.pos]))
+		}
 	}
 	if int64(len(v)) != s.count {
 		return nil, fmt.Errorf("data has %d elements, shape %v needs %d", len(v), s.shape, s.count)
@@ -235,6 +251,8 @@ type jsonScanner struct {
 	index int // index of the element being parsed, for messages
 
 	arena []byte // backing store for decoded BYTES elements
+
+	prefix bool // stop at the end of the array (DecodeJSONDataPrefix)
 }
 
 // next advances to the next scalar element and returns its kind, or tokEnd
