@@ -33,6 +33,7 @@ type REST struct {
 	opts   Options
 	hc     *http.Client
 	tr     *http.Transport
+	http1  *http1Client // PreparedInfer over plain http; nil for https
 
 	getHeader  http.Header // Options.Header + User-Agent; read-only
 	jsonHeader http.Header // getHeader + Content-Type: application/json; read-only
@@ -101,6 +102,10 @@ func NewREST(baseURL string, binary bool, opts Options) (*REST, error) {
 				return http.ErrUseLastResponse
 			},
 		},
+	}
+	if strings.HasPrefix(base, "http://") {
+		u, _ := url.Parse(base) // validated by parseBaseURL
+		c.http1 = newHTTP1(hostPort(u), opts)
 	}
 	c.getHeader = opts.Header.Clone()
 	if c.getHeader == nil {
@@ -497,6 +502,9 @@ func DecodeInferResponse(raw *RawResponse) (*oip.InferResponse, error) {
 // Close closes idle keep-alive connections; calls in flight finish.
 func (c *REST) Close() error {
 	c.tr.CloseIdleConnections()
+	if c.http1 != nil {
+		c.http1.closeIdle()
+	}
 	return nil
 }
 
@@ -505,4 +513,17 @@ func (c *REST) Close() error {
 func closedUnderUs(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// hostPort is the address to dial for u: its host with the scheme's
+// default port when none is given.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }

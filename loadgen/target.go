@@ -40,8 +40,9 @@ type OIPTarget struct {
 
 // payload is one distinct request, ready to send.
 type payload struct {
-	body      []byte // REST body
-	headerLen int    // REST Inference-Header-Content-Length, -1 for pure JSON
+	body      []byte                // REST body
+	headerLen int                   // REST Inference-Header-Content-Length, -1 for pure JSON
+	post      *client.PreparedInfer // REST: the whole request, serialized once
 	msg       *preEncoded
 	expect    []tensor.Tensor // outputs to validate against; nil: none
 	expectRaw [][]byte        // expect's raw encodings, made once
@@ -213,6 +214,9 @@ func (t *OIPTarget) encode(set inputSet, params oip.Parameters) (payload, error)
 			return p, err
 		}
 		p.body, p.headerLen = body, hl
+		if p.post, err = t.rest.PrepareInfer(t.cfg.Model, t.cfg.ModelVersion, body, hl); err != nil {
+			return p, err
+		}
 	default:
 		pb, err := oip.ToProtoRequest(req, t.cfg.Protocol == client.ProtocolGRPCRaw)
 		if err != nil {
@@ -230,21 +234,20 @@ func (t *OIPTarget) encode(set inputSet, params oip.Parameters) (payload, error)
 // Info describes the server, model and payloads.
 func (t *OIPTarget) Info() TargetInfo { return t.info }
 
-// Do sends request seq: payload seq mod the number of payloads.
+// Do sends request seq: payload seq mod the number of payloads. Every
+// answer's framing is checked whether or not it is validated: REST status,
+// lengths and chunking, and the binary Inference-Header-Content-Length
+// against the body (client.PreparedInfer), gRPC by grpc-go; the body is
+// kept only to validate it.
 func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 	p := &t.payloads[seq%uint64(len(t.payloads))]
-	if t.rest != nil {
-		resp, err := t.rest.PostInfer(ctx, t.cfg.Model, t.cfg.ModelVersion, p.body, p.headerLen)
-		if err != nil {
+	if p.post != nil {
+		keep := t.validate && p.expect != nil
+		a, err := p.post.Send(ctx, keep)
+		if err != nil || !keep {
 			return err
 		}
-		if resp.Status < 200 || resp.Status > 299 {
-			return &HTTPStatusError{Status: resp.Status}
-		}
-		if t.validate && p.expect != nil {
-			return t.checkREST(p, resp)
-		}
-		return nil
+		return t.checkREST(p, a)
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout.D())
 	defer cancel()
@@ -267,10 +270,10 @@ func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 
 const modelInferMethod = inferencepb.GRPCInferenceService_ModelInfer_FullMethodName
 
-func (t *OIPTarget) checkREST(p *payload, resp *client.RawResponse) error {
-	r, err := client.DecodeInferResponse(resp)
+func (t *OIPTarget) checkREST(p *payload, a client.InferAnswer) error {
+	r, err := oip.DecodeRESTResponse(a.Body, a.HeaderLen)
 	if err != nil {
-		return &ValidationError{Detail: err.Error()}
+		return &ValidationError{Detail: "decode response: " + err.Error()}
 	}
 	return checkOutputs(p.expect, p.expectRaw, r)
 }

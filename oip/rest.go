@@ -3,6 +3,7 @@ package oip
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -261,10 +262,22 @@ func decodeRESTRequest(body []byte, headerLen int, lim Limits, scan func([]byte,
 // parameters.binary_data_size and no "data". headerLen is -1 when no output is
 // binary.
 func EncodeRESTResponse(resp *InferResponse, binary func(output string) bool) (body []byte, headerLen int, err error) {
+	return AppendRESTResponse(nil, resp, binary)
+}
+
+// AppendRESTResponse is EncodeRESTResponse appending to dst, so that a
+// server can encode into a reused buffer; headerLen counts from the end of
+// dst's original contents.
+func AppendRESTResponse(dst []byte, resp *InferResponse, binary func(output string) bool) (body []byte, headerLen int, err error) {
 	if resp == nil {
 		return nil, 0, errors.New("encode REST response: nil response")
 	}
-	isBinary := make([]bool, len(resp.Outputs))
+	var small [8]bool
+	isBinary := small[:0]
+	if len(resp.Outputs) > len(small) {
+		isBinary = make([]bool, 0, len(resp.Outputs))
+	}
+	isBinary = isBinary[:len(resp.Outputs)]
 	anyBinary := false
 	hint := 96 + len(resp.Model) + len(resp.Version) + len(resp.ID) + 64*len(resp.Parameters)
 	tailSize := 0
@@ -281,22 +294,23 @@ func EncodeRESTResponse(resp *InferResponse, binary func(output string) bool) (b
 			hint += jsonDataSizeHint(o.Tensor)
 		}
 	}
-	b := make([]byte, 0, hint+tailSize)
+	origin := len(dst)
+	b := slices.Grow(dst, hint+tailSize)
 	b = append(b, '{')
-	b = appendKey(b, 0, "model_name")
+	b = appendKey(b, origin, "model_name")
 	b = tensor.AppendJSONString(b, resp.Model)
 	if resp.Version != "" {
-		b = appendKey(b, 0, "model_version")
+		b = appendKey(b, origin, "model_version")
 		b = tensor.AppendJSONString(b, resp.Version)
 	}
 	if resp.ID != "" {
-		b = appendKey(b, 0, "id")
+		b = appendKey(b, origin, "id")
 		b = tensor.AppendJSONString(b, resp.ID)
 	}
-	if b, err = appendParametersField(b, 0, resp.Parameters, "", paramField{}); err != nil {
+	if b, err = appendParametersField(b, origin, resp.Parameters, "", paramField{}); err != nil {
 		return nil, 0, fmt.Errorf("encode REST response: %w", err)
 	}
-	b = appendKey(b, 0, "outputs")
+	b = appendKey(b, origin, "outputs")
 	b = append(b, '[')
 	for i := range resp.Outputs {
 		o := &resp.Outputs[i]
@@ -315,7 +329,7 @@ func EncodeRESTResponse(resp *InferResponse, binary func(output string) bool) (b
 	if !anyBinary {
 		return b, -1, nil
 	}
-	headerLen = len(b)
+	headerLen = len(b) - origin
 	for i := range resp.Outputs {
 		if isBinary[i] {
 			if b, err = tensor.AppendRaw(b, resp.Outputs[i].Tensor); err != nil {

@@ -414,18 +414,24 @@ func parseRESTTensor(j *restTensorJSON, kind string, i int) (restTensor, error) 
 	if absent(j.Shape) {
 		return t, invalidf("%s %q: missing shape", kind, name)
 	}
-	if t.shape, err = parseShape(j.Shape); err != nil {
+	if j.decodedAs.shape != nil {
+		t.shape = j.decodedAs.shape // parsed from j.Shape by the scanner
+	} else if t.shape, err = parseShape(j.Shape); err != nil {
 		return t, invalidf("%s %q: %w", kind, name, err)
 	}
 	if absent(j.Datatype) {
 		return t, invalidf("%s %q: missing datatype", kind, name)
 	}
-	dt, err := parseString(j.Datatype, "datatype")
-	if err != nil {
-		return t, invalidf("%s %q: %w", kind, name, err)
-	}
-	if t.datatype, err = tensor.ParseDatatype(dt); err != nil {
-		return t, invalidf("%s %q: %v", kind, name, err)
+	if d, ok := knownDatatype(j.Datatype); ok {
+		t.datatype = d
+	} else {
+		dt, err := parseString(j.Datatype, "datatype")
+		if err != nil {
+			return t, invalidf("%s %q: %w", kind, name, err)
+		}
+		if t.datatype, err = tensor.ParseDatatype(dt); err != nil {
+			return t, invalidf("%s %q: %v", kind, name, err)
+		}
 	}
 	if t.count, err = tensor.ElementCount(t.shape); err != nil {
 		return t, invalidf("%s %q: %v", kind, name, err)

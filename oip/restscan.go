@@ -361,7 +361,7 @@ func (s *jsonScan) tensors() ([]restTensorJSON, bool) {
 	if s.peek() != '[' {
 		return nil, false
 	}
-	ts := []restTensorJSON{}
+	ts := make([]restTensorJSON, 0, 4)
 	ok := s.array(func() bool {
 		var t restTensorJSON
 		ok := s.tensor(&t)
@@ -454,12 +454,8 @@ type decodedAs struct {
 // fastDatatypeShape parses a tensor's datatype and shape members as
 // parseRESTTensor does, when both are in their plain forms.
 func fastDatatypeShape(dt, shape json.RawMessage) (tensor.Datatype, []int64, bool) {
-	name, ok := fastString(dt)
+	d, ok := knownDatatype(dt)
 	if !ok {
-		return "", nil, false
-	}
-	d, err := tensor.ParseDatatype(name)
-	if err != nil {
 		return "", nil, false
 	}
 	dims, ok := fastShape(shape)
@@ -566,11 +562,36 @@ func fastParameters(raw json.RawMessage) (Parameters, bool) {
 		if p == nil {
 			p = make(Parameters, 2)
 		}
-		p[string(name)] = v
+		p[paramName(name)] = v
 		return true
 	})
 	if !ok || !s.end() {
 		return nil, false
 	}
 	return p, true
+}
+
+// paramName is string(name), without allocating for the binary-data
+// extension's parameters, which are on every binary request.
+func paramName(name []byte) string {
+	for _, n := range [...]string{ParamBinaryDataSize, ParamBinaryDataOutput, ParamBinaryData} {
+		if string(name) == n {
+			return n
+		}
+	}
+	return string(name)
+}
+
+// knownDatatype returns the datatype a JSON string names when it is one of
+// tensor.Datatypes spelt plainly, without allocating.
+func knownDatatype(raw json.RawMessage) (tensor.Datatype, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	for _, d := range tensor.Datatypes {
+		if string(raw[1:len(raw)-1]) == string(d) {
+			return d, true
+		}
+	}
+	return "", false
 }

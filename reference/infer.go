@@ -27,18 +27,19 @@ func (s *Server) infer(ctx context.Context, m model.Model, version string, req *
 	}
 	// The requested outputs in the requested order, or every output in
 	// metadata order when none was requested.
-	names := make([]string, 0, max(len(req.Outputs), len(md.Outputs)))
-	for _, o := range req.Outputs {
-		names = append(names, o.Name)
+	n := len(req.Outputs)
+	if n == 0 {
+		n = len(md.Outputs)
 	}
-	if len(names) == 0 {
-		for _, o := range md.Outputs {
-			names = append(names, o.Name)
+	resp := &oip.InferResponse{Model: md.Name, Version: version, ID: req.ID, Outputs: make([]oip.InferOutput, 0, n)}
+	outputName := func(i int) string {
+		if len(req.Outputs) > 0 {
+			return req.Outputs[i].Name
 		}
+		return md.Outputs[i].Name
 	}
-	resp := &oip.InferResponse{Model: md.Name, Version: version, ID: req.ID, Outputs: make([]oip.InferOutput, 0, len(names))}
-	for _, name := range names {
-		t, err := producedOutput(&md, outs, name)
+	for i := range n {
+		t, err := producedOutput(&md, outs, outputName(i))
 		if err != nil {
 			return nil, err
 		}

@@ -1,15 +1,17 @@
 package reference
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"io"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oipkit/oipkit/oip"
@@ -54,20 +56,38 @@ func (r route) allows(method string) bool {
 	return method == http.MethodGet || method == http.MethodHead
 }
 
-// matchRoute maps an escaped URL path to a route.
+// maxRouteSegments is more path segments than any route has
+// (/v2/models/{m}/versions/{v}/infer has six).
+const maxRouteSegments = 8
+
+// matchRoute maps an escaped URL path to a route. It splits the path into
+// a fixed array, so routing allocates nothing unless a segment is escaped.
 func matchRoute(escapedPath string) (route, bool) {
 	if !strings.HasPrefix(escapedPath, "/") {
 		return route{}, false
 	}
-	raw := strings.Split(escapedPath[1:], "/")
-	segs := make([]string, len(raw))
-	for i, r := range raw {
-		s, err := url.PathUnescape(r)
-		if err != nil {
+	var buf [maxRouteSegments]string
+	n := 0
+	for rest := escapedPath[1:]; ; {
+		seg, after, more := strings.Cut(rest, "/")
+		if n == len(buf) {
 			return route{}, false
 		}
-		segs[i] = s
+		if strings.IndexByte(seg, '%') >= 0 {
+			u, err := url.PathUnescape(seg)
+			if err != nil {
+				return route{}, false
+			}
+			seg = u
+		}
+		buf[n] = seg
+		n++
+		if !more {
+			break
+		}
+		rest = after
 	}
+	segs := buf[:n]
 	switch {
 	case len(segs) == 1 && segs[0] == "metrics":
 		return route{kind: routeMetrics}, true
@@ -198,14 +218,14 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 	start := time.Now()
 	s.metrics.inflight.Add(1)
-	label := s.modelLabel(rt.model)
+	label := "" // the metrics label: the model's name once it is known to exist
 	defer func() {
 		s.metrics.inflight.Add(-1)
 		status := w.status
 		if status == 0 {
 			status = http.StatusInternalServerError // a panic before any answer
 		}
-		s.metrics.observe(label, "rest", strconv.Itoa(status), time.Since(start))
+		s.metrics.observe(label, "rest", statusCode(status), time.Since(start))
 	}()
 
 	fail := func(err error) {
@@ -220,21 +240,31 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 
 	m, version, err := s.repo.Lookup(rt.model, rt.version)
 	if err != nil {
+		if _, _, err := s.repo.Lookup(rt.model, ""); err == nil {
+			label = rt.model // a known model, an unknown version
+		}
 		fail(err)
 		return
 	}
-	body, err := s.readBody(w, r)
+	label = rt.model
+	buf := getBuffer()
+	defer putBuffer(buf)
+	body, err := s.readBody(w, r, (*buf)[:0])
+	*buf = body[:0]
 	if err != nil {
 		fail(err)
 		return
 	}
 	// A length of 0 (Triton's "raw binary request") is refused by the
 	// decoder: this server does not implement it.
-	headerLen, err := oip.ParseHeaderLength(r.Header.Values(oip.HeaderInferenceHeaderContentLength), len(body))
+	headerLen, err := oip.ParseHeaderLength(r.Header[oip.HeaderInferenceHeaderContentLength], len(body))
 	if err != nil {
 		fail(err)
 		return
 	}
+	// Nothing decoded from body outlives this handler (JSON data is
+	// converted, binary data copied; BYTES elements of binary inputs alias
+	// body, and the response is encoded before the buffer is reused).
 	req, err := oip.DecodeRESTRequest(body, headerLen, oip.Limits{MaxElements: s.cfg.MaxTensorElements})
 	if err != nil {
 		fail(fmt.Errorf("decode request: %w", err))
@@ -246,44 +276,90 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		fail(err)
 		return
 	}
-	out, outHeaderLen, err := oip.EncodeRESTResponse(resp, req.BinaryOutput)
+	outBuf := getBuffer()
+	defer putBuffer(outBuf)
+	out, outHeaderLen, err := oip.AppendRESTResponse((*outBuf)[:0], resp, req.BinaryOutput)
+	*outBuf = out[:0]
 	if err != nil {
 		fail(fmt.Errorf("encode response: %w", err))
 		return
 	}
 	h := w.Header()
 	if outHeaderLen >= 0 {
-		h.Set("Content-Type", "application/octet-stream")
-		h.Set(oip.HeaderInferenceHeaderContentLength, strconv.Itoa(outHeaderLen))
+		h["Content-Type"] = contentTypeBinary
+		h[oip.HeaderInferenceHeaderContentLength] = []string{strconv.Itoa(outHeaderLen)}
 	} else {
-		h.Set("Content-Type", "application/json")
+		h["Content-Type"] = contentTypeJSON
 	}
-	h.Set("Content-Length", strconv.Itoa(len(out)))
+	h["Content-Length"] = []string{strconv.Itoa(len(out))}
 	w.WriteHeader(http.StatusOK)
 	w.Write(out)
 }
 
-// readBody reads the whole request body, at most MaxBodyBytes. The buffer
-// grows with what actually arrives rather than with what Content-Length
-// promises, so a client cannot reserve memory it never sends.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// Header values shared by every response; net/http only reads them.
+var (
+	contentTypeJSON   = []string{"application/json"}
+	contentTypeBinary = []string{"application/octet-stream"}
+)
+
+// statusCode is the metrics label of an HTTP status.
+func statusCode(status int) string {
+	if status == http.StatusOK {
+		return "200"
+	}
+	return strconv.Itoa(status)
+}
+
+// Request and response bodies are read and encoded into pooled buffers;
+// buffers that grew beyond maxPooledBuffer are left to the garbage
+// collector, so one large request does not pin memory.
+const maxPooledBuffer = 1 << 20
+
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
+func getBuffer() *[]byte { return buffers.Get().(*[]byte) }
+
+func putBuffer(b *[]byte) {
+	if cap(*b) <= maxPooledBuffer {
+		buffers.Put(b)
+	}
+}
+
+// readBody appends the whole request body to buf, at most MaxBodyBytes. The
+// buffer grows with what actually arrives rather than with what
+// Content-Length promises, so a client cannot reserve memory it never sends.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
 	limit := s.cfg.MaxBodyBytes
 	if r.ContentLength > limit {
-		return nil, fmt.Errorf("request body of %d bytes exceeds the %d-byte limit: %w", r.ContentLength, limit, &http.MaxBytesError{Limit: limit})
+		return buf, fmt.Errorf("request body of %d bytes exceeds the %d-byte limit: %w", r.ContentLength, limit, &http.MaxBytesError{Limit: limit})
 	}
-	var buf bytes.Buffer
+	body := r.Body
+	if r.ContentLength < 0 {
+		// Chunked: net/http does not know the length, so bound it here.
+		// (With a Content-Length, net/http never returns more than it.)
+		body = http.MaxBytesReader(w, r.Body, limit)
+	}
 	if r.ContentLength > 0 {
-		buf.Grow(int(min(r.ContentLength, 1<<20)))
+		// One more byte than the body, so reading its end needs no growth.
+		buf = slices.Grow(buf, int(min(r.ContentLength, 1<<20))+1)
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	var maxBytes *http.MaxBytesError
-	switch {
-	case errors.As(err, &maxBytes):
-		return nil, fmt.Errorf("request body exceeds the %d-byte limit: %w", limit, err)
-	case err != nil:
-		return nil, invalidf("read request body: %v", err)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 512)
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			var maxBytes *http.MaxBytesError
+			if errors.As(err, &maxBytes) {
+				return buf, fmt.Errorf("request body exceeds the %d-byte limit: %w", limit, err)
+			}
+			return buf, invalidf("read request body: %v", err)
+		}
 	}
-	return buf.Bytes(), nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,0 +1,623 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// http1Client sends PreparedInfer requests over plain HTTP/1.1 keep-alive
+// connections, the way wrk does: one write of the serialized request, then
+// the answer read and checked on the caller's goroutine through a buffered
+// reader, with nothing allocated per request unless the body is kept.
+//
+// Every read is bounded: the connection's deadline is the call's (timeout or
+// the context's deadline, whichever is first), header bytes are capped, and
+// bodies beyond Options.MaxResponseBytes are refused; bodies that are not
+// kept are read through the connection's buffer and dropped.
+type http1Client struct {
+	addr    string // host:port
+	timeout time.Duration
+	maxBody int64
+	dialer  net.Dialer
+
+	// slots holds one token per connection in use (sending or being
+	// dialled), so at most cap(slots) connections exist.
+	slots  chan struct{}
+	mu     sync.Mutex
+	idle   []*http1Conn
+	closed bool
+}
+
+// Limits of the HTTP/1.1 reader.
+const (
+	http1BufferSize    = 16 << 10
+	maxResponseHeaders = 1 << 20 // bytes of status line and headers, 1xx answers included
+	maxInterimAnswers  = 8       // 1xx answers before the final one
+)
+
+func newHTTP1(addr string, opts Options) *http1Client {
+	return &http1Client{
+		addr:    addr,
+		timeout: opts.Timeout,
+		maxBody: opts.MaxResponseBytes,
+		dialer:  net.Dialer{KeepAlive: 30 * time.Second},
+		slots:   make(chan struct{}, opts.Connections),
+	}
+}
+
+// http1Conn is one keep-alive connection.
+type http1Conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	reused bool   // it carried a request before
+	line   []byte // header lines longer than br's buffer are assembled here
+
+	// watched is the context whose end aborts I/O on the connection; it is
+	// registered once per context, not per request (a load generator's
+	// workers send every request under the run's context).
+	watched   context.Context
+	stopWatch func() bool
+	aborted   atomic.Bool
+
+	ihcl    [32]byte // the first Inference-Header-Content-Length value
+	ihclLen int      // its length (may exceed len(ihcl): then it is cut)
+	ihclN   int      // how many times the header came
+}
+
+// aLongTimeAgo is a deadline in the past: it makes pending I/O fail at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func (cn *http1Conn) abort() {
+	cn.aborted.Store(true)
+	cn.nc.SetDeadline(aLongTimeAgo)
+}
+
+// watch makes the end of ctx abort the connection's I/O. It reports false
+// when an earlier context's abort may already be under way: the
+// connection must not be used.
+func (cn *http1Conn) watch(ctx context.Context) bool {
+	if cn.watched == ctx {
+		return !cn.aborted.Load()
+	}
+	if cn.stopWatch != nil && !cn.stopWatch() {
+		return false
+	}
+	cn.watched, cn.stopWatch = ctx, nil
+	if ctx.Done() != nil {
+		cn.stopWatch = context.AfterFunc(ctx, cn.abort)
+	}
+	return !cn.aborted.Load()
+}
+
+func (cn *http1Conn) close() {
+	if cn.stopWatch != nil {
+		cn.stopWatch()
+	}
+	cn.nc.Close()
+}
+
+// get returns a connection for a request due by deadline: an idle one, or a
+// new one while fewer than Connections exist, or the next one freed.
+func (h *http1Client) get(ctx context.Context, deadline time.Time, fresh bool) (*http1Conn, error) {
+	select {
+	case h.slots <- struct{}{}:
+	default:
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case h.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, fmt.Errorf("all %d connections stayed busy: %w", cap(h.slots), os.ErrDeadlineExceeded)
+		}
+	}
+	for !fresh {
+		h.mu.Lock()
+		var cn *http1Conn
+		if n := len(h.idle); n > 0 {
+			cn = h.idle[n-1]
+			h.idle[n-1] = nil
+			h.idle = h.idle[:n-1]
+		}
+		h.mu.Unlock()
+		if cn == nil {
+			break
+		}
+		if cn.watch(ctx) {
+			return cn, nil
+		}
+		cn.close()
+	}
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	nc, err := h.dialer.DialContext(dctx, "tcp", h.addr)
+	if err != nil {
+		<-h.slots
+		return nil, err
+	}
+	cn := &http1Conn{nc: nc, br: bufio.NewReaderSize(nc, http1BufferSize)}
+	if !cn.watch(ctx) {
+		cn.close()
+		<-h.slots
+		return nil, ctx.Err()
+	}
+	return cn, nil
+}
+
+// put returns a healthy connection to the pool.
+func (h *http1Client) put(cn *http1Conn) {
+	cn.reused = true
+	h.mu.Lock()
+	if h.closed {
+		cn.close()
+	} else {
+		h.idle = append(h.idle, cn)
+	}
+	h.mu.Unlock()
+	<-h.slots
+}
+
+// drop closes a connection that must not be reused.
+func (h *http1Client) drop(cn *http1Conn) {
+	cn.close()
+	<-h.slots
+}
+
+// closeIdle closes idle connections; later ones are closed when returned.
+func (h *http1Client) closeIdle() {
+	h.mu.Lock()
+	h.closed = true
+	for _, cn := range h.idle {
+		cn.close()
+	}
+	h.idle = nil
+	h.mu.Unlock()
+}
+
+// send is PreparedInfer.Send over HTTP/1.1.
+func (h *http1Client) send(ctx context.Context, wire []byte, keep bool) (InferAnswer, error) {
+	const op = "Infer"
+	if err := ctx.Err(); err != nil {
+		return InferAnswer{}, &Error{Op: op, Err: err}
+	}
+	start := time.Now()
+	deadline := start.Add(h.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	for attempt := 0; ; attempt++ {
+		cn, err := h.get(ctx, deadline, attempt > 0)
+		if err != nil {
+			return InferAnswer{}, h.fail(ctx, op, start, deadline, err)
+		}
+		reused := cn.reused
+		a, errBody, started, reusable, err := cn.roundTrip(wire, deadline, keep, h.maxBody)
+		if reusable && err == nil {
+			h.put(cn)
+		} else {
+			h.drop(cn)
+		}
+		if err != nil {
+			// A keep-alive connection the server closed while it was idle
+			// fails before any answer: send once more on a new connection,
+			// as net/http does.
+			if attempt == 0 && reused && !started && staleConn(err) && ctx.Err() == nil {
+				continue
+			}
+			return InferAnswer{}, h.fail(ctx, op, start, deadline, err)
+		}
+		if a.Status < 200 || a.Status > 299 {
+			return InferAnswer{}, statusError(op, &RawResponse{Status: a.Status, Body: errBody})
+		}
+		return a, nil
+	}
+}
+
+// staleConn reports the errors of a connection closed by the server.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// fail turns a transport error into an *Error; the end of the call's time
+// wraps context.DeadlineExceeded, the end of ctx wraps ctx.Err().
+func (h *http1Client) fail(ctx context.Context, op string, start, deadline time.Time, err error) error {
+	if ce, ok := err.(*Error); ok {
+		return ce
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return &Error{Op: op, Err: fmt.Errorf("%w: %w", cerr, err)}
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return &Error{Op: op, Err: fmt.Errorf("%w: no complete answer within %v: %w",
+			context.DeadlineExceeded, deadline.Sub(start).Round(time.Millisecond), err)}
+	}
+	return &Error{Op: op, Err: err}
+}
+
+// malformed is an *Error wrapping ErrMalformedResponse.
+func malformed(format string, args ...any) error {
+	return &Error{Op: "Infer", Err: fmt.Errorf("%w: "+format, append([]any{ErrMalformedResponse}, args...)...)}
+}
+
+// tooLarge is an *Error wrapping ErrResponseTooLarge.
+func tooLarge(max int64, format string, args ...any) error {
+	return &Error{Op: "Infer", Message: fmt.Sprintf("response body exceeds %d bytes", max),
+		Err: fmt.Errorf("%w: "+format, append([]any{ErrResponseTooLarge}, args...)...)}
+}
+
+// framing is what the headers say about the body.
+type framing struct {
+	contentLength int64 // -1: none
+	chunked       bool
+	close         bool // the connection ends after this answer
+}
+
+// roundTrip writes the request and reads the answer. errBody is the start
+// of a non-2xx answer's body, for its message. started reports whether any
+// byte of an answer came; reusable whether the connection may carry another
+// request.
+func (cn *http1Conn) roundTrip(wire []byte, deadline time.Time, keep bool, max int64) (a InferAnswer, errBody []byte, started, reusable bool, err error) {
+	if err := cn.nc.SetDeadline(deadline); err != nil {
+		return a, nil, false, false, err
+	}
+	if cn.aborted.Load() {
+		return a, nil, false, false, context.Canceled
+	}
+	if _, err := cn.nc.Write(wire); err != nil {
+		return a, nil, false, false, err
+	}
+	if _, err := cn.br.Peek(1); err != nil {
+		return a, nil, false, false, err
+	}
+	budget := maxResponseHeaders
+	var f framing
+	for interim := 0; ; interim++ {
+		if a.Status, f, err = cn.readHead(&budget); err != nil {
+			return a, nil, true, false, err
+		}
+		if a.Status >= 200 {
+			break
+		}
+		if a.Status == 101 || interim == maxInterimAnswers {
+			return a, nil, true, false, malformed("unexpected interim answer %d", a.Status)
+		}
+	}
+	keepUpTo := int64(0)
+	switch {
+	case a.Status > 299:
+		keepUpTo = maxErrorBody
+	case keep:
+		keepUpTo = max
+	}
+	var body []byte
+	if a.Status != 204 && a.Status != 304 {
+		if body, a.BodyLen, err = cn.readBody(f, keepUpTo, max); err != nil {
+			return a, nil, true, false, err
+		}
+	}
+	reusable = !f.close && (f.contentLength >= 0 || f.chunked)
+	if n := cn.br.Buffered(); n > 0 && reusable {
+		return a, nil, true, false, malformed("%d bytes after the end of the %d-byte body", n, a.BodyLen)
+	}
+	if a.Status > 299 {
+		return a, body, true, reusable, nil
+	}
+	a.Body = body
+	a.HeaderLen = -1
+	if cn.ihclN > 0 {
+		if a.HeaderLen, err = cn.headerLength(a.BodyLen); err != nil {
+			return a, nil, true, false, &Error{Op: "Infer", Err: err}
+		}
+	}
+	return a, nil, true, reusable, nil
+}
+
+// headerLength checks the Inference-Header-Content-Length that came.
+func (cn *http1Conn) headerLength(bodyLen int64) (int, error) {
+	v := cn.ihcl[:min(cn.ihclLen, len(cn.ihcl))]
+	if cn.ihclN == 1 && len(v) > 0 && len(v) <= 18 {
+		n := int64(0)
+		for _, c := range v {
+			if c < '0' || c > '9' {
+				n = -1
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if n >= 0 && n <= bodyLen {
+			return int(n), nil
+		}
+	}
+	// Everything else is an error; ParseHeaderLength says which.
+	text := string(v)
+	if cn.ihclLen > len(cn.ihcl) {
+		text += "…"
+	}
+	values := make([]string, cn.ihclN)
+	values[0] = text
+	return checkHeaderLength(values, bodyLen)
+}
+
+// readHead reads a status line and its headers.
+func (cn *http1Conn) readHead(budget *int) (status int, f framing, err error) {
+	line, err := cn.readLine(budget)
+	if err != nil {
+		return 0, f, err
+	}
+	// HTTP/1.x SP 3DIGIT [SP reason]
+	if len(line) < 12 || string(line[:7]) != "HTTP/1." || !isDigit(line[7]) || line[8] != ' ' ||
+		!isDigit(line[9]) || !isDigit(line[10]) || !isDigit(line[11]) || (len(line) > 12 && line[12] != ' ') || line[9] == '0' {
+		return 0, f, malformed("status line %s", quoteCut(line))
+	}
+	status = int(line[9]-'0')*100 + int(line[10]-'0')*10 + int(line[11]-'0')
+	http10 := line[7] == '0'
+	f = framing{contentLength: -1, close: http10}
+	cn.ihclLen, cn.ihclN = 0, 0
+	for {
+		line, err := cn.readLine(budget)
+		if err != nil {
+			return 0, f, err
+		}
+		if len(line) == 0 {
+			return status, f, nil
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || line[0] == ' ' || line[0] == '\t' || bytes.ContainsAny(line[:colon], " \t") {
+			return 0, f, malformed("header line %s", quoteCut(line))
+		}
+		name, value := line[:colon], trimOWS(line[colon+1:])
+		switch {
+		case equalFold(name, "content-length"):
+			n, ok := parseDecimal(value)
+			if !ok {
+				return 0, f, malformed("Content-Length %s", quoteCut(value))
+			}
+			if f.contentLength >= 0 && f.contentLength != n {
+				return 0, f, malformed("Content-Length given twice, %d and %d", f.contentLength, n)
+			}
+			f.contentLength = n
+		case equalFold(name, "transfer-encoding"):
+			if !equalFold(value, "chunked") {
+				return 0, f, malformed("unsupported Transfer-Encoding %s", quoteCut(value))
+			}
+			f.chunked = true
+		case equalFold(name, "connection"):
+			for _, tok := range bytes.Split(value, []byte(",")) {
+				switch tok = trimOWS(tok); {
+				case equalFold(tok, "close"):
+					f.close = true
+				case equalFold(tok, "keep-alive") && http10:
+					f.close = false
+				}
+			}
+		case equalFold(name, "inference-header-content-length"):
+			if cn.ihclN == 0 {
+				cn.ihclLen = copy(cn.ihcl[:], value)
+				if len(value) > len(cn.ihcl) {
+					cn.ihclLen = len(value)
+				}
+			}
+			cn.ihclN++
+		}
+	}
+}
+
+// readBody reads a body framed as f, keeping at most keepUpTo bytes of it,
+// and returns what it kept and the body's length.
+func (cn *http1Conn) readBody(f framing, keepUpTo, max int64) ([]byte, int64, error) {
+	var kept []byte
+	var n int64
+	// take reads k bytes of the body, keeping what fits under keepUpTo.
+	take := func(k int64) error {
+		if keep := min(k, keepUpTo-int64(len(kept))); keep > 0 {
+			start := len(kept)
+			kept = slices.Grow(kept, int(keep))[:start+int(keep)]
+			m, err := io.ReadFull(cn.br, kept[start:])
+			kept = kept[:start+m]
+			n += int64(m)
+			if err != nil {
+				return err
+			}
+			k -= keep
+		}
+		for k > 0 {
+			d, err := cn.br.Discard(int(min(k, 1<<30)))
+			k -= int64(d)
+			n += int64(d)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	switch {
+	case f.chunked:
+		budget := maxResponseHeaders
+		for {
+			line, err := cn.readLine(&budget)
+			if err != nil {
+				return nil, n, truncated(err, "chunked body ended after %d bytes", n)
+			}
+			size, ok := parseChunkSize(line)
+			if !ok {
+				return nil, n, malformed("chunk size line %s", quoteCut(line))
+			}
+			if size == 0 {
+				break
+			}
+			if size > max-n {
+				return nil, n, tooLarge(max, "chunked body exceeds %d bytes", max)
+			}
+			if err := take(size); err != nil {
+				return nil, n, truncated(err, "chunked body ended inside a chunk after %d bytes", n)
+			}
+			crlf, err := cn.br.Peek(2)
+			if err != nil || crlf[0] != '\r' || crlf[1] != '\n' {
+				return nil, n, truncated(err, "chunk of %d bytes not followed by CRLF", size)
+			}
+			cn.br.Discard(2)
+		}
+		for { // trailers
+			line, err := cn.readLine(&budget)
+			if err != nil {
+				return nil, n, truncated(err, "chunked body trailer ended early")
+			}
+			if len(line) == 0 {
+				return kept, n, nil
+			}
+		}
+	case f.contentLength >= 0:
+		if f.contentLength > max {
+			return nil, 0, tooLarge(max, "Content-Length %d exceeds %d bytes", f.contentLength, max)
+		}
+		if err := take(f.contentLength); err != nil {
+			return nil, n, truncated(err, "body ended after %d of %d bytes (Content-Length)", n, f.contentLength)
+		}
+		return kept, n, nil
+	default: // until the server closes the connection
+		for {
+			if n >= max {
+				if _, err := cn.br.Peek(1); err == io.EOF {
+					return kept, n, nil
+				}
+				return nil, n, tooLarge(max, "body exceeds %d bytes", max)
+			}
+			err := take(min(max-n, http1BufferSize))
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return kept, n, nil
+			}
+			if err != nil {
+				return nil, n, err
+			}
+		}
+	}
+}
+
+// truncated describes a body cut short: malformed when the connection
+// ended, the I/O error itself otherwise (a timeout stays a timeout).
+func truncated(err error, format string, args ...any) error {
+	if err == nil || err == io.EOF || err == io.ErrUnexpectedEOF {
+		return malformed(format, args...)
+	}
+	return err
+}
+
+// readLine reads one line without its CRLF (or LF). The result is valid
+// until the next read. budget bounds the bytes read over several calls.
+func (cn *http1Conn) readLine(budget *int) ([]byte, error) {
+	line, err := cn.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		cn.line = append(cn.line[:0], line...)
+		for err == bufio.ErrBufferFull && len(cn.line) <= *budget {
+			line, err = cn.br.ReadSlice('\n')
+			cn.line = append(cn.line, line...)
+		}
+		line = cn.line
+	}
+	if *budget -= len(line); *budget < 0 {
+		return nil, malformed("status line and headers exceed %d bytes", maxResponseHeaders)
+	}
+	if err != nil {
+		if err == io.EOF && len(line) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// trimOWS trims spaces and tabs.
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// equalFold compares b with the lower-case ASCII string s, ignoring case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseDecimal parses 1 to 18 decimal digits.
+func parseDecimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if !isDigit(c) {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// parseChunkSize parses a chunk-size line: 1 to 15 hex digits, then
+// optional whitespace and a ;extension.
+func parseChunkSize(line []byte) (int64, bool) {
+	if i := bytes.IndexByte(line, ';'); i >= 0 {
+		line = line[:i]
+	}
+	line = trimOWS(line)
+	if len(line) == 0 || len(line) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range line {
+		switch {
+		case isDigit(c):
+			n = n<<4 | int64(c-'0')
+		case 'a' <= c && c <= 'f':
+			n = n<<4 | int64(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			n = n<<4 | int64(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// quoteCut quotes at most 64 bytes of b for a message.
+func quoteCut(b []byte) string {
+	if len(b) > 64 {
+		return strconv.Quote(string(b[:64])) + "…"
+	}
+	return strconv.Quote(string(b))
+}

@@ -1,0 +1,143 @@
+package reference
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
+)
+
+// Allocation guards of the server's add_sub path: the REST handler and the
+// gRPC ModelInfer method, called in process (net/http's and grpc-go's own
+// per-request allocations are not counted; they are the same for any
+// handler). Allocation counts are deterministic, unlike times.
+
+// Allocations per add_sub request.
+const (
+	maxRESTJSONAllocs   = 1000
+	maxRESTBinaryAllocs = 1000
+	maxGRPCAllocs       = 1000
+)
+
+// recorder is a ResponseWriter that keeps nothing, reused across requests.
+type recorder struct {
+	h      http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *recorder) Header() http.Header         { return w.h }
+func (w *recorder) WriteHeader(code int)        { w.status = code }
+func (w *recorder) Write(b []byte) (int, error) { return w.body.Write(b) }
+
+// replay is a request body that can be read again after Reset.
+type replay struct{ bytes.Reader }
+
+func (*replay) Close() error { return nil }
+
+func addSubTensors() []oip.InferInput {
+	a, b := make([]int32, 16), make([]int32, 16)
+	for i := range a {
+		a[i], b[i] = int32(i+1), int32(i+101)
+	}
+	return []oip.InferInput{
+		{Tensor: tensor.Tensor{Name: "INPUT0", Datatype: tensor.Int32, Shape: []int64{1, 16}, Data: a}},
+		{Tensor: tensor.Tensor{Name: "INPUT1", Datatype: tensor.Int32, Shape: []int64{1, 16}, Data: b}},
+	}
+}
+
+func restAllocs(t *testing.T, binary bool) float64 {
+	s, err := New(Config{HTTPAddr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := oip.RESTEncoding{BinaryInputs: binary, BinaryOutputs: binary}
+	body, hl, err := oip.EncodeRESTRequest(&oip.InferRequest{Inputs: addSubTensors()}, enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodPost, "/v2/models/add_sub/infer", nil)
+	r.Header.Set("Content-Type", "application/json")
+	if hl >= 0 {
+		r.Header.Set(oip.HeaderInferenceHeaderContentLength, strconv.Itoa(hl))
+	}
+	r.ContentLength = int64(len(body))
+	rb := new(replay)
+	r.Body = rb
+	w := &recorder{h: http.Header{}}
+	serve := func() {
+		rb.Reset(body)
+		clear(w.h)
+		w.status = 0
+		w.body.Reset()
+		s.serveHTTP(w, r)
+		if w.status != http.StatusOK {
+			t.Fatalf("HTTP %d: %s", w.status, w.body.Bytes())
+		}
+	}
+	serve()
+	return testing.AllocsPerRun(200, serve)
+}
+
+func TestAddSubRESTAllocs(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		binary bool
+		max    float64
+	}{{"json", false, maxRESTJSONAllocs}, {"binary", true, maxRESTBinaryAllocs}} {
+		n := restAllocs(t, c.binary)
+		t.Logf("REST %s add_sub: %.0f allocations per request", c.name, n)
+		if n > c.max {
+			t.Errorf("REST %s add_sub: %.0f allocations per request, want at most %.0f", c.name, n, c.max)
+		}
+	}
+}
+
+func TestAddSubGRPCAllocs(t *testing.T) {
+	s, err := New(Config{GRPCAddr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := oip.ToProtoRequest(&oip.InferRequest{Model: "add_sub", Inputs: addSubTensors()}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire, err := proto.Marshal(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &grpcService{s: s}
+	ctx := context.Background()
+	call := func() {
+		// As grpc-go does: unmarshal the request, call the method
+		// through the interceptors.
+		var req inferencepb.ModelInferRequest
+		if err := proto.Unmarshal(wire, &req); err != nil {
+			t.Fatal(err)
+		}
+		info := &grpc.UnaryServerInfo{FullMethod: inferencepb.GRPCInferenceService_ModelInfer_FullMethodName}
+		_, err := s.metricsInterceptor(ctx, &req, info, func(ctx context.Context, req any) (any, error) {
+			return s.recoverInterceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+				return g.ModelInfer(ctx, req.(*inferencepb.ModelInferRequest))
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	call()
+	n := testing.AllocsPerRun(200, call)
+	t.Logf("gRPC raw add_sub: %.0f allocations per request", n)
+	if n > maxGRPCAllocs {
+		t.Errorf("gRPC raw add_sub: %.0f allocations per request, want at most %d", n, maxGRPCAllocs)
+	}
+}
