@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,7 +30,6 @@ import (
 type http1Client struct {
 	addr    string // host:port
 	timeout time.Duration
-	maxBody int64
 	dialer  net.Dialer
 
 	// slots holds one token per connection in use (sending or being
@@ -51,7 +51,6 @@ func newHTTP1(addr string, opts Options) *http1Client {
 	return &http1Client{
 		addr:    addr,
 		timeout: opts.Timeout,
-		maxBody: opts.MaxResponseBytes,
 		dialer:  net.Dialer{KeepAlive: 30 * time.Second},
 		slots:   make(chan struct{}, opts.Connections),
 	}
@@ -63,6 +62,7 @@ type http1Conn struct {
 	br     *bufio.Reader
 	reused bool   // it carried a request before
 	line   []byte // header lines longer than br's buffer are assembled here
+	crlf   bool   // the last line read ended with CRLF, not a bare LF
 
 	// watched is the context whose end aborts I/O on the connection; it is
 	// registered once per context, not per request (a load generator's
@@ -188,7 +188,7 @@ func (h *http1Client) closeIdle() {
 }
 
 // send is PreparedInfer.Send over HTTP/1.1.
-func (h *http1Client) send(ctx context.Context, wire []byte, keep bool) (InferAnswer, error) {
+func (h *http1Client) send(ctx context.Context, wire []byte, keep bool, max int64) (InferAnswer, error) {
 	const op = "Infer"
 	if err := ctx.Err(); err != nil {
 		return InferAnswer{}, &Error{Op: op, Err: err}
@@ -204,7 +204,7 @@ func (h *http1Client) send(ctx context.Context, wire []byte, keep bool) (InferAn
 			return InferAnswer{}, h.fail(ctx, op, start, deadline, err)
 		}
 		reused := cn.reused
-		a, errBody, started, reusable, err := cn.roundTrip(wire, deadline, keep, h.maxBody)
+		a, errBody, started, reusable, err := cn.roundTrip(wire, deadline, keep, max)
 		if reusable && err == nil {
 			h.put(cn)
 		} else {
@@ -376,7 +376,7 @@ func (cn *http1Conn) readHead(budget *int) (status int, f framing, err error) {
 			return status, f, nil
 		}
 		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || line[0] == ' ' || line[0] == '\t' || bytes.ContainsAny(line[:colon], " \t") {
+		if colon <= 0 || !validHeader(line[:colon], line[colon+1:]) {
 			return 0, f, malformed("header line %s", quoteCut(line))
 		}
 		name, value := line[:colon], trimOWS(line[colon+1:])
@@ -390,7 +390,7 @@ func (cn *http1Conn) readHead(budget *int) (status int, f framing, err error) {
 				return 0, f, malformed("Content-Length given twice, %d and %d", f.contentLength, n)
 			}
 			f.contentLength = n
-		case equalFold(name, "transfer-encoding"):
+		case equalFold(name, "transfer-encoding") && !http10: // HTTP/1.0 has no chunking: ignored, as net/http does
 			if !equalFold(value, "chunked") {
 				return 0, f, malformed("unsupported Transfer-Encoding %s", quoteCut(value))
 			}
@@ -453,7 +453,7 @@ func (cn *http1Conn) readBody(f framing, keepUpTo, max int64) ([]byte, int64, er
 				return nil, n, truncated(err, "chunked body ended after %d bytes", n)
 			}
 			size, ok := parseChunkSize(line)
-			if !ok {
+			if !ok || !cn.crlf {
 				return nil, n, malformed("chunk size line %s", quoteCut(line))
 			}
 			if size == 0 {
@@ -538,13 +538,38 @@ func (cn *http1Conn) readLine(budget *int) ([]byte, error) {
 		return nil, err
 	}
 	line = line[:len(line)-1]
-	if len(line) > 0 && line[len(line)-1] == '\r' {
+	cn.crlf = len(line) > 0 && line[len(line)-1] == '\r'
+	if cn.crlf {
 		line = line[:len(line)-1]
 	}
 	return line, nil
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// validHeader checks a header's name (a token) and value (no control
+// characters but tab), as net/http does.
+func validHeader(name, value []byte) bool {
+	for _, c := range name {
+		if c >= 0x80 || !isTchar[c] {
+			return false
+		}
+	}
+	for _, c := range value {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// isTchar marks the bytes of an HTTP token (RFC 9110 tchar).
+var isTchar = func() (t [128]bool) {
+	for c := range t {
+		t[c] = '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || strings.IndexByte("!#$%&'*+-.^_`|~", byte(c)) >= 0
+	}
+	return t
+}()
 
 // trimOWS trims spaces and tabs.
 func trimOWS(b []byte) []byte {

@@ -87,22 +87,27 @@ func (c *REST) PrepareInfer(model, version string, body []byte, headerLen int) (
 	return p, nil
 }
 
-// Send sends the request and reads the whole answer, keeping the body only
-// when keep is set (otherwise it is read and dropped, so memory stays flat
-// whatever the server sends). A status outside 2xx is an *Error with
-// HTTPStatus and the server's message; a broken framing is an *Error
+// Send sends the request and reads the whole answer. It keeps the body when
+// keep > 0, up to keep bytes (a longer body is an error wrapping
+// ErrResponseTooLarge); otherwise the body is read and dropped, so memory
+// stays flat whatever the server sends. A status outside 2xx is an *Error
+// with HTTPStatus and the server's message; a broken framing is an *Error
 // wrapping ErrMalformedResponse; a body beyond Options.MaxResponseBytes
 // wraps ErrResponseTooLarge; no answer within Options.Timeout wraps
 // context.DeadlineExceeded.
-func (p *PreparedInfer) Send(ctx context.Context, keep bool) (InferAnswer, error) {
-	if p.wire != nil {
-		return p.c.http1.send(ctx, p.wire, keep)
+func (p *PreparedInfer) Send(ctx context.Context, keep int64) (InferAnswer, error) {
+	max := p.c.opts.MaxResponseBytes
+	if keep > 0 && keep < max {
+		max = keep
 	}
-	return p.sendNetHTTP(ctx, keep)
+	if p.wire != nil {
+		return p.c.http1.send(ctx, p.wire, keep > 0, max)
+	}
+	return p.sendNetHTTP(ctx, keep > 0, max)
 }
 
 // sendNetHTTP is Send over net/http (https), with the same checks.
-func (p *PreparedInfer) sendNetHTTP(ctx context.Context, keep bool) (InferAnswer, error) {
+func (p *PreparedInfer) sendNetHTTP(ctx context.Context, keep bool, max int64) (InferAnswer, error) {
 	const op = "Infer"
 	c := p.c
 	u, err := c.inferURL(p.model, p.version)
@@ -129,7 +134,6 @@ func (p *PreparedInfer) sendNetHTTP(ctx context.Context, keep bool) (InferAnswer
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return InferAnswer{}, statusError(op, &RawResponse{Status: resp.StatusCode, Header: resp.Header, Body: b})
 	}
-	max := c.opts.MaxResponseBytes
 	if resp.ContentLength > max {
 		return InferAnswer{}, &Error{Op: op, Message: fmt.Sprintf("response body exceeds %d bytes", max),
 			Err: fmt.Errorf("%w: Content-Length %d exceeds %d bytes", ErrResponseTooLarge, resp.ContentLength, max)}

@@ -43,6 +43,7 @@ type payload struct {
 	body      []byte                // REST body
 	headerLen int                   // REST Inference-Header-Content-Length, -1 for pure JSON
 	post      *client.PreparedInfer // REST: the whole request, serialized once
+	keep      int64                 // REST: keep bodies up to this size to validate them; 0: drop them
 	msg       *preEncoded
 	expect    []tensor.Tensor // outputs to validate against; nil: none
 	expectRaw [][]byte        // expect's raw encodings, made once
@@ -217,6 +218,11 @@ func (t *OIPTarget) encode(set inputSet, params oip.Parameters) (payload, error)
 		if p.post, err = t.rest.PrepareInfer(t.cfg.Model, t.cfg.ModelVersion, body, hl); err != nil {
 			return p, err
 		}
+		if t.validate && p.expect != nil {
+			if p.keep, err = keepLimit(p.expect, bin); err != nil {
+				return p, err
+			}
+		}
 	default:
 		pb, err := oip.ToProtoRequest(req, t.cfg.Protocol == client.ProtocolGRPCRaw)
 		if err != nil {
@@ -231,6 +237,23 @@ func (t *OIPTarget) encode(set inputSet, params oip.Parameters) (payload, error)
 	return p, nil
 }
 
+// keepLimit is the largest answer kept to be validated: 16 times the
+// expected outputs as this server would encode them, plus 1 MiB, room for
+// verbose number formats, indentation and outputs not validated, while
+// bounding what a misbehaving server can make each in-flight request hold
+// (a larger answer fails the request).
+func keepLimit(expect []tensor.Tensor, binary bool) (int64, error) {
+	resp := &oip.InferResponse{Model: "m"}
+	for _, e := range expect {
+		resp.Outputs = append(resp.Outputs, oip.InferOutput{Tensor: e})
+	}
+	b, _, err := oip.EncodeRESTResponse(resp, func(string) bool { return binary })
+	if err != nil {
+		return 0, fmt.Errorf("expected outputs: %w", err)
+	}
+	return 16*int64(len(b)) + 1<<20, nil
+}
+
 // Info describes the server, model and payloads.
 func (t *OIPTarget) Info() TargetInfo { return t.info }
 
@@ -242,9 +265,8 @@ func (t *OIPTarget) Info() TargetInfo { return t.info }
 func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 	p := &t.payloads[seq%uint64(len(t.payloads))]
 	if p.post != nil {
-		keep := t.validate && p.expect != nil
-		a, err := p.post.Send(ctx, keep)
-		if err != nil || !keep {
+		a, err := p.post.Send(ctx, p.keep)
+		if err != nil || p.keep == 0 {
 			return err
 		}
 		return t.checkREST(p, a)
