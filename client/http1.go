@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +44,7 @@ const (
 	http1BufferSize    = 16 << 10
 	maxResponseHeaders = 1 << 20 // bytes of status line and headers, 1xx answers included
 	maxInterimAnswers  = 8       // 1xx answers before the final one
+	maxScratch         = 4 << 20 // a connection's scratch buffer is dropped when larger
 )
 
 func newHTTP1(addr string, opts Options) *http1Client {
@@ -58,11 +58,12 @@ func newHTTP1(addr string, opts Options) *http1Client {
 
 // http1Conn is one keep-alive connection.
 type http1Conn struct {
-	nc     net.Conn
-	br     *bufio.Reader
-	reused bool   // it carried a request before
-	line   []byte // header lines longer than br's buffer are assembled here
-	crlf   bool   // the last line read ended with CRLF, not a bare LF
+	nc      net.Conn
+	br      *bufio.Reader
+	reused  bool   // it carried a request before
+	line    []byte // header lines longer than br's buffer are assembled here
+	scratch []byte // bodies of unknown length to keep are gathered here
+	crlf    bool   // the last line read ended with CRLF, not a bare LF
 
 	// watched is the context whose end aborts I/O on the connection; it is
 	// registered once per context, not per request (a load generator's
@@ -418,14 +419,42 @@ func (cn *http1Conn) readHead(budget *int) (status int, f framing, err error) {
 
 // readBody reads a body framed as f, keeping at most keepUpTo bytes of it,
 // and returns what it kept and the body's length.
-func (cn *http1Conn) readBody(f framing, keepUpTo, max int64) ([]byte, int64, error) {
+func (cn *http1Conn) readBody(f framing, keepUpTo, limit int64) ([]byte, int64, error) {
+	// A body of known length is kept in a buffer of its size; one of
+	// unknown length is gathered in the connection's scratch buffer and
+	// copied out once complete, so a body that turns out too large costs
+	// no allocation.
 	var kept []byte
+	scratch := keepUpTo > 0 && (f.chunked || f.contentLength < 0)
+	if scratch {
+		kept = cn.scratch[:0]
+		defer func() {
+			if cap(kept) <= maxScratch {
+				cn.scratch = kept[:0]
+			}
+		}()
+	} else if keepUpTo > 0 {
+		kept = make([]byte, 0, min(f.contentLength, keepUpTo))
+	}
+	done := func() []byte {
+		if scratch {
+			return bytes.Clone(kept)
+		}
+		return kept
+	}
 	var n int64
 	// take reads k bytes of the body, keeping what fits under keepUpTo.
 	take := func(k int64) error {
 		if keep := min(k, keepUpTo-int64(len(kept))); keep > 0 {
 			start := len(kept)
-			kept = slices.Grow(kept, int(keep))[:start+int(keep)]
+			if need := start + int(keep); need > cap(kept) {
+				// Double, but never beyond keepUpTo: what a hostile
+				// server can make a request hold is keepUpTo.
+				grown := make([]byte, start, min(max(2*cap(kept), need), int(keepUpTo)))
+				copy(grown, kept)
+				kept = grown
+			}
+			kept = kept[:start+int(keep)]
 			m, err := io.ReadFull(cn.br, kept[start:])
 			kept = kept[:start+m]
 			n += int64(m)
@@ -459,8 +488,8 @@ func (cn *http1Conn) readBody(f framing, keepUpTo, max int64) ([]byte, int64, er
 			if size == 0 {
 				break
 			}
-			if size > max-n {
-				return nil, n, tooLarge(max, "chunked body exceeds %d bytes", max)
+			if size > limit-n {
+				return nil, n, tooLarge(limit, "chunked body exceeds %d bytes", limit)
 			}
 			if err := take(size); err != nil {
 				return nil, n, truncated(err, "chunked body ended inside a chunk after %d bytes", n)
@@ -477,28 +506,28 @@ func (cn *http1Conn) readBody(f framing, keepUpTo, max int64) ([]byte, int64, er
 				return nil, n, truncated(err, "chunked body trailer ended early")
 			}
 			if len(line) == 0 {
-				return kept, n, nil
+				return done(), n, nil
 			}
 		}
 	case f.contentLength >= 0:
-		if f.contentLength > max {
-			return nil, 0, tooLarge(max, "Content-Length %d exceeds %d bytes", f.contentLength, max)
+		if f.contentLength > limit {
+			return nil, 0, tooLarge(limit, "Content-Length %d exceeds %d bytes", f.contentLength, limit)
 		}
 		if err := take(f.contentLength); err != nil {
 			return nil, n, truncated(err, "body ended after %d of %d bytes (Content-Length)", n, f.contentLength)
 		}
-		return kept, n, nil
+		return done(), n, nil
 	default: // until the server closes the connection
 		for {
-			if n >= max {
+			if n >= limit {
 				if _, err := cn.br.Peek(1); err == io.EOF {
-					return kept, n, nil
+					return done(), n, nil
 				}
-				return nil, n, tooLarge(max, "body exceeds %d bytes", max)
+				return nil, n, tooLarge(limit, "body exceeds %d bytes", limit)
 			}
-			err := take(min(max-n, http1BufferSize))
+			err := take(min(limit-n, http1BufferSize))
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return kept, n, nil
+				return done(), n, nil
 			}
 			if err != nil {
 				return nil, n, err

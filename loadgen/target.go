@@ -266,6 +266,9 @@ func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 	p := &t.payloads[seq%uint64(len(t.payloads))]
 	if p.post != nil {
 		a, err := p.post.Send(ctx, p.keep)
+		if err != nil && p.keep > 0 && errors.Is(err, client.ErrResponseTooLarge) {
+			return &ValidationError{Detail: fmt.Sprintf("the answer is larger than %d bytes, the most kept to validate it (16 times the expected outputs, plus 1 MiB): %v", p.keep, err)}
+		}
 		if err != nil || p.keep == 0 {
 			return err
 		}

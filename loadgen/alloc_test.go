@@ -1,0 +1,102 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/oipkit/oipkit/client"
+	"github.com/oipkit/oipkit/reference/referencetest"
+)
+
+// Allocation guards of the generator's hot path: one request sent and its
+// answer read, for every protocol, against a reference server running in a
+// subprocess so that only the generator's allocations are counted.
+// Allocation counts are deterministic (times are not, and are not asserted).
+//
+// REST allocates nothing per request (client.PreparedInfer); gRPC's 95 are
+// grpc-go's per-call stream, frames and the call's timeout context, not
+// serialization (the request is pre-encoded and the answer not decoded).
+var maxAllocsPerRequest = map[client.Protocol]float64{
+	client.ProtocolHTTP:       0,
+	client.ProtocolHTTPBinary: 0,
+	client.ProtocolGRPC:       110,
+	client.ProtocolGRPCRaw:    110,
+}
+
+const serverHelperEnv = "OIPKIT_TEST_REFERENCE_SERVER"
+
+// TestHelperReferenceServer is the subprocess: a reference server that
+// prints its addresses and runs until its standard input closes.
+func TestHelperReferenceServer(t *testing.T) {
+	if os.Getenv(serverHelperEnv) == "" {
+		t.Skip("helper of TestHotPathAllocs")
+	}
+	srv := referencetest.Start(t)
+	fmt.Printf("addresses %s %s\n", srv.HTTPURL(), srv.GRPCAddr())
+	io.Copy(io.Discard, os.Stdin)
+}
+
+func TestHotPathAllocs(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperReferenceServer$")
+	cmd.Env = append(os.Environ(), serverHelperEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	var httpURL, grpcAddr string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "addresses" {
+			httpURL, grpcAddr = f[1], f[2]
+			break
+		}
+	}
+	if httpURL == "" {
+		t.Fatalf("the server subprocess did not start: %v", sc.Err())
+	}
+	go io.Copy(io.Discard, stdout)
+
+	ctx := context.Background()
+	for _, p := range client.Protocols {
+		cfg := Config{Target: TargetConfig{HTTP: httpURL, Protocol: p, Model: "add_sub"}, Load: LoadConfig{Concurrency: 1}}
+		if p.IsGRPC() {
+			cfg.Target.HTTP, cfg.Target.GRPC = "", grpcAddr
+		}
+		tg, err := NewTarget(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seq uint64
+		do := func() {
+			if err := tg.Do(ctx, seq); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			seq++
+		}
+		for range 200 { // connections, pools and buffers warm
+			do()
+		}
+		n := testing.AllocsPerRun(1000, do)
+		t.Logf("%s: %.0f allocations per request", p, n)
+		if n > maxAllocsPerRequest[p] {
+			t.Errorf("%s: %.0f allocations per request, want at most %.0f", p, n, maxAllocsPerRequest[p])
+		}
+		tg.Close()
+	}
+}
