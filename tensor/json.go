@@ -259,6 +259,14 @@ type jsonScanner struct {
 // once the outermost array has closed.
 func (s *jsonScanner) next() (tokenKind, error) {
 	d := s.data
+	// The common case of a flat numeric array: a comma right after the
+	// element, then a number.
+	if s.state == stAfter && s.pos+1 < len(d) && d[s.pos] == ',' {
+		if c := d[s.pos+1]; c == '-' || isDigit(c) {
+			s.pos++
+			return tokNumber, s.scanNumber()
+		}
+	}
 	for {
 		for s.pos < len(d) && isSpace(d[s.pos]) {
 			s.pos++
@@ -390,15 +398,18 @@ func (s *jsonScanner) scanNumber() error {
 	case d[i] == '0':
 		i++
 	case '1' <= d[i] && d[i] <= '9':
-		for i < len(d) && isDigit(d[i]) {
+		for ; i < len(d); i++ {
+			c := d[i] - '0'
+			if c > 9 {
+				break
+			}
 			if nd < 19 {
-				mant = mant*10 + uint64(d[i]-'0')
+				mant = mant*10 + uint64(c)
 				nd++
 			} else {
 				exp10++ // a dropped integer digit
-				exact = exact && d[i] == '0'
+				exact = exact && c == 0
 			}
-			i++
 		}
 	default:
 		return s.badNumber(start, i)
@@ -410,18 +421,24 @@ func (s *jsonScanner) scanNumber() error {
 		if i >= len(d) || !isDigit(d[i]) {
 			return s.badNumber(start, i)
 		}
-		for i < len(d) && isDigit(d[i]) {
-			switch {
-			case mant == 0 && d[i] == '0':
-				exp10-- // a leading zero of the fraction
-			case nd < 19:
-				mant = mant*10 + uint64(d[i]-'0')
+		if mant == 0 { // leading zeros of the fraction
+			for i < len(d) && d[i] == '0' {
+				exp10--
+				i++
+			}
+		}
+		for ; i < len(d); i++ {
+			c := d[i] - '0'
+			if c > 9 {
+				break
+			}
+			if nd < 19 {
+				mant = mant*10 + uint64(c)
 				nd++
 				exp10--
-			default:
-				exact = exact && d[i] == '0'
+			} else {
+				exact = exact && c == 0
 			}
-			i++
 		}
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
