@@ -305,12 +305,14 @@ func (cn *http1Conn) roundTrip(wire []byte, deadline time.Time, keep bool, max i
 		keepUpTo = max
 	}
 	var body []byte
-	if a.Status != 204 && a.Status != 304 {
+	noBody := a.Status == 204 || a.Status == 304
+	if !noBody {
 		if body, a.BodyLen, err = cn.readBody(f, keepUpTo, max); err != nil {
 			return a, nil, true, false, err
 		}
 	}
-	reusable = !f.close && (f.contentLength >= 0 || f.chunked)
+	// A body that ends when the connection does leaves nothing to reuse.
+	reusable = !f.close && (noBody || f.contentLength >= 0 || f.chunked)
 	if n := cn.br.Buffered(); n > 0 && reusable {
 		return a, nil, true, false, malformed("%d bytes after the end of the %d-byte body", n, a.BodyLen)
 	}

@@ -261,6 +261,9 @@ func TestHostileEndlessBodyMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the generator in a subprocess for a few seconds")
 	}
+	if raceEnabled {
+		t.Skip("the race detector multiplies memory use")
+	}
 	chunk := []byte(strings.Repeat("1,", 32<<10))
 	srv := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"model_name":"add_sub","outputs":[{"name":"OUTPUT0","datatype":"INT32","shape":[1,16],"data":[`))

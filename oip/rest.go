@@ -207,7 +207,7 @@ func decodeRESTRequest(body []byte, headerLen int, lim Limits, scan func([]byte,
 	}
 	ts := make([]restTensor, len(j.Inputs))
 	for i := range j.Inputs {
-		if ts[i], err = parseRESTTensor(&j.Inputs[i], "input", i); err != nil {
+		if err = parseRESTTensor(&j.Inputs[i], "input", i, &ts[i]); err != nil {
 			return nil, err
 		}
 		if lim.MaxElements > 0 && ts[i].count > lim.MaxElements {
@@ -384,7 +384,7 @@ func decodeRESTResponse(body []byte, headerLen int, scan func([]byte, *restRespo
 	}
 	ts := make([]restTensor, len(j.Outputs))
 	for i := range j.Outputs {
-		if ts[i], err = parseRESTTensor(&j.Outputs[i], "output", i); err != nil {
+		if err = parseRESTTensor(&j.Outputs[i], "output", i, &ts[i]); err != nil {
 			return nil, err
 		}
 	}

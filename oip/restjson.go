@@ -396,54 +396,54 @@ type restTensor struct {
 	decodedAs  decodedAs
 }
 
-// parseRESTTensor checks one input or output object. kind is "input" or
-// "output"; i is its index, used in messages until the name is known.
-func parseRESTTensor(j *restTensorJSON, kind string, i int) (restTensor, error) {
-	var t restTensor
+// parseRESTTensor checks one input or output object into t. kind is
+// "input" or "output"; i is its index, used in messages until the name is
+// known.
+func parseRESTTensor(j *restTensorJSON, kind string, i int, t *restTensor) error {
 	if absent(j.Name) {
-		return t, invalidf("%s %d: missing name", kind, i)
+		return invalidf("%s %d: missing name", kind, i)
 	}
 	name, err := parseString(j.Name, "name")
 	if err != nil {
-		return t, invalidf("%s %d: %w", kind, i, err)
+		return invalidf("%s %d: %w", kind, i, err)
 	}
 	if name == "" {
-		return t, invalidf("%s %d: name is empty", kind, i)
+		return invalidf("%s %d: name is empty", kind, i)
 	}
 	t.name = name
 	if absent(j.Shape) {
-		return t, invalidf("%s %q: missing shape", kind, name)
+		return invalidf("%s %q: missing shape", kind, name)
 	}
 	if j.decodedAs.shape != nil {
 		t.shape = j.decodedAs.shape // parsed from j.Shape by the scanner
 	} else if t.shape, err = parseShape(j.Shape); err != nil {
-		return t, invalidf("%s %q: %w", kind, name, err)
+		return invalidf("%s %q: %w", kind, name, err)
 	}
 	if absent(j.Datatype) {
-		return t, invalidf("%s %q: missing datatype", kind, name)
+		return invalidf("%s %q: missing datatype", kind, name)
 	}
 	if d, ok := knownDatatype(j.Datatype); ok {
 		t.datatype = d
 	} else {
 		dt, err := parseString(j.Datatype, "datatype")
 		if err != nil {
-			return t, invalidf("%s %q: %w", kind, name, err)
+			return invalidf("%s %q: %w", kind, name, err)
 		}
 		if t.datatype, err = tensor.ParseDatatype(dt); err != nil {
-			return t, invalidf("%s %q: %v", kind, name, err)
+			return invalidf("%s %q: %v", kind, name, err)
 		}
 	}
 	if t.count, err = tensor.ElementCount(t.shape); err != nil {
-		return t, invalidf("%s %q: %v", kind, name, err)
+		return invalidf("%s %q: %v", kind, name, err)
 	}
 	if t.params, err = parseParameters(j.Parameters, "parameters"); err != nil {
-		return t, invalidf("%s %q: %w", kind, name, err)
+		return invalidf("%s %q: %w", kind, name, err)
 	}
 	t.binarySize = -1
 	if v, ok := t.params[ParamBinaryDataSize]; ok {
 		n, isInt := v.(int64)
 		if !isInt || n < 0 {
-			return t, invalidf("%s %q: %s must be a non-negative integer, got %v", kind, name, ParamBinaryDataSize, v)
+			return invalidf("%s %q: %s must be a non-negative integer, got %v", kind, name, ParamBinaryDataSize, v)
 		}
 		t.binarySize = n
 		delete(t.params, ParamBinaryDataSize) // framing, not a parameter
@@ -454,12 +454,12 @@ func parseRESTTensor(j *restTensorJSON, kind string, i int) (restTensor, error) 
 	hasData := !absent(j.Data)
 	switch {
 	case hasData && t.binarySize >= 0:
-		return t, invalidf("%s %q: both data and %s are set; set exactly one", kind, name, ParamBinaryDataSize)
+		return invalidf("%s %q: both data and %s are set; set exactly one", kind, name, ParamBinaryDataSize)
 	case !hasData && t.binarySize < 0:
-		return t, invalidf("%s %q: no data and no %s; set exactly one", kind, name, ParamBinaryDataSize)
+		return invalidf("%s %q: no data and no %s; set exactly one", kind, name, ParamBinaryDataSize)
 	}
 	t.data, t.decoded, t.decodedAs = j.Data, j.decoded, j.decodedAs
-	return t, nil
+	return nil
 }
 
 // splitBinary checks that the binary_data_size values of ts add up to the

@@ -361,12 +361,10 @@ func (s *jsonScan) tensors() ([]restTensorJSON, bool) {
 	if s.peek() != '[' {
 		return nil, false
 	}
-	ts := make([]restTensorJSON, 0, 4)
+	ts := make([]restTensorJSON, 0, 2)
 	ok := s.array(func() bool {
-		var t restTensorJSON
-		ok := s.tensor(&t)
-		ts = append(ts, t)
-		return ok
+		ts = append(ts, restTensorJSON{})
+		return s.tensor(&ts[len(ts)-1])
 	})
 	return ts, ok
 }

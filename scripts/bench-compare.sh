@@ -20,9 +20,11 @@
 #
 #   scripts/bench-compare.sh [SECONDS]        (default 10; env DURATION too)
 #
-# Env: CONCURRENCY (16), PORT_BASE (18700: uses PORT_BASE..PORT_BASE+3), OUT
-# (reports/bench-compare.md), PERF_ANALYZER (1; 0 skips the perf_analyzer
-# rows, which need root and Debian's mirror for a chroot on first use).
+# Env: CONCURRENCY (16), PORT_BASE (18700: uses PORT_BASE..PORT_BASE+3, and
+# +20/+21 for perf_analyzer), OUT (reports/bench-compare.md), ROUNDS (1: on a
+# busy machine, 3 or 5 repeat the whole sequence and report each row's median
+# round), PERF_ANALYZER (1; 0 skips the perf_analyzer rows, which need root
+# and Debian's mirror for a chroot on first use).
 #
 # Installs what it needs: ghz into .tools/bin with `go install` (pinned:
 # `ghz@latest` resolves to the old v0.93.0 on the Go module proxy, v0.121.0 is
@@ -49,6 +51,7 @@ BARE_HTTP_PORT=$((PORT_BASE + 2))
 BARE_GRPC_PORT=$((PORT_BASE + 3))
 OUT=${OUT:-reports/bench-compare.md}
 PERF_ANALYZER=${PERF_ANALYZER:-1}
+ROUNDS=${ROUNDS:-1}
 GHZ_VERSION=v0.121.0
 TOOLS=$ROOT/.tools/bin
 WORK=$(mktemp -d)
@@ -135,10 +138,10 @@ PIDS+=($!)
 wait_for curl -fsS -o /dev/null "http://127.0.0.1:$HTTP_PORT/v2/models/add_sub/ready"
 wait_for curl -fsS -o /dev/null -X POST --data-binary @"$WORK/body.json" "http://127.0.0.1:$BARE_HTTP_PORT/v2/models/add_sub/infer"
 
-# timed NAME CMD...: run CMD under GNU time; stdout to $WORK/NAME.out, CPU
-# seconds (user+sys) to $WORK/NAME.cpu.
+# timed NAME CMD...: run CMD under GNU time; stdout to $WORK/NAME.rROUND.out,
+# CPU seconds (user+sys) to $WORK/NAME.rROUND.cpu.
 timed() {
-	local name=$1
+	local name=$1.r$ROUND
 	shift
 	echo "running $name: $*" >&2
 	/usr/bin/time -f '%U %S' -o "$WORK/$name.time" "$@" >"$WORK/$name.out" || {
@@ -159,18 +162,23 @@ ref_grpc="--grpc 127.0.0.1:$GRPC_PORT"
 ref_http="--http http://127.0.0.1:$HTTP_PORT"
 infer_url="http://127.0.0.1:$HTTP_PORT/v2/models/add_sub/infer"
 
-timed ghz "$TOOLS/ghz" --insecure --proto specs/proto/inference.proto \
-	--call inference.GRPCInferenceService.ModelInfer -D "$WORK/ghz.json" \
-	-c "$CONCURRENCY" --connections 1 -z "${DURATION}s" --format json "127.0.0.1:$GRPC_PORT"
-oipkit_load oipkit-grpc "$ref_grpc" grpc 1
-oipkit_load oipkit-grpc-raw "$ref_grpc" grpc-raw 1
-oipkit_load oipkit-grpc-raw-bare "--grpc 127.0.0.1:$BARE_GRPC_PORT" grpc-raw 1
-timed wrk wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" "$infer_url"
-oipkit_load oipkit-http "$ref_http" http "$CONCURRENCY"
-timed wrk-binary wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post-binary.lua" "$infer_url"
-oipkit_load oipkit-http-binary "$ref_http" http-binary "$CONCURRENCY"
-timed wrk-bare wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" \
-	"http://127.0.0.1:$BARE_HTTP_PORT/v2/models/add_sub/infer"
+# Runs that are compared run next to each other, so that a change in the
+# machine's load in between affects both less. With ROUNDS > 1 the whole
+# sequence repeats and each row reports its median round (by throughput).
+for ROUND in $(seq "$ROUNDS"); do
+	timed ghz "$TOOLS/ghz" --insecure --proto specs/proto/inference.proto \
+		--call inference.GRPCInferenceService.ModelInfer -D "$WORK/ghz.json" \
+		-c "$CONCURRENCY" --connections 1 -z "${DURATION}s" --format json "127.0.0.1:$GRPC_PORT"
+	oipkit_load oipkit-grpc "$ref_grpc" grpc 1
+	oipkit_load oipkit-grpc-raw "$ref_grpc" grpc-raw 1
+	oipkit_load oipkit-grpc-raw-bare "--grpc 127.0.0.1:$BARE_GRPC_PORT" grpc-raw 1
+	timed wrk-bare wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" \
+		"http://127.0.0.1:$BARE_HTTP_PORT/v2/models/add_sub/infer"
+	timed wrk wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" "$infer_url"
+	oipkit_load oipkit-http "$ref_http" http "$CONCURRENCY"
+	timed wrk-binary wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post-binary.lua" "$infer_url"
+	oipkit_load oipkit-http-binary "$ref_http" http-binary "$CONCURRENCY"
+done
 
 # perf_analyzer: its own script, ports and concurrency (its default
 # measurement needs three stable windows).
@@ -194,7 +202,8 @@ ms() { awk -v ns="$1" 'BEGIN { printf "%.3f", ns / 1e6 }'; }
 wrk_ms() { awk -v v="$1" 'BEGIN { u = v; sub(/[0-9.]+/, "", u); n = v + 0;
 	if (u == "us") n /= 1000; else if (u == "s") n *= 1000; printf "%.3f", n }'; }
 
-# Each measured run leaves NAME.{n,rps,p50,p99,cpu,err} in $WORK.
+# Each measured run leaves NAME.rROUND.{n,rps,p50,p99,cpu,err} in $WORK;
+# NAME.{...} is then the median round.
 record() { # record NAME N RPS P50_MS P99_MS ERRORS
 	echo "$2" >"$WORK/$1.n"
 	echo "$3" >"$WORK/$1.rps"
@@ -202,29 +211,36 @@ record() { # record NAME N RPS P50_MS P99_MS ERRORS
 	echo "$5" >"$WORK/$1.p99"
 	echo "$6" >"$WORK/$1.err"
 }
-g=$WORK/ghz.out
-record ghz "$(jq '.count' "$g")" "$(jq '.rps' "$g")" \
-	"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 50)][0].latency' "$g")")" \
-	"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 99)][0].latency' "$g")")" \
-	"$(jq '[.statusCodeDistribution // {} | to_entries[] | select(.key != "OK") | .value] | add // 0' "$g")"
-for n in oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-http oipkit-http-binary; do
-	o=$WORK/$n.out
-	record "$n" "$(jq '.counts.completed' "$o")" "$(jq '.rates.completed' "$o")" \
-		"$(ms "$(jq '.latency.response.p50Ns' "$o")")" "$(ms "$(jq '.latency.response.p99Ns' "$o")")" \
-		"$(jq '.counts.errors + .counts.timeouts' "$o")"
+for ROUND in $(seq "$ROUNDS"); do
+	g=$WORK/ghz.r$ROUND.out
+	record "ghz.r$ROUND" "$(jq '.count' "$g")" "$(jq '.rps' "$g")" \
+		"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 50)][0].latency' "$g")")" \
+		"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 99)][0].latency' "$g")")" \
+		"$(jq '[.statusCodeDistribution // {} | to_entries[] | select(.key != "OK") | .value] | add // 0' "$g")"
+	for n in oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-http oipkit-http-binary; do
+		o=$WORK/$n.r$ROUND.out
+		record "$n.r$ROUND" "$(jq '.counts.completed' "$o")" "$(jq '.rates.completed' "$o")" \
+			"$(ms "$(jq '.latency.response.p50Ns' "$o")")" "$(ms "$(jq '.latency.response.p99Ns' "$o")")" \
+			"$(jq '.counts.errors + .counts.timeouts' "$o")"
+	done
+	for n in wrk wrk-binary wrk-bare; do
+		w=$WORK/$n.r$ROUND.out
+		record "$n.r$ROUND" "$(awk '/requests in/ { print $1 }' "$w")" "$(awk '/^Requests\/sec/ { print $2 }' "$w")" \
+			"$(wrk_ms "$(awk '$1 == "50%" { print $2 }' "$w")")" "$(wrk_ms "$(awk '$1 == "99%" { print $2 }' "$w")")" \
+			"$(awk '/Non-2xx|Socket errors/ { sub(/^ +/, ""); printf "%s; ", $0 }' "$w" | sed 's/; $//')"
+	done
 done
-for n in wrk wrk-binary wrk-bare; do
-	w=$WORK/$n.out
-	record "$n" "$(awk '/requests in/ { print $1 }' "$w")" "$(awk '/^Requests\/sec/ { print $2 }' "$w")" \
-		"$(wrk_ms "$(awk '$1 == "50%" { print $2 }' "$w")")" "$(wrk_ms "$(awk '$1 == "99%" { print $2 }' "$w")")" \
-		"$(awk '/Non-2xx|Socket errors/ { sub(/^ +/, ""); printf "%s; ", $0 }' "$w" | sed 's/; $//')"
+for n in ghz oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-http oipkit-http-binary wrk wrk-binary wrk-bare; do
+	med=$(for r in $(seq "$ROUNDS"); do echo "$(cat "$WORK/$n.r$r.rps") $r"; done | sort -n | awk '{ a[NR] = $2 } END { print a[int((NR + 1) / 2)] }')
+	for f in n rps p50 p99 err cpu; do cp "$WORK/$n.r$med.$f" "$WORK/$n.$f"; done
+	echo "$(for r in $(seq "$ROUNDS"); do printf '%.0f ' "$(cat "$WORK/$n.r$r.rps")"; done)" >"$WORK/$n.all"
 done
 
 v() { cat "$WORK/$1.$2"; }
 cpu_per_k() { awk -v c="$(cat "$WORK/$1.cpu")" -v n="$(v "$1" n)" 'BEGIN { printf "%.3f", (n > 0 ? 1000 * c / n : 0) }'; }
 row() { # row NAME CLIENT SERVER PROTOCOL
-	printf '| %s | %s | %s | %d | %.0f | %s | %s | %.2f | %s | %s |\n' "$2" "$3" "$4" "$(v "$1" n)" "$(v "$1" rps)" \
-		"$(v "$1" p50)" "$(v "$1" p99)" "$(cat "$WORK/$1.cpu")" "$(cpu_per_k "$1")" "$(v "$1" err)"
+	printf '| %s | %s | %s | %d | %.0f | %s | %s | %s | %.2f | %s | %s |\n' "$2" "$3" "$4" "$(v "$1" n)" "$(v "$1" rps)" \
+		"$(v "$1" all)" "$(v "$1" p50)" "$(v "$1" p99)" "$(cat "$WORK/$1.cpu")" "$(cpu_per_k "$1")" "$(v "$1" err)"
 }
 # ratio NUM DEN: NUM/DEN with two decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
@@ -249,7 +265,7 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 {
 	echo "# oipkit performance targets: ratios against anchors measured in the same run"
 	echo
-	echo "Written by \`make bench-compare\` (scripts/bench-compare.sh) on $(date -u +%Y-%m-%dT%H:%MZ): $(nproc) cores shared by servers and clients, loopback, add_sub (INT32 [1,16] ×2), closed loop at concurrency $CONCURRENCY for ${DURATION}s per run, one connection for gRPC, $CONCURRENCY keep-alive connections for REST (wrk -t 2); nothing warmed up. oipkit $("$OIPKIT" version | awk '{print $2}'), ghz $GHZ_VERSION, $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(go version | awk '{print $3}'). Load average before the runs: ${LOADAVG:-$(cut -d' ' -f1-3 /proc/loadavg)}."
+	echo "Written by \`make bench-compare\` (scripts/bench-compare.sh) on $(date -u +%Y-%m-%dT%H:%MZ): $(nproc) cores shared by servers and clients, loopback, add_sub (INT32 [1,16] ×2), closed loop at concurrency $CONCURRENCY for ${DURATION}s per run, $ROUNDS round(s) (each row: its median round), one connection for gRPC, $CONCURRENCY keep-alive connections for REST (wrk -t 2); nothing warmed up. oipkit $("$OIPKIT" version | awk '{print $2}'), ghz $GHZ_VERSION, $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'), $(go version | awk '{print $3}'). Load average before the runs: ${LOADAVG:-$(cut -d' ' -f1-3 /proc/loadavg)}."
 	echo
 	echo "## Ratios"
 	echo
@@ -274,8 +290,8 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	echo
 	echo "## Measurements"
 	echo
-	echo "| client | server | protocol | requests | throughput (req/s) | p50 (ms) | p99 (ms) | client CPU (s) | CPU s / 1000 req | non-OK |"
-	echo "|---|---|---|---:|---:|---:|---:|---:|---:|---|"
+	echo "| client | server | protocol | requests | throughput (req/s) | every round (req/s) | p50 (ms) | p99 (ms) | client CPU (s) | CPU s / 1000 req | non-OK |"
+	echo "|---|---|---|---:|---:|---|---:|---:|---:|---:|---|"
 	row ghz ghz reference "gRPC typed"
 	row oipkit-grpc "oipkit load" reference "gRPC typed"
 	row oipkit-grpc-raw "oipkit load" reference "gRPC raw"
