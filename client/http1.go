@@ -507,8 +507,14 @@ func (cn *http1Conn) readBody(f framing, keepUpTo, limit int64) ([]byte, int64, 
 			if err != nil {
 				return nil, n, truncated(err, "chunked body trailer ended early")
 			}
+			if !cn.crlf {
+				return nil, n, malformed("chunked body trailer line %s not ended by CRLF", quoteCut(line))
+			}
 			if len(line) == 0 {
 				return done(), n, nil
+			}
+			if colon := bytes.IndexByte(line, ':'); colon <= 0 || !validHeader(line[:colon], line[colon+1:]) {
+				return nil, n, malformed("chunked body trailer line %s", quoteCut(line))
 			}
 		}
 	case f.contentLength >= 0:
