@@ -101,7 +101,11 @@ interop: build
 perf-analyzer-compare: build
 	scripts/perf-analyzer-compare.sh
 
-# bench-compare runs oipkit load beside ghz and wrk against the reference server.
+# bench-compare prints every performance target as a ratio against an anchor
+# measured in the same run (wrk, ghz, perf_analyzer, the bare net/http and
+# grpc-go servers of bench/bare, encoding/json) and writes
+# reports/bench-compare.md; it installs ghz, wrk, jq and GNU time when missing.
+# ROUNDS=3 repeats the runs on a busy machine; PERF_ANALYZER=0 skips that tool.
 bench-compare: build
 	scripts/bench-compare.sh
 
@@ -128,8 +132,10 @@ image-check:
 serve: build
 	$(BIN)/oipkit serve
 
+# bench runs the Go benchmarks: codecs, the reference server, the client and
+# the load generator's hot path.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./tensor/ ./oip/ ./reference/
+	$(GO) test -run '^$$' -bench . -benchmem ./tensor/ ./oip/ ./reference/ ./client/ ./loadgen/
 
 clean:
 	rm -rf $(BIN)

@@ -287,3 +287,30 @@ func TestPreparedInferTLS(t *testing.T) {
 		t.Fatalf("header length beyond the body: %v, want ErrMalformedResponse", err)
 	}
 }
+
+// BenchmarkPreparedInfer is BenchmarkRESTPostInfer over the HTTP/1.1 fast
+// path: the same server, body and header length. Allocations per operation
+// include the server's (net/http); the client's own are zero.
+func BenchmarkPreparedInfer(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Write([]byte(`{"model_name":"m","outputs":[]}`))
+	}))
+	defer srv.Close()
+	c, err := client.NewREST(srv.URL, true, client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	p, err := c.PrepareInfer("m", "", []byte(strings.Repeat("x", 1024)), 100)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Send(ctx, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
