@@ -30,6 +30,9 @@ func RawSize(t Tensor) int {
 
 // EncodeRaw returns the raw little-endian encoding of t's elements.
 func EncodeRaw(t Tensor) ([]byte, error) {
+	if b, ok := nativeBytes(t.Data); ok && len(b) > 0 && dataMatches(t.Datatype, t.Data) {
+		return append([]byte(nil), b...), nil // allocated without zeroing
+	}
 	return AppendRaw(make([]byte, 0, RawSize(t)), t)
 }
 
@@ -41,6 +44,9 @@ func AppendRaw(dst []byte, t Tensor) ([]byte, error) {
 	start := len(dst)
 	if !dataMatches(t.Datatype, t.Data) {
 		return dst, fmt.Errorf("tensor %q: %s data held as %T", t.Name, t.Datatype, t.Data)
+	}
+	if b, ok := nativeBytes(t.Data); ok {
+		return append(dst, b...), nil
 	}
 	le := binary.LittleEndian
 	switch v := t.Data.(type) {
@@ -185,6 +191,50 @@ var nativeLittleEndian = func() bool {
 	x := uint16(1)
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }()
+
+// nativeBytes views numeric data as its bytes in memory, which on a
+// little-endian host are its raw encoding. ok is false on a big-endian host
+// and for BOOL and BYTES.
+func nativeBytes(data any) (b []byte, ok bool) {
+	if !nativeLittleEndian {
+		return nil, false
+	}
+	switch v := data.(type) {
+	case []uint8:
+		return v, true
+	case []int8:
+		return sliceBytes(v), true
+	case []uint16:
+		return sliceBytes(v), true
+	case []int16:
+		return sliceBytes(v), true
+	case []Float16:
+		return sliceBytes(v), true
+	case []BFloat16:
+		return sliceBytes(v), true
+	case []uint32:
+		return sliceBytes(v), true
+	case []int32:
+		return sliceBytes(v), true
+	case []float32:
+		return sliceBytes(v), true
+	case []uint64:
+		return sliceBytes(v), true
+	case []int64:
+		return sliceBytes(v), true
+	case []float64:
+		return sliceBytes(v), true
+	}
+	return nil, false
+}
+
+// sliceBytes views the memory of v as bytes.
+func sliceBytes[T int8 | uint16 | int16 | Float16 | BFloat16 | uint32 | int32 | float32 | uint64 | int64 | float64](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(v[0])))
+}
 
 // decodeRawElems decodes n fixed-size elements from raw, whose length the
 // caller has checked to be n times the element size. On a little-endian host
