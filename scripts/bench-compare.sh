@@ -244,16 +244,30 @@ row() { # row NAME CLIENT SERVER PROTOCOL
 }
 # ratio NUM DEN: NUM/DEN with two decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "n/a" }'; }
-# target WHAT ANCHOR ANCHOR_VALUE OIPKIT_VALUE GOAL(>=x|<=x)
+# target WHAT ANCHOR ANCHOR_VALUE OIPKIT_VALUE GOAL(>=x|<=x) [ROUND RATIOS]
 target() {
 	local r ok
 	r=$(ratio "$4" "$3")
 	ok=$(awk -v r="$r" -v g="$5" 'BEGIN { op = substr(g, 1, 2); x = substr(g, 3) + 0;
 		if (r == "n/a") print "–"; else if ((op == ">=" && r >= x) || (op == "<=" && r <= x)) print "met"; else print "**not met**" }')
-	printf '| %s | %s | %s | %s | %s× | %s | %s |\n' "$1" "$2" "$3" "$4" "$r" "${5/>=/≥ }" "$ok" | sed 's/<=/≤ /'
+	printf '| %s | %s | %s | %s | %s× | %s | %s | %s |\n' "$1" "$2" "$3" "$4" "$r" "${5/>=/≥ }" "$ok" "${6:-}" | sed 's/<=/≤ /'
 }
-cpu_req_us() { awk -v c="$(cat "$WORK/$1.cpu")" -v n="$(v "$1" n)" 'BEGIN { printf "%.1f", (n > 0 ? 1e6 * c / n : 0) }'; }
-rps() { printf '%.0f' "$(v "$1" rps)"; }
+# paired WHAT ANCHOR ANCHOR_RUN OIPKIT_RUN METRIC GOAL: a target whose two
+# runs are measured in every round, next to each other: the ratio of each
+# round, and the row of the round with the median ratio (the pairing cancels
+# most of a busy machine's drift).
+paired() {
+	local rounds med
+	rounds=$(for r in $(seq "$ROUNDS"); do
+		echo "$("$5" "$3" ".r$r") $("$5" "$4" ".r$r")"
+	done | awk '{ printf "%s %s %s\n", (($1 > 0) ? $2 / $1 : 0), $1, $2 }' | sort -g)
+	med=$(awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)' <<<"$rounds")
+	target "$1" "$2" "$(awk '{ print $2 }' <<<"$med")" "$(awk '{ print $3 }' <<<"$med")" "$6" \
+		"$(awk '{ printf "%.2f ", $1 }' <<<"$rounds")"
+}
+# cpu_req_us NAME [.rROUND], rps NAME [.rROUND]: one run's figures.
+cpu_req_us() { awk -v c="$(cat "$WORK/$1$2.cpu")" -v n="$(cat "$WORK/$1$2.n")" 'BEGIN { printf "%.1f", (n > 0 ? 1e6 * c / n : 0) }'; }
+rps() { printf '%.0f' "$(cat "$WORK/$1$2.rps")"; }
 pa_rps() { # pa_rps CLIENT-PREFIX PROTOCOL: throughput from perf-analyzer-compare's table
 	[[ -f $WORK/pa.md ]] || { echo 0; return; }
 	awk -F'|' -v c="$1" -v p="$2" '{ gsub(/^ +| +$/, "", $2); gsub(/^ +| +$/, "", $3); gsub(/^ +| +$/, "", $4) }
@@ -269,24 +283,24 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	echo
 	echo "## Ratios"
 	echo
-	echo "| target | anchor | anchor | oipkit | ratio | goal | |"
-	echo "|---|---|---:|---:|---:|---|---|"
-	target "gRPC load, req/s" "ghz" "$(rps ghz)" "$(rps oipkit-grpc)" ">=2.5"
-	target "gRPC client CPU per request (µs)" "ghz" "$(cpu_req_us ghz)" "$(cpu_req_us oipkit-grpc)" "<=0.2"
-	target "REST JSON load, req/s" "wrk" "$(rps wrk)" "$(rps oipkit-http)" ">=0.9"
-	target "REST JSON client CPU per request (µs)" "wrk" "$(cpu_req_us wrk)" "$(cpu_req_us oipkit-http)" "<=1.5"
-	target "REST binary load, req/s" "wrk" "$(rps wrk-binary)" "$(rps oipkit-http-binary)" ">=0.9"
-	target "REST binary client CPU per request (µs)" "wrk" "$(cpu_req_us wrk-binary)" "$(cpu_req_us oipkit-http-binary)" "<=1.5"
+	echo "| target | anchor | anchor | oipkit | ratio | goal | | ratio of each round |"
+	echo "|---|---|---:|---:|---:|---|---|---|"
+	paired "gRPC load, req/s" "ghz" ghz oipkit-grpc rps ">=2.5"
+	paired "gRPC client CPU per request (µs)" "ghz" ghz oipkit-grpc cpu_req_us "<=0.2"
+	paired "REST JSON load, req/s" "wrk" wrk oipkit-http rps ">=0.9"
+	paired "REST JSON client CPU per request (µs)" "wrk" wrk oipkit-http cpu_req_us "<=1.5"
+	paired "REST binary load, req/s" "wrk" wrk-binary oipkit-http-binary rps ">=0.9"
+	paired "REST binary client CPU per request (µs)" "wrk" wrk-binary oipkit-http-binary cpu_req_us "<=1.5"
 	target "gRPC raw load at concurrency 4, req/s" "perf_analyzer" "$(pa_rps perf_analyzer "gRPC raw")" "$(pa_rps "oipkit load" "gRPC raw")" ">=1.3"
 	target "REST binary load at concurrency 4, req/s" "perf_analyzer" "$(pa_rps perf_analyzer "REST binary")" "$(pa_rps "oipkit load" "REST binary")" ">=1.3"
-	target "reference REST server, req/s (wrk driving both)" "bare net/http" "$(rps wrk-bare)" "$(rps wrk)" ">=0.8"
-	target "reference gRPC server, req/s (oipkit grpc-raw driving both)" "bare grpc-go" "$(rps oipkit-grpc-raw-bare)" "$(rps oipkit-grpc-raw)" ">=0.95"
+	paired "reference REST server, req/s (wrk driving both)" "bare net/http" wrk-bare wrk rps ">=0.8"
+	paired "reference gRPC server, req/s (oipkit grpc-raw driving both)" "bare grpc-go" oipkit-grpc-raw-bare oipkit-grpc-raw rps ">=0.95"
 	target "REST JSON request decode, 1 MiB FP32 (MB/s of JSON)" "encoding/json into []float32" \
 		"$(bench_med RESTJSONDecodeFP32_1MiB/encoding-json 5)" "$(bench_med RESTJSONDecodeFP32_1MiB/oipkit 5)" ">=4"
 	target "REST binary request decode, 1 MiB FP32 (ns)" "copy of the bytes" \
 		"$(bench_med RESTBinaryDecodeFP32_1MiB/copy 3)" "$(bench_med RESTBinaryDecodeFP32_1MiB/oipkit 3)" "<=2"
 	echo
-	echo "perf_analyzer rows: $pa_note. Codec rows: median of 3 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`."
+	echo "Paired rows run next to each other in each round; the row shows the round with the median ratio. perf_analyzer rows: $pa_note. Codec rows: median of 3 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`."
 	echo
 	echo "## Measurements"
 	echo
