@@ -11,7 +11,11 @@
 //
 // Below the Client interface, [REST.Do] sends arbitrary HTTP requests,
 // [REST.PostInfer] and [DecodeInferResponse] split Infer into a send of a
-// pre-encoded body and a decode (the load generator's hot path), and
+// pre-encoded body and a decode, [REST.PrepareInfer] serializes a whole
+// request once for [PreparedInfer.Send] (the load generator's hot path: over
+// plain http one write per request on the client's own HTTP/1.1 keep-alive
+// connections, every answer's framing checked, bodies dropped unless kept),
+// and
 // [GRPC.Stub], [GRPC.Conn] and [GRPC.Context] give hand-built messages the
 // client's connections, timeout and metadata.
 package client

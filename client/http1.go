@@ -37,6 +37,15 @@ type http1Client struct {
 	mu     sync.Mutex
 	idle   []*http1Conn
 	closed bool
+	// spare holds the buffers of dropped connections for new ones, so that
+	// a server that makes every answer fail (and every connection close)
+	// does not make each new connection allocate them again.
+	spare []spareBuffers
+}
+
+type spareBuffers struct {
+	br      *bufio.Reader
+	scratch []byte
 }
 
 // Limits of the HTTP/1.1 reader.
@@ -149,7 +158,19 @@ func (h *http1Client) get(ctx context.Context, deadline time.Time, fresh bool) (
 		<-h.slots
 		return nil, err
 	}
-	cn := &http1Conn{nc: nc, br: bufio.NewReaderSize(nc, http1BufferSize)}
+	cn := &http1Conn{nc: nc}
+	h.mu.Lock()
+	if n := len(h.spare); n > 0 {
+		cn.br, cn.scratch = h.spare[n-1].br, h.spare[n-1].scratch
+		h.spare[n-1] = spareBuffers{}
+		h.spare = h.spare[:n-1]
+	}
+	h.mu.Unlock()
+	if cn.br == nil {
+		cn.br = bufio.NewReaderSize(nc, http1BufferSize)
+	} else {
+		cn.br.Reset(nc)
+	}
 	if !cn.watch(ctx) {
 		cn.close()
 		<-h.slots
@@ -174,6 +195,12 @@ func (h *http1Client) put(cn *http1Conn) {
 // drop closes a connection that must not be reused.
 func (h *http1Client) drop(cn *http1Conn) {
 	cn.close()
+	h.mu.Lock()
+	if len(h.spare) < cap(h.slots) {
+		cn.br.Reset(nil)
+		h.spare = append(h.spare, spareBuffers{cn.br, cn.scratch})
+	}
+	h.mu.Unlock()
 	<-h.slots
 }
 

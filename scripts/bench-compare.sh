@@ -195,7 +195,7 @@ if [[ $PERF_ANALYZER != 0 ]]; then
 fi
 
 echo "running codec benchmarks" >&2
-go test -run '^$' -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' -benchtime 2s -count 3 ./oip/ >"$WORK/codec.txt"
+go test -run '^$' -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' -benchtime 2s -count 5 ./oip/ >"$WORK/codec.txt"
 
 ms() { awk -v ns="$1" 'BEGIN { printf "%.3f", ns / 1e6 }'; }
 # wrk prints latencies as 1.23ms / 456.78us / 1.2s.
@@ -300,7 +300,7 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	target "REST binary request decode, 1 MiB FP32 (ns)" "copy of the bytes" \
 		"$(bench_med RESTBinaryDecodeFP32_1MiB/copy 3)" "$(bench_med RESTBinaryDecodeFP32_1MiB/oipkit 3)" "<=2"
 	echo
-	echo "Paired rows run next to each other in each round; the row shows the round with the median ratio. perf_analyzer rows: $pa_note. Codec rows: median of 3 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`."
+	echo "Paired rows run next to each other in each round; the row shows the round with the median ratio. perf_analyzer rows: $pa_note. Codec rows: median of 5 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`."
 	echo
 	echo "## Measurements"
 	echo
