@@ -89,10 +89,10 @@ func check(merged, single *loadgen.Result, segs []*loadgen.Result) bool {
 		fmt.Printf("%-9s histogram:  merged equals the segments' sum bin for bin: %v (%d values)\n", h.name, equal, total.Count())
 		ok = ok && equal
 	}
-	mp, sp := merged.Histograms.Response.Quantile(0.99), single.Histograms.Response.Quantile(0.99)
+	mp, sp := merged.Histograms.Response.Quantile(99), single.Histograms.Response.Quantile(99)
 	fmt.Printf("response p99:        merged %v, single process %v, ratio %.3f (histogram precision ±0.1%%: 3 significant digits)\n",
 		round(mp), round(sp), float64(mp)/float64(sp))
-	mp50, sp50 := merged.Histograms.Response.Quantile(0.5), single.Histograms.Response.Quantile(0.5)
+	mp50, sp50 := merged.Histograms.Response.Quantile(50), single.Histograms.Response.Quantile(50)
 	fmt.Printf("response p50:        merged %v, single process %v, ratio %.3f\n", round(mp50), round(sp50), float64(mp50)/float64(sp50))
 	return ok
 }
