@@ -412,8 +412,18 @@ func TestMergedIntervalsAreAligned(t *testing.T) {
 			t.Errorf("merged interval %d at %.3fs: %d completed, the segments' add up to %d", i, iv.Start, iv.Completed, want)
 		}
 	}
-	if len(m.Intervals) != len(results[0].Intervals) {
-		t.Errorf("%d merged intervals, %d per segment", len(m.Intervals), len(results[0].Intervals))
+	// Aligned intervals of the segments coincide: the merged series has one
+	// interval per distinct start (a segment slowed by a loaded machine may
+	// close fewer intervals than the other).
+	starts := map[float64]bool{}
+	for _, r := range results {
+		for _, x := range r.Intervals {
+			starts[x.Start] = true
+		}
+	}
+	if len(m.Intervals) != len(starts) || len(starts) != max(len(results[0].Intervals), len(results[1].Intervals)) {
+		t.Errorf("%d merged intervals, %d distinct interval starts in the segments (%d and %d intervals)",
+			len(m.Intervals), len(starts), len(results[0].Intervals), len(results[1].Intervals))
 	}
 	if len(m.Steps) != 2 || m.Steps[0].Counts.Sent+m.Steps[1].Counts.Sent != m.Counts.Sent {
 		t.Errorf("merged profile steps %d (sent %v), want the 2 steps of the profile", len(m.Steps), m.Counts.Sent)
