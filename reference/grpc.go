@@ -15,7 +15,9 @@ import (
 )
 
 // grpcService implements the core RPCs of inference.GRPCInferenceService;
-// the extension RPCs answer UNIMPLEMENTED through the embedded type.
+// each extension implements its RPCs in its ext_<name>.go file (see
+// extensions.go), and the others answer UNIMPLEMENTED through the embedded
+// type.
 type grpcService struct {
 	inferencepb.UnimplementedGRPCInferenceServiceServer
 	s *Server
@@ -50,14 +52,6 @@ func (g *grpcService) ModelMetadata(_ context.Context, req *inferencepb.ModelMet
 	return oip.ModelMetadataToProto(&md), nil
 }
 
-func (g *grpcService) ModelConfig(_ context.Context, req *inferencepb.ModelConfigRequest) (*inferencepb.ModelConfigResponse, error) {
-	md, err := g.s.repo.Metadata(req.GetName(), req.GetVersion())
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &inferencepb.ModelConfigResponse{Config: modelConfigProto(md)}, nil
-}
-
 func (g *grpcService) ModelInfer(ctx context.Context, pb *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {
 	s := g.s
 	m, version, err := s.repo.Lookup(pb.GetModelName(), pb.GetModelVersion())
@@ -66,6 +60,8 @@ func (g *grpcService) ModelInfer(ctx context.Context, pb *inferencepb.ModelInfer
 	}
 	req, usedRaw, err := oip.FromProtoRequest(pb, oip.Limits{MaxElements: s.cfg.MaxTensorElements})
 	if err != nil {
+		// Counted as a failure of the version; infer records the rest.
+		s.stats.of(pb.GetModelName(), version).failed(0)
 		return nil, toStatus(fmt.Errorf("decode request: %w", err))
 	}
 	req.Model, req.Version = pb.GetModelName(), version

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference/model"
@@ -14,16 +15,34 @@ import (
 // builds the response: it validates the request against the metadata, runs
 // the model with panics recovered, and keeps the requested outputs in the
 // requested order (all outputs in metadata order when none were requested).
-// REST and gRPC share it, so both protocols behave identically.
+// REST and gRPC share it, so both protocols behave identically. It records
+// the request in the statistics of the version.
 func (s *Server) infer(ctx context.Context, m model.Model, version string, req *oip.InferRequest) (*oip.InferResponse, error) {
+	start := time.Now()
 	md := m.Metadata()
-	inputs, err := validateRequest(&md, req)
+	st := s.stats.of(md.Name, version)
+	resp, inputDone, inferDone, err := s.inferTimed(ctx, m, &md, version, req)
+	end := time.Now()
 	if err != nil {
+		st.failed(end.Sub(start))
 		return nil, err
 	}
-	outs, err := s.runModel(ctx, m, md.Name, inputs, req.Parameters)
+	st.succeeded(start, inputDone, inferDone, end)
+	return resp, nil
+}
+
+// inferTimed is infer without the statistics; it returns when validation
+// and the model finished.
+func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMetadata, version string, req *oip.InferRequest) (resp *oip.InferResponse, inputDone, inferDone time.Time, err error) {
+	inputs, err := validateRequest(md, req)
 	if err != nil {
-		return nil, err
+		return nil, inputDone, inferDone, err
+	}
+	inputDone = time.Now()
+	outs, err := s.runModel(ctx, m, md.Name, inputs, req.Parameters)
+	inferDone = time.Now()
+	if err != nil {
+		return nil, inputDone, inferDone, err
 	}
 	// The requested outputs in the requested order, or every output in
 	// metadata order when none was requested.
@@ -31,7 +50,7 @@ func (s *Server) infer(ctx context.Context, m model.Model, version string, req *
 	if n == 0 {
 		n = len(md.Outputs)
 	}
-	resp := &oip.InferResponse{Model: md.Name, Version: version, ID: req.ID, Outputs: make([]oip.InferOutput, 0, n)}
+	resp = &oip.InferResponse{Model: md.Name, Version: version, ID: req.ID, Outputs: make([]oip.InferOutput, 0, n)}
 	outputName := func(i int) string {
 		if len(req.Outputs) > 0 {
 			return req.Outputs[i].Name
@@ -39,13 +58,13 @@ func (s *Server) infer(ctx context.Context, m model.Model, version string, req *
 		return md.Outputs[i].Name
 	}
 	for i := range n {
-		t, err := producedOutput(&md, outs, outputName(i))
+		t, err := producedOutput(md, outs, outputName(i))
 		if err != nil {
-			return nil, err
+			return nil, inputDone, inferDone, err
 		}
 		resp.Outputs = append(resp.Outputs, oip.InferOutput{Tensor: t})
 	}
-	return resp, nil
+	return resp, inputDone, inferDone, nil
 }
 
 // runModel calls m.Infer, turning a panic into a panicError so that one bad

@@ -31,7 +31,6 @@ const (
 	routeModelMetadata
 	routeModelReady
 	routeModelInfer
-	routeModelConfig
 	routeMetrics
 )
 
@@ -60,32 +59,43 @@ func (r route) allows(method string) bool {
 // (/v2/models/{m}/versions/{v}/infer has six).
 const maxRouteSegments = 8
 
-// matchRoute maps an escaped URL path to a route. It splits the path into
-// a fixed array, so routing allocates nothing unless a segment is escaped.
-func matchRoute(escapedPath string) (route, bool) {
+// splitPath splits an escaped URL path into unescaped segments in buf. It
+// allocates nothing unless a segment is escaped; ok is false for a path that
+// does not start with "/", has more than maxRouteSegments segments or an
+// invalid escape.
+func splitPath(escapedPath string, buf *[maxRouteSegments]string) (n int, ok bool) {
 	if !strings.HasPrefix(escapedPath, "/") {
-		return route{}, false
+		return 0, false
 	}
-	var buf [maxRouteSegments]string
-	n := 0
 	for rest := escapedPath[1:]; ; {
 		seg, after, more := strings.Cut(rest, "/")
 		if n == len(buf) {
-			return route{}, false
+			return 0, false
 		}
 		if strings.IndexByte(seg, '%') >= 0 {
 			u, err := url.PathUnescape(seg)
 			if err != nil {
-				return route{}, false
+				return 0, false
 			}
 			seg = u
 		}
 		buf[n] = seg
 		n++
 		if !more {
-			break
+			return n, true
 		}
 		rest = after
+	}
+}
+
+// matchRoute maps an escaped URL path to a core route (extension routes are
+// in the registry, extensions.go). It splits the path into a fixed array, so
+// routing allocates nothing unless a segment is escaped.
+func matchRoute(escapedPath string) (route, bool) {
+	var buf [maxRouteSegments]string
+	n, ok := splitPath(escapedPath, &buf)
+	if !ok {
+		return route{}, false
 	}
 	segs := buf[:n]
 	switch {
@@ -118,8 +128,6 @@ func matchRoute(escapedPath string) (route, bool) {
 		r.kind = routeModelReady
 	case len(rest) == 1 && rest[0] == "infer":
 		r.kind = routeModelInfer
-	case len(rest) == 1 && rest[0] == "config":
-		r.kind = routeModelConfig
 	default:
 		return route{}, false
 	}
@@ -165,6 +173,9 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	}()
 
 	rt, ok := matchRoute(r.URL.EscapedPath())
+	if (!ok || rt.kind == routeModelMetadata) && s.serveExtension(w, r) {
+		return
+	}
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %q", r.Method, r.URL.Path))
 		return
@@ -198,13 +209,6 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, md)
-	case routeModelConfig:
-		md, err := s.repo.Metadata(rt.model, rt.version)
-		if err != nil {
-			writeError(w, httpStatus(err), err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, modelConfigREST(md))
 	case routeModelInfer:
 		s.serveInfer(w, r, rt)
 	case routeMetrics:
@@ -247,19 +251,25 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		return
 	}
 	label = rt.model
+	// A request that fails before inference (unreadable or undecodable) is
+	// a failure of the version in its statistics; infer records the rest.
+	failEarly := func(err error) {
+		s.stats.of(rt.model, version).failed(time.Since(start))
+		fail(err)
+	}
 	buf := getBuffer()
 	defer putBuffer(buf)
 	body, err := s.readBody(w, r, (*buf)[:0])
 	*buf = body[:0]
 	if err != nil {
-		fail(err)
+		failEarly(err)
 		return
 	}
 	// A length of 0 (Triton's "raw binary request") is refused by the
 	// decoder: this server does not implement it.
 	headerLen, err := oip.ParseHeaderLength(r.Header[oip.HeaderInferenceHeaderContentLength], len(body))
 	if err != nil {
-		fail(err)
+		failEarly(err)
 		return
 	}
 	// Nothing decoded from body outlives this handler (JSON data is
@@ -267,7 +277,7 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 	// body, and the response is encoded before the buffer is reused).
 	req, err := oip.DecodeRESTRequest(body, headerLen, oip.Limits{MaxElements: s.cfg.MaxTensorElements})
 	if err != nil {
-		fail(fmt.Errorf("decode request: %w", err))
+		failEarly(fmt.Errorf("decode request: %w", err))
 		return
 	}
 	req.Model, req.Version = rt.model, version

@@ -28,10 +28,6 @@ import (
 // ServerName is the name the server reports in its metadata.
 const ServerName = "oipkit-reference"
 
-// Extensions lists the protocol extensions the server implements and
-// advertises in its metadata.
-var Extensions = []specs.Extension{specs.ExtBinaryTensorData, specs.ExtModelConfiguration}
-
 // Server is the reference OIP server: REST and gRPC front ends over one
 // model repository.
 type Server struct {
@@ -39,6 +35,7 @@ type Server struct {
 	repo    *model.Repository
 	log     *slog.Logger
 	metrics *metrics
+	stats   *statistics
 
 	serverMeta     oip.ServerMetadata
 	serverMetaJSON []byte
@@ -73,6 +70,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		repo:     repo,
 		log:      cfg.Logger,
 		metrics:  newMetrics(),
+		stats:    newStatistics(),
 		health:   health.NewServer(),
 		serveErr: make(chan error, 2),
 		serverMeta: oip.ServerMetadata{

@@ -147,8 +147,9 @@ var breakages = []breakage{
 		}},
 		// Everything read from GET /v2 fails with it: the extensions array
 		// (OIP-GEN-004) and the extensions advertised there (OIP-EXT-BIN-001,
-		// and OIP-EXT-CFG-001 since model_configuration has specs).
-		failed: []string{"OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-REST-SMETA-001", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"},
+		// and OIP-EXT-CFG-001, OIP-EXT-STAT-001 since those extensions have
+		// specs).
+		failed: []string{"OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-REST-SMETA-001", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"},
 	},
 	{
 		name: "rest-metadata-without-extensions",
@@ -159,7 +160,7 @@ var breakages = []breakage{
 		}},
 		// Changed by design (probes): the extensions still work, so their
 		// specs run and the MUSTs that a supporting server lists them fail.
-		failed: []string{"OIP-REST-SMETA-002", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001"},
+		failed: []string{"OIP-REST-SMETA-002", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001"},
 	},
 	{
 		name: "rest-metadata-wrong-dim",
@@ -197,7 +198,7 @@ var breakages = []breakage{
 				r.URL.RawPath = ""
 			}
 		}},
-		failed: []string{"OIP-REST-INFER-002", "OIP-REST-HEALTH-009"},
+		failed: []string{"OIP-REST-INFER-002", "OIP-REST-HEALTH-009", "OIP-EXT-STAT-002"},
 		warned: []string{"OIP-REST-MMETA-013"},
 	},
 	{
@@ -491,9 +492,9 @@ var breakages = []breakage{
 				a.body = []byte("<html><body>Not Found</body></html>")
 			}
 		}},
-		// The hook covers /v2/models/{m}/config too: OIP-EXT-CFG-003 (new
-		// spec) fails with it.
-		failed: []string{"OIP-REST-ERR-002", "OIP-REST-MMETA-012", "OIP-EXT-CFG-003"},
+		// The hook covers /v2/models/{m}/config and /stats too:
+		// OIP-EXT-CFG-003 and OIP-EXT-STAT-011 fail with it.
+		failed: []string{"OIP-REST-ERR-002", "OIP-REST-MMETA-012", "OIP-EXT-CFG-003", "OIP-EXT-STAT-011"},
 		warned: []string{"OIP-REST-MMETA-013"},
 	},
 	{
@@ -635,8 +636,8 @@ var breakages = []breakage{
 		}},
 		// Features come from gRPC server metadata instead, so the extension
 		// specs still run; REST metadata does not report the extensions
-		// (OIP-EXT-CFG-001: new spec).
-		failed: []string{"OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-GEN-004", "OIP-REST-SMETA-002"},
+		// (OIP-EXT-CFG-001, OIP-EXT-STAT-001).
+		failed: []string{"OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-GEN-004", "OIP-REST-SMETA-002"},
 		warned: []string{"OIP-REST-SMETA-004"},
 	},
 	{

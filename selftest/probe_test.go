@@ -71,20 +71,20 @@ func TestBinaryAdvertisedButBroken(t *testing.T) {
 }
 
 // TestBinaryServedButNotAdvertised: the server serves binary_tensor_data
-// and lists no extension. The probe observes it, so its specs run (and
+// and does not list it. The probe observes it, so its specs run (and
 // pass); the one finding is that a supporting server must list it.
 func TestBinaryServedButNotAdvertised(t *testing.T) {
 	b := breakage{
 		name: "binary-served-not-advertised",
 		rest: &restHook{out: func(r *http.Request, a *answer) {
 			if r.URL.Path == "/v2" {
-				editJSON(a, func(m map[string]any) { m["extensions"] = []any{"model_configuration"} })
+				editJSON(a, func(m map[string]any) { m["extensions"] = []any{"model_configuration", "statistics"} })
 			}
 		}},
 		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			resp, err := h(ctx, req)
 			if m, ok := resp.(*pb.ServerMetadataResponse); ok && m != nil {
-				m.Extensions = []string{"model_configuration"}
+				m.Extensions = []string{"model_configuration", "statistics"}
 			}
 			return resp, err
 		},

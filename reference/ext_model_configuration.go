@@ -1,7 +1,11 @@
 package reference
 
 import (
+	"context"
+	"net/http"
+
 	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/specs"
 	"github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
 )
@@ -10,6 +14,34 @@ import (
 // perf_analyzer refuses to run without it, so the reference server answers it
 // with the subset of Triton's ModelConfig that describes a model without
 // batching: the metadata shapes are the full shapes (max_batch_size 0).
+
+var extModelConfiguration = extension{
+	name:       specs.ExtModelConfiguration,
+	advertised: true,
+	rest: []extRoute{
+		{method: http.MethodGet, path: "/v2/models/{m}/config", serve: (*Server).serveModelConfig},
+		{method: http.MethodGet, path: "/v2/models/{m}/versions/{v}/config", serve: (*Server).serveModelConfig},
+	},
+	grpc: []string{"ModelConfig"},
+}
+
+// serveModelConfig answers GET /v2/models/{m}[/versions/{v}]/config.
+func (s *Server) serveModelConfig(w *statusWriter, _ *http.Request, p routeParams) {
+	md, err := s.repo.Metadata(p.model, p.version)
+	if err != nil {
+		writeError(w, httpStatus(err), err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, modelConfigREST(md))
+}
+
+func (g *grpcService) ModelConfig(_ context.Context, req *inferencepb.ModelConfigRequest) (*inferencepb.ModelConfigResponse, error) {
+	md, err := g.s.repo.Metadata(req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &inferencepb.ModelConfigResponse{Config: modelConfigProto(md)}, nil
+}
 
 // modelConfigJSON is the REST form of the configuration; field names follow
 // Triton's model_config.proto, dims are JSON numbers as Triton writes them.
