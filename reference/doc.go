@@ -11,5 +11,11 @@
 // INTERNAL are reserved for server faults. GET /metrics exposes Prometheus
 // counters and latency histograms of inference requests.
 //
+// Protocol extensions are registered in extensions.go, one entry per
+// extension defined in its ext_<name>.go file (binary_tensor_data,
+// model_configuration, statistics, model_repository): its REST routes, its
+// gRPC methods and whether it is advertised; the server metadata's
+// extensions list is derived from the registry.
+//
 // Package referencetest starts a server on loopback for tests.
 package reference

@@ -22,6 +22,9 @@ type extension struct {
 	name specs.Extension
 	// advertised puts the extension in the server metadata's "extensions".
 	advertised bool
+	// capabilities are advertised after the name, each as its own entry
+	// "name(capability)", as Triton does: "model_repository(unload_dependents)".
+	capabilities []string
 	// rest are the extension's REST routes. They are tried when no core
 	// route matches, and before the model metadata route, so that a literal
 	// segment wins over a model name (/v2/models/stats is the statistics of
@@ -51,17 +54,36 @@ var extensionRegistry = []*extension{
 	&extBinaryTensorData,
 	&extModelConfiguration,
 	&extStatistics,
+	&extModelRepository,
 }
 
 // Extensions lists the protocol extensions the server advertises in its
 // metadata, derived from the registry.
 var Extensions = advertisedExtensions()
 
+// Advertised is the server metadata's "extensions": every advertised
+// extension's name, each followed by its capabilities.
+var Advertised = advertisedNames()
+
 func advertisedExtensions() []specs.Extension {
 	var out []specs.Extension
 	for _, e := range extensionRegistry {
 		if e.advertised {
 			out = append(out, e.name)
+		}
+	}
+	return out
+}
+
+func advertisedNames() []string {
+	out := []string{}
+	for _, e := range extensionRegistry {
+		if !e.advertised {
+			continue
+		}
+		out = append(out, string(e.name))
+		for _, c := range e.capabilities {
+			out = append(out, string(e.name)+"("+c+")")
 		}
 	}
 	return out

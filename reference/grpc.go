@@ -28,8 +28,8 @@ func (g *grpcService) ServerLive(context.Context, *inferencepb.ServerLiveRequest
 }
 
 func (g *grpcService) ServerReady(context.Context, *inferencepb.ServerReadyRequest) (*inferencepb.ServerReadyResponse, error) {
-	// Every model in the repository is loaded when the server starts.
-	return &inferencepb.ServerReadyResponse{Ready: true}, nil
+	// Ready unless a model failed to load (model_repository).
+	return &inferencepb.ServerReadyResponse{Ready: g.s.catalog.ready()}, nil
 }
 
 func (g *grpcService) ModelReady(_ context.Context, req *inferencepb.ModelReadyRequest) (*inferencepb.ModelReadyResponse, error) {

@@ -66,10 +66,6 @@ func TestGRPCHealthAndMetadata(t *testing.T) {
 	_, err = c.ModelMetadata(ctx, &inferencepb.ModelMetadataRequest{Name: "versioned", Version: "3"})
 	wantCode(t, err, codes.NotFound)
 
-	// The RPCs of extensions the server does not implement answer
-	// UNIMPLEMENTED.
-	_, err = c.RepositoryIndex(ctx, &inferencepb.RepositoryIndexRequest{})
-	wantCode(t, err, codes.Unimplemented)
 }
 
 func TestGRPCStandardHealthService(t *testing.T) {

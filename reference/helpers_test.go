@@ -244,11 +244,5 @@ func startWith(t testing.TB, repo *model.Repository, opts ...func(*reference.Con
 
 func statusCode(err error) codes.Code { return status.Code(err) }
 
-// extNames is reference.Extensions as advertised strings.
-func extNames() []string {
-	var out []string
-	for _, e := range reference.Extensions {
-		out = append(out, string(e))
-	}
-	return out
-}
+// extNames is what the server advertises.
+func extNames() []string { return reference.Advertised }

@@ -191,7 +191,11 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	case routeServerLive:
 		writeJSON(w, http.StatusOK, map[string]bool{"live": true})
 	case routeServerReady:
-		// Every model in the repository is loaded when the server starts.
+		// Ready unless a model failed to load (model_repository).
+		if !s.catalog.ready() {
+			writeJSON(w, http.StatusBadRequest, map[string]bool{"ready": false})
+			return
+		}
 		writeJSON(w, http.StatusOK, map[string]bool{"ready": true})
 	case routeModelReady:
 		if _, _, err := s.repo.Lookup(rt.model, rt.version); err != nil {

@@ -94,7 +94,7 @@ func TestRESTUnknownRoutes(t *testing.T) {
 	base := referencetest.Start(t).HTTPURL()
 	for _, path := range []string{"/", "/v1", "/v2/health", "/v2/health/live/x", "/v2/models", "/v2/models/",
 		"/v2/models//ready", "/v2/models/add_sub/nope", "/v2/models/add_sub/versions", "/v2/models/add_sub/versions//ready",
-		"/v2/models/add_sub/versions/1/nope", "/v2/models/add_sub/stats/x", "/v2/repository/index", "/metrics/x"} {
+		"/v2/models/add_sub/versions/1/nope", "/v2/models/add_sub/stats/x", "/v2/repository/nope", "/v2/repository/models/add_sub/x", "/metrics/x"} {
 		wantError(t, get(t, base+path), http.StatusNotFound)
 	}
 }

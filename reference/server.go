@@ -20,7 +20,6 @@ import (
 
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference/model"
-	"github.com/oipkit/oipkit/specs"
 	"github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/version"
 )
@@ -36,6 +35,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	stats   *statistics
+	catalog *modelCatalog
 
 	serverMeta     oip.ServerMetadata
 	serverMetaJSON []byte
@@ -62,8 +62,13 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference server config: %w", err)
 	}
-	if repo == nil {
+	fixtures := repo == nil
+	if fixtures {
 		repo = model.Fixtures(model.FixtureConfig{DefaultDelay: cfg.DefaultDelay})
+	}
+	catalog, err := newModelCatalog(repo, fixtures)
+	if err != nil {
+		return nil, fmt.Errorf("reference server repository: %w", err)
 	}
 	s := &Server{
 		cfg:      cfg,
@@ -71,12 +76,13 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		log:      cfg.Logger,
 		metrics:  newMetrics(),
 		stats:    newStatistics(),
+		catalog:  catalog,
 		health:   health.NewServer(),
 		serveErr: make(chan error, 2),
 		serverMeta: oip.ServerMetadata{
 			Name:       ServerName,
 			Version:    version.Version,
-			Extensions: extensionNames(Extensions),
+			Extensions: Advertised,
 		},
 	}
 	if s.serverMetaJSON, err = json.Marshal(s.serverMeta); err != nil {
@@ -295,13 +301,4 @@ func (s *Server) shutdown(ctx context.Context) error {
 	wg.Wait()
 	s.log.Info("reference server stopped")
 	return errors.Join(httpErr, grpcErr)
-}
-
-// extensionNames is the advertisement of exts: their names as strings.
-func extensionNames(exts []specs.Extension) []string {
-	out := make([]string, len(exts))
-	for i, e := range exts {
-		out[i] = string(e)
-	}
-	return out
 }

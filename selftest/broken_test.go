@@ -46,7 +46,9 @@ var breakages = []breakage{
 				a.body = []byte(`{"detail":[{"msg":"validation error"}]}`)
 			}
 		}},
-		failed: []string{"OIP-REST-ERR-001"},
+		// OIP-EXT-REPO-010 asks for an error response from an inference
+		// of an unloaded model.
+		failed: []string{"OIP-REST-ERR-001", "OIP-EXT-REPO-010"},
 		warned: []string{"OIP-REST-ERR-003", "OIP-REST-ERR-006"},
 	},
 	{
@@ -147,9 +149,9 @@ var breakages = []breakage{
 		}},
 		// Everything read from GET /v2 fails with it: the extensions array
 		// (OIP-GEN-004) and the extensions advertised there (OIP-EXT-BIN-001,
-		// and OIP-EXT-CFG-001, OIP-EXT-STAT-001 since those extensions have
-		// specs).
-		failed: []string{"OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-REST-SMETA-001", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"},
+		// and OIP-EXT-CFG-001, OIP-EXT-STAT-001, OIP-EXT-REPO-001 since
+		// those extensions have specs).
+		failed: []string{"OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-REST-SMETA-001", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"},
 	},
 	{
 		name: "rest-metadata-without-extensions",
@@ -160,7 +162,7 @@ var breakages = []breakage{
 		}},
 		// Changed by design (probes): the extensions still work, so their
 		// specs run and the MUSTs that a supporting server lists them fail.
-		failed: []string{"OIP-REST-SMETA-002", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001"},
+		failed: []string{"OIP-REST-SMETA-002", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001"},
 	},
 	{
 		name: "rest-metadata-wrong-dim",
@@ -481,7 +483,7 @@ var breakages = []breakage{
 				a.body = []byte(`{"error":42}`)
 			}
 		}},
-		failed: []string{"OIP-REST-ERR-001"},
+		failed: []string{"OIP-REST-ERR-001", "OIP-EXT-REPO-010"},
 		warned: []string{"OIP-REST-ERR-004", "OIP-REST-ERR-006"},
 	},
 	{
@@ -636,8 +638,8 @@ var breakages = []breakage{
 		}},
 		// Features come from gRPC server metadata instead, so the extension
 		// specs still run; REST metadata does not report the extensions
-		// (OIP-EXT-CFG-001, OIP-EXT-STAT-001).
-		failed: []string{"OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-GEN-004", "OIP-REST-SMETA-002"},
+		// (OIP-EXT-CFG-001, OIP-EXT-STAT-001, OIP-EXT-REPO-001).
+		failed: []string{"OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-GEN-004", "OIP-REST-SMETA-002"},
 		warned: []string{"OIP-REST-SMETA-004"},
 	},
 	{

@@ -158,7 +158,8 @@ var variants = []breakage{
 			}
 			return resp, err
 		},
-		warned: []string{"OIP-REST-HEALTH-003", "OIP-REST-HEALTH-010"},
+		// A-02 also covers the model repository's not-ready checks.
+		warned: []string{"OIP-REST-HEALTH-003", "OIP-REST-HEALTH-010", "OIP-EXT-REPO-010", "OIP-EXT-REPO-011"},
 	},
 }
 

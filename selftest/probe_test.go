@@ -78,13 +78,15 @@ func TestBinaryServedButNotAdvertised(t *testing.T) {
 		name: "binary-served-not-advertised",
 		rest: &restHook{out: func(r *http.Request, a *answer) {
 			if r.URL.Path == "/v2" {
-				editJSON(a, func(m map[string]any) { m["extensions"] = []any{"model_configuration", "statistics"} })
+				editJSON(a, func(m map[string]any) {
+					m["extensions"] = []any{"model_configuration", "statistics", "model_repository"}
+				})
 			}
 		}},
 		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			resp, err := h(ctx, req)
 			if m, ok := resp.(*pb.ServerMetadataResponse); ok && m != nil {
-				m.Extensions = []string{"model_configuration", "statistics"}
+				m.Extensions = []string{"model_configuration", "statistics", "model_repository"}
 			}
 			return resp, err
 		},

@@ -102,6 +102,11 @@ func (p *Prober) Get(ctx context.Context, path string) *Exchange {
 	return p.t.send(ctx, http.MethodGet, path, nil, nil)
 }
 
+// Do sends one HTTP request as it is.
+func (p *Prober) Do(ctx context.Context, method, path string, header http.Header, body []byte) *Exchange {
+	return p.t.send(ctx, method, path, header, body)
+}
+
 // Post sends a REST inference request.
 func (p *Prober) Post(ctx context.Context, model, version string, b Body) *Exchange {
 	body, h := b.wire()

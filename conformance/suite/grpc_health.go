@@ -8,6 +8,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
 
@@ -91,6 +92,33 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 		Verify("OIP-GRPC-HEALTH-006", c).To(Satisfy(func(r *healthpb.HealthCheckResponse) error {
 			if r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 				return fmt.Errorf("Health/Check: %s, want SERVING", r.GetStatus())
+			}
+			return nil
+		}))
+	})
+})
+
+// Server readiness with a model that failed to load needs the model
+// repository extension (the broken fixture, and a load that fails).
+var _ = Describe("gRPC health with a failed model", Over(TransportGRPC), Needs(specs.ExtModelRepository), func() {
+	It("answers ServerReady with OK and ready=false while a model failed to load", Req("OIP-GRPC-HEALTH-003"), func(ctx SpecContext) {
+		needBrokenGRPC(ctx)
+		takeBackBroken()
+		AfterNegative()
+		if _, load := Invoke(ctx, "RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "broken"}, Stub().RepositoryModelLoad); !Answered(load) {
+			return
+		}
+		r, c := Invoke(ctx, "ServerReady", &pb.ServerReadyRequest{}, Stub().ServerReady)
+		if !Answered(c) {
+			return
+		}
+		if c.Err != nil {
+			Note("OIP-GRPC-HEALTH-003", "not ready is reported with status %s", c.Code())
+			return
+		}
+		Verify("OIP-GRPC-HEALTH-003", c).To(Satisfy(func(*pb.ServerReadyResponse) error {
+			if r.GetReady() {
+				return fmt.Errorf("ServerReady: ready=true while broken failed to load (a server without strict readiness may say so)")
 			}
 			return nil
 		}))

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
 )
 
 // OIP-REST-HEALTH: the REST health routes.
@@ -99,5 +100,21 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 	It("rejects a model-ready URL without a model name", Req("OIP-REST-HEALTH-013"), func(ctx SpecContext) {
 		AfterNegative()
 		Verify("OIP-REST-HEALTH-013", Get(ctx, "/v2/models//ready")).To(BeClientError())
+	})
+})
+
+// Server readiness with a model that failed to load needs the model
+// repository extension (the broken fixture, and a load that fails).
+var _ = Describe("REST health with a failed model", Over(TransportREST), Needs(specs.ExtModelRepository), func() {
+	It("is not ready while a model it was asked to load failed", Req("OIP-REST-HEALTH-006"), func(ctx SpecContext) {
+		needBroken(ctx)
+		takeBackBroken()
+		AfterNegative()
+		if load := repoPost(ctx, loadPath("broken"), ""); !Answered(load) {
+			return
+		}
+		// Implied, and soft in the catalog: Triton reports it only in its
+		// strict readiness mode.
+		notReady(Get(ctx, "/v2/health/ready"), "OIP-REST-HEALTH-006")
 	})
 })

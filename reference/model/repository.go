@@ -146,3 +146,13 @@ func cloneTensorMetadata(ts []oip.TensorMetadata) []oip.TensorMetadata {
 	}
 	return out
 }
+
+// Remove unloads every version of name and reports whether it was loaded.
+// Requests already running on a removed model finish normally.
+func (r *Repository) Remove(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.models[name]
+	delete(r.models, name)
+	return ok
+}

@@ -1,0 +1,438 @@
+package suite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+)
+
+// OIP-EXT-REPO: the model repository extension (Triton's): the index of
+// every model, loaded or not, and load and unload calls.
+//
+// State: the specs unload only repo_target, the fixture made for it, and
+// load it again when they end (DeferCleanup), whatever happened. The specs
+// that try to load broken unload it when they end, which takes back the
+// failed load (a server that counts a failed load against its readiness is
+// ready again). No other model is ever unloaded.
+
+// The probe asks for the repository index over REST, then over gRPC.
+var _ = RegisterProbe(specs.ExtModelRepository, func(ctx context.Context, p *Prober) ProbeResult {
+	var absent *ProbeResult
+	if p.Targeted(TransportREST) {
+		e := p.Do(ctx, http.MethodPost, "/v2/repository/index", jsonHeader(), []byte("{}"))
+		switch {
+		case e.Err != nil:
+		case indexErr(e) == nil:
+			return Observed(e, "POST /v2/repository/index answered the repository index")
+		default:
+			r := Absent(e, "POST /v2/repository/index: %s", clipped(e.Got(), 160))
+			absent = &r
+		}
+	}
+	if p.Targeted(TransportGRPC) {
+		resp := &pb.RepositoryIndexResponse{}
+		c := p.Call(ctx, "RepositoryIndex", &pb.RepositoryIndexRequest{}, resp)
+		switch {
+		case GRPCNoAnswer(c.Err) != nil:
+		case c.Err == nil && len(resp.GetModels()) > 0:
+			return Observed(c, "RepositoryIndex answered %d models", len(resp.GetModels()))
+		case absent == nil:
+			r := Absent(c, "RepositoryIndex: %s", clipped(c.Got(), 160))
+			absent = &r
+		}
+	}
+	if absent != nil {
+		return *absent
+	}
+	return Inconclusive(nil, "no answer to the repository index")
+})
+
+func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
+
+// repoPost sends a JSON body (or none) to a repository route.
+func repoPost(ctx context.Context, path, body string) *Exchange {
+	var b []byte
+	if body != "" {
+		b = []byte(body)
+	}
+	return Do(ctx, http.MethodPost, path, jsonHeader(), b)
+}
+
+func loadPath(model string) string   { return "/v2/repository/models/" + PathEscape(model) + "/load" }
+func unloadPath(model string) string { return "/v2/repository/models/" + PathEscape(model) + "/unload" }
+
+// indexEntries reads a 200 index answer: a JSON array of objects, each
+// named by a string.
+func indexEntries(e *Exchange) ([]map[string]json.RawMessage, error) {
+	if e.Status != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s, want 200", e.What(), e.Got())
+	}
+	var list []map[string]json.RawMessage
+	if err := json.Unmarshal(e.Body, &list); err != nil || list == nil {
+		return nil, fmt.Errorf("%s: body is %s, want a JSON array of models", e.What(), clipped(string(e.Body), 120))
+	}
+	for i, m := range list {
+		if _, err := StringField(m, "name"); err != nil {
+			return nil, fmt.Errorf("index[%d]: %v", i, err)
+		}
+	}
+	return list, nil
+}
+
+func indexErr(e *Exchange) error {
+	_, err := indexEntries(e)
+	return err
+}
+
+// indexed returns the index entries of model.
+func indexed(list []map[string]json.RawMessage, model string) []map[string]json.RawMessage {
+	var out []map[string]json.RawMessage
+	for _, m := range list {
+		if n, _ := StringField(m, "name"); n == model {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// listing checks that the index lists every model of want and none of
+// absent.
+func listing(want, absent []string) func(*Exchange) error {
+	return func(e *Exchange) error {
+		list, err := indexEntries(e)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, w := range want {
+			if len(indexed(list, w)) == 0 {
+				errs = append(errs, fmt.Errorf("the index does not list %s", w))
+			}
+		}
+		for _, a := range absent {
+			if len(indexed(list, a)) > 0 {
+				errs = append(errs, fmt.Errorf("the index lists %s, which is not ready", a))
+			}
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// needBroken skips the spec unless the index lists the broken fixture:
+// the index is the only place a model that never loads shows up.
+func needBroken(ctx context.Context) {
+	e := Do(ctx, http.MethodPost, "/v2/repository/index", jsonHeader(), []byte("{}"))
+	if list, err := indexEntries(e); err == nil && len(indexed(list, "broken")) > 0 {
+		return
+	}
+	Skip(SkipFixture + "broken (not listed in the repository index)")
+}
+
+// needBrokenGRPC is needBroken over gRPC.
+func needBrokenGRPC(ctx context.Context) {
+	r, c := Invoke(ctx, "RepositoryIndex", &pb.RepositoryIndexRequest{}, Stub().RepositoryIndex)
+	if c.Err == nil {
+		for _, m := range r.GetModels() {
+			if m.GetName() == "broken" {
+				return
+			}
+		}
+	}
+	Skip(SkipFixture + "broken (not listed in the repository index)")
+}
+
+// restoreRepoTarget loads repo_target again when the spec ends.
+func restoreRepoTarget() {
+	DeferCleanup(func(ctx SpecContext) {
+		if Targeted(TransportREST) {
+			Do(ctx, http.MethodPost, loadPath("repo_target"), jsonHeader(), nil)
+			return
+		}
+		Invoke(ctx, "RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "repo_target"}, Stub().RepositoryModelLoad)
+	})
+}
+
+// takeBackBroken unloads broken when the spec ends, taking back a load
+// the spec tried.
+func takeBackBroken() {
+	DeferCleanup(func(ctx SpecContext) {
+		if Targeted(TransportREST) {
+			Do(ctx, http.MethodPost, unloadPath("broken"), jsonHeader(), nil)
+			return
+		}
+		Invoke(ctx, "RepositoryModelUnload", &pb.RepositoryModelUnloadRequest{ModelName: "broken"}, Stub().RepositoryModelUnload)
+	})
+}
+
+var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtModelRepository), func() {
+	It("advertises model_repository in server metadata", Req("OIP-EXT-REPO-001"), func(ctx SpecContext) {
+		Verify("OIP-EXT-REPO-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+			exts, err := extensionsField(o.Members)
+			if err != nil {
+				return err
+			}
+			return advertisedErr(exts, specs.ExtModelRepository)
+		}))
+	})
+
+	It("lists every model of the repository, loaded or not, in the index", Req("OIP-EXT-REPO-002"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		NeedFixture("repo_target")
+		Verify("OIP-EXT-REPO-002", repoPost(ctx, "/v2/repository/index", "{}")).To(Satisfy(listing([]string{"add_sub", "repo_target"}, nil)))
+	})
+
+	It("lists a model that never loaded in the index", Req("OIP-EXT-REPO-002"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		needBroken(ctx)
+		Verify("OIP-EXT-REPO-002", repoPost(ctx, "/v2/repository/index", "{}")).To(Satisfy(listing([]string{"add_sub", "broken"}, nil)))
+	})
+
+	It("answers an index request whose body is {}", Req("OIP-EXT-REPO-003"), func(ctx SpecContext) {
+		Verify("OIP-EXT-REPO-003", repoPost(ctx, "/v2/repository/index", "{}")).To(Satisfy(indexErr))
+		e := repoPost(ctx, "/v2/repository/index", "")
+		if Answered(e) {
+			Note("OIP-EXT-REPO-003", "an index request without a body answered %d", e.Status)
+		}
+	})
+
+	It("lists only the models ready for inference when ready is true", Req("OIP-EXT-REPO-004"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		needBroken(ctx)
+		Verify("OIP-EXT-REPO-004", repoPost(ctx, "/v2/repository/index", `{"ready":true}`)).To(Satisfy(listing([]string{"add_sub"}, []string{"broken"})))
+	})
+
+	It("gives each model of the index a state and a reason", Req("OIP-EXT-REPO-005"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		e := repoPost(ctx, "/v2/repository/index", "{}")
+		Verify("OIP-EXT-REPO-005", e).To(Satisfy(func(e *Exchange) error {
+			list, err := indexEntries(e)
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for i, m := range list {
+				for _, k := range []string{"state", "reason", "version"} {
+					if raw, ok := m[k]; ok {
+						var s string
+						if json.Unmarshal(raw, &s) != nil {
+							errs = append(errs, fmt.Errorf("index[%d].%s is %s, want a string", i, k, clipped(string(raw), 40)))
+						}
+					}
+				}
+			}
+			return errors.Join(errs...)
+		}))
+		Verify("OIP-EXT-REPO-005", e).Soft("the catalog does not enumerate states; Triton's ready state is READY").To(Satisfy(func(e *Exchange) error {
+			list, err := indexEntries(e)
+			if err != nil {
+				return err
+			}
+			for _, m := range indexed(list, "add_sub") {
+				if s, _ := StringField(m, "state"); s != "READY" {
+					return fmt.Errorf("add_sub, loaded, has state %s, want \"READY\"", clipped(string(m["state"]), 40))
+				}
+			}
+			for _, m := range indexed(list, "broken") {
+				s, _ := StringField(m, "state")
+				r, _ := StringField(m, "reason")
+				if s == "READY" || r == "" {
+					return fmt.Errorf("broken, never loaded, has state %q and reason %q; want a state other than READY and a reason", s, r)
+				}
+			}
+			return nil
+		}))
+	})
+
+	It("answers a malformed index request with an error status and {\"error\": string}", Req("OIP-EXT-REPO-006"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify("OIP-EXT-REPO-006", repoPost(ctx, "/v2/repository/index", `{"ready":"yes"}`)).To(BeErrorResponse())
+	})
+
+	It("loads an unloaded model again", Req("OIP-EXT-REPO-007"), func(ctx SpecContext) {
+		NeedFixture("repo_target")
+		restoreRepoTarget()
+		if !Verify("OIP-EXT-REPO-007", repoPost(ctx, unloadPath("repo_target"), "")).To(HaveStatus(http.StatusOK), "repo_target must unload for its load to be checked") {
+			return
+		}
+		if !Verify("OIP-EXT-REPO-007", repoPost(ctx, loadPath("repo_target"), "")).To(HaveStatus(http.StatusOK)) {
+			return
+		}
+		Verify("OIP-EXT-REPO-007", Get(ctx, "/v2/models/repo_target/ready")).To(HaveStatus(http.StatusOK), "a loaded model is ready")
+	})
+
+	It("refuses file: contents without a config, and loads with the model's own config", Req("OIP-EXT-REPO-008"), func(ctx SpecContext) {
+		NeedFixture("repo_target")
+		restoreRepoTarget()
+		AfterNegative()
+		Verify("OIP-EXT-REPO-008", repoPost(ctx, loadPath("repo_target"), `{"parameters":{"file:1/model.onnx":"AAAA"}}`)).To(BeErrorResponse())
+		if !Advertises(specs.ExtModelConfiguration) {
+			return // the model's own configuration cannot be read
+		}
+		cfg := Get(ctx, "/v2/models/repo_target/config")
+		if cfg.Err != nil || cfg.Status != http.StatusOK {
+			return
+		}
+		body := `{"parameters":{"config":` + strconv.Quote(string(cfg.Body)) + `}}`
+		if Verify("OIP-EXT-REPO-008", repoPost(ctx, loadPath("repo_target"), body)).To(HaveStatus(http.StatusOK), "a load with the model's own configuration as config succeeds") {
+			Verify("OIP-EXT-REPO-008", Get(ctx, "/v2/models/repo_target/ready")).To(HaveStatus(http.StatusOK), "a loaded model is ready")
+		}
+	})
+
+	It("answers a load of an unknown model with an error status and {\"error\": string}", Req("OIP-EXT-REPO-009"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify("OIP-EXT-REPO-009", repoPost(ctx, loadPath("does_not_exist"), "")).To(BeErrorResponse())
+	})
+
+	It("answers a load that fails with an error status and {\"error\": string}", Req("OIP-EXT-REPO-009"), func(ctx SpecContext) {
+		needBroken(ctx)
+		takeBackBroken()
+		AfterNegative()
+		Verify("OIP-EXT-REPO-009", repoPost(ctx, loadPath("broken"), "")).To(BeErrorResponse())
+	})
+
+	It("unloads a model: it is no longer ready and refuses inference", Req("OIP-EXT-REPO-010"), func(ctx SpecContext) {
+		NeedFixture("repo_target")
+		restoreRepoTarget()
+		if !Verify("OIP-EXT-REPO-010", repoPost(ctx, unloadPath("repo_target"), "")).To(HaveStatus(http.StatusOK)) {
+			return
+		}
+		notReady(Get(ctx, "/v2/models/repo_target/ready"), "OIP-EXT-REPO-010")
+		in := int32s("INPUT0", []int64{1, 2}, 1, 2)
+		Verify("OIP-EXT-REPO-010", Post(ctx, "repo_target", "", Request(JSONInput(in)))).To(BeErrorResponse())
+	})
+
+	It("unloads with unload_dependents when the server advertises it", Req("OIP-EXT-REPO-011"), func(ctx SpecContext) {
+		NeedFixture("repo_target")
+		if !advertisesCapability(ctx, specs.ExtModelRepository, "unload_dependents") {
+			Skip(SkipNotApplicable + "the server does not advertise model_repository(unload_dependents)")
+		}
+		restoreRepoTarget()
+		// The fixtures have no ensemble; a model without dependents is
+		// unloaded as without the flag.
+		if Verify("OIP-EXT-REPO-011", repoPost(ctx, unloadPath("repo_target"), `{"parameters":{"unload_dependents":true}}`)).To(HaveStatus(http.StatusOK)) {
+			notReady(Get(ctx, "/v2/models/repo_target/ready"), "OIP-EXT-REPO-011")
+		}
+	})
+
+	It("answers a malformed unload with an error status and {\"error\": string}", Req("OIP-EXT-REPO-012"), func(ctx SpecContext) {
+		NeedFixture("repo_target")
+		restoreRepoTarget()
+		AfterNegative()
+		Verify("OIP-EXT-REPO-012", repoPost(ctx, unloadPath("repo_target"), `{"parameters":{"unload_dependents":"x"}}`)).
+			Soft("the catalog's test is soft: only Triton's boolean parse fails it").To(BeErrorResponse())
+	})
+})
+
+// advertisesCapability reports whether server metadata lists ext with cap,
+// over either transport.
+func advertisesCapability(ctx context.Context, ext specs.Extension, capability string) bool {
+	var names []string
+	if Targeted(TransportREST) {
+		if o, err := Get(ctx, "/v2").AsObject(); err == nil {
+			names, _ = extensionsField(o.Members)
+		}
+	} else if r, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata); c.Err == nil {
+		names = r.GetExtensions()
+	}
+	for _, n := range names {
+		if e, c, ok := specs.ParseAdvertised(n); ok && e == ext && c == capability {
+			return true
+		}
+	}
+	return false
+}
+
+var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtModelRepository), func() {
+	It("advertises model_repository in server metadata", Req("OIP-EXT-REPO-001"), func(ctx SpecContext) {
+		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
+		Verify("OIP-EXT-REPO-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+			return advertisedErr(m.GetExtensions(), specs.ExtModelRepository)
+		}))
+	})
+
+	It("answers RepositoryIndex with every model, and only the ready ones when ready is set", Req("OIP-EXT-REPO-013"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		NeedFixture("repo_target")
+		names := func(r *pb.RepositoryIndexResponse) map[string]bool {
+			m := map[string]bool{}
+			for _, x := range r.GetModels() {
+				m[x.GetName()] = true
+			}
+			return m
+		}
+		_, c := Invoke(ctx, "RepositoryIndex", &pb.RepositoryIndexRequest{}, Stub().RepositoryIndex)
+		Verify("OIP-EXT-REPO-013", c).To(Satisfy(func(r *pb.RepositoryIndexResponse) error {
+			if n := names(r); !n["add_sub"] || !n["repo_target"] {
+				return fmt.Errorf("RepositoryIndex lists %v, want add_sub and repo_target among them", clipped(fmt.Sprint(n), 200))
+			}
+			return nil
+		}))
+		_, c = Invoke(ctx, "RepositoryIndex", &pb.RepositoryIndexRequest{Ready: true}, Stub().RepositoryIndex)
+		Verify("OIP-EXT-REPO-013", c).To(Satisfy(func(r *pb.RepositoryIndexResponse) error {
+			n := names(r)
+			switch {
+			case !n["add_sub"]:
+				return errors.New("RepositoryIndex{ready: true} does not list add_sub, which is ready")
+			case n["broken"]:
+				return errors.New("RepositoryIndex{ready: true} lists broken, which never loads")
+			}
+			return nil
+		}))
+	})
+
+	It("unloads and loads a model with RepositoryModelUnload and RepositoryModelLoad", Req("OIP-EXT-REPO-013"), func(ctx SpecContext) {
+		NeedFixture("repo_target")
+		restoreRepoTarget()
+		_, c := Invoke(ctx, "RepositoryModelUnload", &pb.RepositoryModelUnloadRequest{ModelName: "repo_target"}, Stub().RepositoryModelUnload)
+		if !Verify("OIP-EXT-REPO-013", c).To(BeOK()) {
+			return
+		}
+		r, c := Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "repo_target"}, Stub().ModelReady)
+		if Answered(c) && c.Err == nil {
+			Verify("OIP-EXT-REPO-013", c).To(Satisfy(func(*pb.ModelReadyResponse) error {
+				if r.GetReady() {
+					return errors.New("ModelReady{repo_target} is true after RepositoryModelUnload")
+				}
+				return nil
+			}))
+		}
+		_, c = Invoke(ctx, "RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "repo_target"}, Stub().RepositoryModelLoad)
+		if !Verify("OIP-EXT-REPO-013", c).To(BeOK()) {
+			return
+		}
+		_, c = Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "repo_target"}, Stub().ModelReady)
+		Verify("OIP-EXT-REPO-013", c).To(Satisfy(func(r *pb.ModelReadyResponse) error {
+			if !r.GetReady() {
+				return errors.New("ModelReady{repo_target} is false after RepositoryModelLoad")
+			}
+			return nil
+		}))
+	})
+
+	It("answers a load of an unknown model with a non-OK status", Req("OIP-EXT-REPO-013"), func(ctx SpecContext) {
+		AfterNegative()
+		_, c := Invoke(ctx, "RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "does_not_exist"}, Stub().RepositoryModelLoad)
+		if Answered(c) {
+			Verify("OIP-EXT-REPO-013", c).To(BeRejected())
+		}
+	})
+
+	It("answers a load that fails with a non-OK status", Req("OIP-EXT-REPO-013"), func(ctx SpecContext) {
+		needBrokenGRPC(ctx)
+		takeBackBroken()
+		AfterNegative()
+		_, c := Invoke(ctx, "RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "broken"}, Stub().RepositoryModelLoad)
+		if Answered(c) {
+			Verify("OIP-EXT-REPO-013", c).To(BeRejected())
+		}
+	})
+})
