@@ -3,11 +3,13 @@ package reference_test
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/reference"
 	"github.com/oipkit/oipkit/reference/referencetest"
 	"github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
@@ -170,5 +172,36 @@ func TestModelRepositoryConcurrent(t *testing.T) {
 			t.Fatalf("inference %d: %v", i, err)
 		}
 		c.RepositoryIndex(ctx, &inferencepb.RepositoryIndexRequest{})
+	}
+}
+
+// Malformed repository and statistics requests are refused with 4xx: deep
+// nesting, a body over the limit, a config that is JSON of the wrong shape.
+func TestExtensionRoutesHostile(t *testing.T) {
+	srv := referencetest.Start(t, func(c *reference.Config) { c.MaxBodyBytes = 1 << 16 })
+	base := srv.HTTPURL()
+	deep := strings.Repeat("[", 20000)
+	for _, c := range []struct {
+		path, body string
+		status     int
+	}{
+		{"/v2/repository/index", deep, http.StatusBadRequest},
+		{"/v2/repository/index", `{"ready":` + deep + `}`, http.StatusBadRequest},
+		{"/v2/repository/index", `{"ready":true}` + strings.Repeat(" ", 1<<17), http.StatusRequestEntityTooLarge},
+		{"/v2/repository/models/repo_target/load", `{"parameters":{"config":` + strconv.Quote(deep) + `}}`, http.StatusBadRequest},
+		{"/v2/repository/models/repo_target/load", `{"parameters":{"config":"[1,2]"}}`, http.StatusBadRequest},
+		{"/v2/repository/models/repo_target/load", `{"parameters":{"config":42}}`, http.StatusBadRequest},
+		{"/v2/repository/models/repo_target/load", `{"parameters":"x"}`, http.StatusBadRequest},
+		{"/v2/repository/models/repo_target/unload", `{"parameters":[]}`, http.StatusBadRequest},
+	} {
+		if r := post(t, base+c.path, c.body); r.status != c.status {
+			t.Errorf("POST %s with %.40q…: %d, want %d (%s)", c.path, c.body, r.status, c.status, r.body)
+		}
+	}
+	if r := get(t, base+"/v2/health/ready"); r.status != http.StatusOK {
+		t.Errorf("server not ready after malformed requests: %d", r.status)
+	}
+	if r := get(t, base+"/v2/models/"+strings.Repeat("x", 4000)+"/stats"); r.status != http.StatusNotFound {
+		t.Errorf("statistics of a long unknown name: %d", r.status)
 	}
 }
