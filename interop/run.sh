@@ -47,6 +47,9 @@ if ! "$HERE/start.sh" "$RUNTIME" "$HTTP_PORT" "$GRPC_PORT"; then
   exit 1
 fi
 
+ready() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$HTTP_PORT/v2/health/ready"; }
+ready_before=$(ready)
+
 # conform: must complete; the failed/skipped requirements must match the triage.
 rm -f "$OUT/report.json" "$OUT/report.md" "$OUT/report.html" "$OUT/junit.xml"
 targets=(--http "http://127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT")
@@ -80,6 +83,18 @@ PYEOF
   *) record fail conform "exit $rc: run incomplete; output $HOME_DIR/run/$RUNTIME-conform.txt" ;;
 esac
 rm -f "$OUT/junit.xml"
+
+# A conformance run can leave a server not ready for good: the model-repository specs try to load
+# `broken`, and Triton's strict readiness counts a failed model until it loads. The checks below
+# need a ready server: start it again.
+if [[ $ready_before == 200 && $(ready) != 200 ]]; then
+  echo "conform left $RUNTIME not ready (a failed model load); starting it again"
+  "$HERE/stop.sh" "$RUNTIME" > /dev/null 2>&1
+  if ! "$HERE/start.sh" "$RUNTIME" "$HTTP_PORT" "$GRPC_PORT"; then
+    record fail start "did not start again after conform; log $HOME_DIR/run/$RUNTIME.log"
+    exit 1
+  fi
+fi
 
 # grpc-not-oip: a runtime whose gRPC port serves another service than inference.GRPCInferenceService
 # (GRPC_NOT_OIP=1) must be called "not an OIP server" by oipkit conform, exit 2: that is the
