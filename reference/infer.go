@@ -25,8 +25,13 @@ func (s *Server) infer(ctx context.Context, m model.Model, version string, req *
 	if err != nil {
 		return nil, err
 	}
-	// The requested outputs in the requested order, or every output in
-	// metadata order when none was requested.
+	return response(&md, version, req, outs)
+}
+
+// response builds the response to req from the model's outputs: the
+// requested outputs in the requested order, or every output in metadata
+// order when none was requested.
+func response(md *oip.ModelMetadata, version string, req *oip.InferRequest, outs []tensor.Tensor) (*oip.InferResponse, error) {
 	n := len(req.Outputs)
 	if n == 0 {
 		n = len(md.Outputs)
@@ -39,7 +44,7 @@ func (s *Server) infer(ctx context.Context, m model.Model, version string, req *
 		return md.Outputs[i].Name
 	}
 	for i := range n {
-		t, err := producedOutput(&md, outs, outputName(i))
+		t, err := producedOutput(md, outs, outputName(i))
 		if err != nil {
 			return nil, err
 		}

@@ -54,6 +54,8 @@ type Server struct {
 	grpcLn   net.Listener
 	serveErr chan error // failures of the serving goroutines
 
+	streams streamLimits // ModelStreamInfer bookkeeping (ext_stream.go)
+
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -66,7 +68,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		return nil, fmt.Errorf("reference server config: %w", err)
 	}
 	if repo == nil {
-		repo = model.Fixtures(model.FixtureConfig{DefaultDelay: cfg.DefaultDelay})
+		repo = model.Fixtures(model.FixtureConfig{DefaultDelay: cfg.DefaultDelay, TokenInterval: cfg.TokenInterval})
 	}
 	s := &Server{
 		cfg:      cfg,
@@ -75,6 +77,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		metrics:  newMetrics(),
 		health:   health.NewServer(),
 		serveErr: make(chan error, 2),
+		streams:  newStreamLimits(cfg.MaxStreams),
 		serverMeta: oip.ServerMetadata{
 			Name:       ServerName,
 			Version:    version.Version,
@@ -267,7 +270,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
-	s.health.Shutdown() // health checks now report NOT_SERVING
+	s.health.Shutdown()  // health checks now report NOT_SERVING
+	s.streams.closeAll() // open streams end once their requests are answered
 	var wg sync.WaitGroup
 	var httpErr, grpcErr error
 	if s.httpSrv != nil {
