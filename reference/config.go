@@ -52,6 +52,12 @@ type Config struct {
 	// flight and receives nothing for this long (default 2m), so streams
 	// that are never half-closed do not pile up.
 	StreamIdleTimeout time.Duration
+	// MaxSequences caps the live sequences of stateful models (default
+	// 1024); starting one more is refused with RESOURCE_EXHAUSTED / 429.
+	MaxSequences int
+	// SequenceIdleTimeout forgets a sequence that received no request for
+	// this long (default 60s); its next request is refused as not live.
+	SequenceIdleTimeout time.Duration
 	// TokenInterval is the tokens fixture's gap between responses when a
 	// request carries no interval_ms (default 10ms; negative means none).
 	// Like DefaultDelay, used only when New builds the fixtures itself.
@@ -87,6 +93,8 @@ const (
 	DefaultMaxStreamInflight   = 64
 	DefaultStreamIdleTimeout   = 2 * time.Minute
 	DefaultTokenInterval       = 10 * time.Millisecond
+	DefaultMaxSequences        = 1024
+	DefaultSequenceIdleTimeout = time.Minute
 )
 
 // DefaultConfig returns the default configuration: REST on 127.0.0.1:8000 and
@@ -108,6 +116,8 @@ func DefaultConfig() Config {
 		MaxStreamInflight:   DefaultMaxStreamInflight,
 		StreamIdleTimeout:   DefaultStreamIdleTimeout,
 		TokenInterval:       DefaultTokenInterval,
+		MaxSequences:        DefaultMaxSequences,
+		SequenceIdleTimeout: DefaultSequenceIdleTimeout,
 	}
 }
 
@@ -120,10 +130,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("negative limit: max body bytes %d, max tensor elements %d, gRPC max message bytes %d",
 			c.MaxBodyBytes, c.MaxTensorElements, c.GRPCMaxMessageBytes)
 	}
-	if c.MaxStreams < 0 || c.MaxStreamInflight < 0 {
-		return c, fmt.Errorf("negative limit: max streams %d, max stream in-flight %d", c.MaxStreams, c.MaxStreamInflight)
+	if c.MaxStreams < 0 || c.MaxStreamInflight < 0 || c.MaxSequences < 0 {
+		return c, fmt.Errorf("negative limit: max streams %d, max stream in-flight %d, max sequences %d", c.MaxStreams, c.MaxStreamInflight, c.MaxSequences)
 	}
-	if c.ReadHeaderTimeout < 0 || c.StreamIdleTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 {
+	if c.ReadHeaderTimeout < 0 || c.StreamIdleTimeout < 0 || c.SequenceIdleTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 {
 		return c, errors.New("negative timeout")
 	}
 	setDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
@@ -139,6 +149,8 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.MaxStreamInflight, DefaultMaxStreamInflight)
 	setDefault(&c.StreamIdleTimeout, DefaultStreamIdleTimeout)
 	setDefault(&c.TokenInterval, DefaultTokenInterval)
+	setDefault(&c.MaxSequences, DefaultMaxSequences)
+	setDefault(&c.SequenceIdleTimeout, DefaultSequenceIdleTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

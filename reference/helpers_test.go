@@ -250,5 +250,5 @@ func extNames() []string {
 	for _, e := range reference.Extensions {
 		out = append(out, string(e))
 	}
-	return out
+	return append(out, reference.Capabilities...)
 }

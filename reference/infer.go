@@ -21,7 +21,12 @@ func (s *Server) infer(ctx context.Context, m model.Model, version string, req *
 	if err != nil {
 		return nil, err
 	}
-	outs, err := s.runModel(ctx, m, md.Name, inputs, req.Parameters)
+	var outs []tensor.Tensor
+	if st, ok := m.(model.Stateful); ok {
+		outs, err = s.sequences.run(ctx, s, st, md.Name, inputs, req.Parameters)
+	} else {
+		outs, err = s.runModel(ctx, m, md.Name, inputs, req.Parameters)
+	}
 	if err != nil {
 		return nil, err
 	}

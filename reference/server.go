@@ -30,7 +30,11 @@ const ServerName = "oipkit-reference"
 
 // Extensions lists the protocol extensions the server implements and
 // advertises in its metadata.
-var Extensions = []specs.Extension{specs.ExtBinaryTensorData, specs.ExtModelConfiguration}
+var Extensions = []specs.Extension{specs.ExtBinaryTensorData, specs.ExtModelConfiguration, specs.ExtSequence}
+
+// Capabilities lists the extension capabilities the server advertises after
+// Extensions: sequence ids may be strings.
+var Capabilities = []string{specs.ExtSequence.WithCapability(specs.CapabilityStringID)}
 
 // Server is the reference OIP server: REST and gRPC front ends over one
 // model repository.
@@ -54,7 +58,8 @@ type Server struct {
 	grpcLn   net.Listener
 	serveErr chan error // failures of the serving goroutines
 
-	streams streamLimits // ModelStreamInfer bookkeeping (ext_stream.go)
+	streams   streamLimits // ModelStreamInfer bookkeeping (ext_stream.go)
+	sequences *sequences   // live sequences of stateful models (ext_sequence.go)
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -71,17 +76,18 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		repo = model.Fixtures(model.FixtureConfig{DefaultDelay: cfg.DefaultDelay, TokenInterval: cfg.TokenInterval})
 	}
 	s := &Server{
-		cfg:      cfg,
-		repo:     repo,
-		log:      cfg.Logger,
-		metrics:  newMetrics(),
-		health:   health.NewServer(),
-		serveErr: make(chan error, 2),
-		streams:  newStreamLimits(cfg.MaxStreams),
+		cfg:       cfg,
+		repo:      repo,
+		log:       cfg.Logger,
+		metrics:   newMetrics(),
+		health:    health.NewServer(),
+		serveErr:  make(chan error, 2),
+		streams:   newStreamLimits(cfg.MaxStreams),
+		sequences: newSequences(cfg.MaxSequences, cfg.SequenceIdleTimeout),
 		serverMeta: oip.ServerMetadata{
 			Name:       ServerName,
 			Version:    version.Version,
-			Extensions: extensionNames(Extensions),
+			Extensions: append(extensionNames(Extensions), Capabilities...),
 		},
 	}
 	if s.serverMetaJSON, err = json.Marshal(s.serverMeta); err != nil {

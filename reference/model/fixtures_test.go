@@ -78,8 +78,8 @@ func TestFixturesMatchContract(t *testing.T) {
 			t.Errorf("repository holds %q, which the fixture contract does not define", name)
 		}
 	}
-	if got := len(repo.Names()); got != 19 {
-		t.Errorf("%d fixture names, want 19 (add_sub, 14 identity, versioned, delay, stream_count, tokens)", got)
+	if got := len(repo.Names()); got != 20 {
+		t.Errorf("%d fixture names, want 20 (add_sub, 14 identity, versioned, delay, stream_count, tokens, accumulate)", got)
 	}
 }
 
