@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -307,5 +308,41 @@ func TestDelaySleepsAndHonoursCancellation(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("delay ignored cancellation")
+	}
+}
+
+func TestDecoupledFixtures(t *testing.T) {
+	in := func(n int32) map[string]tensor.Tensor {
+		return map[string]tensor.Tensor{"INPUT0": int32Tensor("INPUT0", []int64{1}, []int32{n})}
+	}
+	var got []string
+	send := func(outs []tensor.Tensor, final bool) error {
+		s := fmt.Sprint(outs[0].Data.([]int32)[0], final)
+		if len(outs) > 1 {
+			s += " " + string(outs[1].Data.([][]byte)[0])
+		}
+		got = append(got, s)
+		return nil
+	}
+	if err := NewStreamCount().InferStream(context.Background(), in(3), nil, send); err != nil || fmt.Sprint(got) != "[1 false 2 false 3 true]" {
+		t.Fatalf("stream_count 3: %q %v", got, err)
+	}
+	got = nil
+	if err := NewStreamCount().InferStream(context.Background(), in(0), nil, send); err != nil || got != nil {
+		t.Fatalf("stream_count 0: %q %v", got, err)
+	}
+	if err := NewTokens(0).InferStream(context.Background(), in(2), nil, send); err != nil || fmt.Sprint(got) != "[1 false the  2 true quick ]" {
+		t.Fatalf("tokens 2: %q %v", got, err)
+	}
+	for _, n := range []int32{-1, MaxStreamResponses + 1} {
+		if err := NewStreamCount().InferStream(context.Background(), in(n), nil, send); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("stream_count %d: %v, want ErrInvalidInput", n, err)
+		}
+	}
+	if _, err := NewStreamCount().Infer(context.Background(), in(1), nil); !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("unary stream_count: %v, want ErrInvalidInput", err)
+	}
+	if err := NewTokens(0).InferStream(context.Background(), in(1), oip.Parameters{ParamIntervalMS: "x"}, send); !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("tokens with interval_ms \"x\": %v", err)
 	}
 }
