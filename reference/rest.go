@@ -33,6 +33,8 @@ const (
 	routeModelInfer
 	routeModelConfig
 	routeMetrics
+	routeModelGenerate       // ext_generate.go
+	routeModelGenerateStream // ext_generate.go
 )
 
 // route is a matched REST route; model and version are unescaped.
@@ -43,14 +45,19 @@ type route struct {
 
 // allow is the Allow header value of the route.
 func (r route) allow() string {
-	if r.kind == routeModelInfer {
+	if r.post() {
 		return "POST"
 	}
 	return "GET, HEAD"
 }
 
+// post reports whether the route takes POST (and only POST).
+func (r route) post() bool {
+	return r.kind == routeModelInfer || r.kind == routeModelGenerate || r.kind == routeModelGenerateStream
+}
+
 func (r route) allows(method string) bool {
-	if r.kind == routeModelInfer {
+	if r.post() {
 		return method == http.MethodPost
 	}
 	return method == http.MethodGet || method == http.MethodHead
@@ -120,6 +127,10 @@ func matchRoute(escapedPath string) (route, bool) {
 		r.kind = routeModelInfer
 	case len(rest) == 1 && rest[0] == "config":
 		r.kind = routeModelConfig
+	case len(rest) == 1 && rest[0] == "generate":
+		r.kind = routeModelGenerate
+	case len(rest) == 1 && rest[0] == "generate_stream":
+		r.kind = routeModelGenerateStream
 	default:
 		return route{}, false
 	}
@@ -207,6 +218,8 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, modelConfigREST(md))
 	case routeModelInfer:
 		s.serveInfer(w, r, rt)
+	case routeModelGenerate, routeModelGenerateStream:
+		s.serveGenerate(w, r, rt, rt.kind == routeModelGenerateStream)
 	case routeMetrics:
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		w.WriteHeader(http.StatusOK)

@@ -38,15 +38,18 @@ func TestSelection(t *testing.T) {
 	}{
 		{"rest-only", []string{"--http", srv.HTTPURL()},
 			map[string]reports.Verdict{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "not-supported", "OIP-REST-BINARY": "pass",
-				"OIP-REST-MODEL-CONFIG": "pass", "OIP-GRPC-MODEL-CONFIG": "not-supported", "OIP-REST-SEQUENCE": "pass", "OIP-GRPC-SEQUENCE": "not-supported"},
+				"OIP-REST-MODEL-CONFIG": "pass", "OIP-GRPC-MODEL-CONFIG": "not-supported", "OIP-REST-SEQUENCE": "pass", "OIP-GRPC-SEQUENCE": "not-supported",
+				"OIP-REST-GENERATE": "pass"},
 			[]string{"OIP-GRPC-HEALTH-001", "OIP-GRPC-INFER-001", "OIP-GRPC-RAW-007", "OIP-GEN-007"}},
 		{"grpc-only", []string{"--grpc", srv.GRPCAddr()},
 			map[string]reports.Verdict{"OIP-REST-CORE": "not-supported", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
-				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "pass", "OIP-REST-SEQUENCE": "not-supported", "OIP-GRPC-SEQUENCE": "pass"},
+				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "pass", "OIP-REST-SEQUENCE": "not-supported", "OIP-GRPC-SEQUENCE": "pass",
+				"OIP-REST-GENERATE": "not-supported"},
 			[]string{"OIP-REST-HEALTH-001", "OIP-REST-INFER-001", "OIP-EXT-BIN-002", "OIP-REST-DATA-012"}},
 		{"features-none", []string{"--http", srv.HTTPURL(), "--grpc", srv.GRPCAddr(), "--features", "none"},
 			map[string]reports.Verdict{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
-				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "not-supported", "OIP-REST-SEQUENCE": "not-supported", "OIP-GRPC-SEQUENCE": "not-supported"},
+				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "not-supported", "OIP-REST-SEQUENCE": "not-supported", "OIP-GRPC-SEQUENCE": "not-supported",
+				"OIP-REST-GENERATE": "not-supported"},
 			[]string{"OIP-EXT-BIN-001", "OIP-EXT-BIN-009"}},
 	}
 	for _, c := range cases {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -276,4 +277,9 @@ func CompareTensor(want, got tensor.Tensor) error { return compareTensor(want, g
 // Stream is StreamInfer for a probe.
 func (p *Prober) Stream(ctx context.Context, reqs []*pb.ModelInferRequest, o StreamOptions) *StreamCall {
 	return p.t.stream(ctx, reqs, o)
+}
+
+// Do sends one HTTP request for a probe (method, path and body as given).
+func (p *Prober) Do(ctx context.Context, method, path string, header http.Header, body []byte) *Exchange {
+	return p.t.send(ctx, method, path, header, body)
 }

@@ -45,12 +45,12 @@ type FixtureConfig struct {
 
 // Fixtures returns a repository holding every fixture model: add_sub,
 // identity_<t> for all 14 datatypes (BF16 included), versioned versions 1 and
-// 2, delay, the decoupled stream_count and tokens, and the stateful
-// accumulate.
+// 2, delay, the decoupled stream_count, tokens and text_gen, and the
+// stateful accumulate.
 func Fixtures(cfg FixtureConfig) *Repository {
 	r := NewRepository()
 	models := []Model{NewAddSub(), NewVersioned(1), NewVersioned(2), NewDelay(cfg.DefaultDelay),
-		NewStreamCount(), NewTokens(cfg.TokenInterval), NewAccumulate()}
+		NewStreamCount(), NewTokens(cfg.TokenInterval), NewAccumulate(), NewTextGen()}
 	for _, d := range tensor.Datatypes {
 		models = append(models, NewIdentity(d))
 	}

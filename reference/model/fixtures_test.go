@@ -79,8 +79,8 @@ func TestFixturesMatchContract(t *testing.T) {
 			t.Errorf("repository holds %q, which the fixture contract does not define", name)
 		}
 	}
-	if got := len(repo.Names()); got != 20 {
-		t.Errorf("%d fixture names, want 20 (add_sub, 14 identity, versioned, delay, stream_count, tokens, accumulate)", got)
+	if got := len(repo.Names()); got != 21 {
+		t.Errorf("%d fixture names, want 21 (add_sub, 14 identity, versioned, delay, stream_count, tokens, accumulate, text_gen)", got)
 	}
 }
 
