@@ -11,5 +11,13 @@
 // INTERNAL are reserved for server faults. GET /metrics exposes Prometheus
 // counters and latency histograms of inference requests.
 //
+// Extensions beyond the core: gRPC ModelStreamInfer for any model, with
+// decoupled models (model.Decoupled: 0..N responses per request,
+// triton_final_response) answered as they go (ext_stream.go); sequences of
+// stateful models (model.Stateful) keyed by sequence_id on every transport
+// (ext_sequence.go); REST generate and generate_stream with server-sent
+// events (ext_generate.go). Each is bounded by Config limits (open streams,
+// requests in flight per stream, idle streams, live and idle sequences).
+//
 // Package referencetest starts a server on loopback for tests.
 package reference
