@@ -55,7 +55,7 @@ func (g *grpcService) ModelConfig(_ context.Context, req *inferencepb.ModelConfi
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &inferencepb.ModelConfigResponse{Config: modelConfigProto(md)}, nil
+	return &inferencepb.ModelConfigResponse{Config: modelConfigProto(md, g.s.decoupled(req.GetName(), req.GetVersion()))}, nil
 }
 
 func (g *grpcService) ModelInfer(ctx context.Context, pb *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {

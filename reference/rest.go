@@ -215,7 +215,7 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 			writeError(w, httpStatus(err), err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, modelConfigREST(md))
+		writeJSON(w, http.StatusOK, modelConfigREST(md, s.decoupled(rt.model, rt.version)))
 	case routeModelInfer:
 		s.serveInfer(w, r, rt)
 	case routeModelGenerate, routeModelGenerateStream:
