@@ -18,4 +18,10 @@
 // and
 // [GRPC.Stub], [GRPC.Conn] and [GRPC.Context] give hand-built messages the
 // client's connections, timeout and metadata.
+//
+// Streaming: [GRPC.Stream] opens a ModelStreamInfer stream in the Triton /
+// OpenVINO Model Server message shape (per-request errors wrap
+// [ErrStreamRequest]); [REST.Generate] and [REST.GenerateStream] speak
+// Triton's generate extension, the latter reading server-sent events with
+// bounded lines and events (an in-stream error wraps [ErrStreamEvent]).
 package client

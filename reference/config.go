@@ -40,6 +40,29 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 
+	// MaxStreams caps the ModelStreamInfer streams open at once (default
+	// 1024); one more is refused with RESOURCE_EXHAUSTED.
+	MaxStreams int
+	// MaxStreamInflight caps the requests of one stream being computed at
+	// once (default 64). Beyond it the server stops reading the stream until
+	// one finishes, so a client that sends without reading is held back by
+	// flow control instead of growing the server's memory.
+	MaxStreamInflight int
+	// StreamIdleTimeout ends a ModelStreamInfer stream that has nothing in
+	// flight and receives nothing for this long (default 2m), so streams
+	// that are never half-closed do not pile up.
+	StreamIdleTimeout time.Duration
+	// MaxSequences caps the live sequences of stateful models (default
+	// 1024); starting one more is refused with RESOURCE_EXHAUSTED / 429.
+	MaxSequences int
+	// SequenceIdleTimeout forgets a sequence that received no request for
+	// this long (default 60s); its next request is refused as not live.
+	SequenceIdleTimeout time.Duration
+	// TokenInterval is the tokens fixture's gap between responses when a
+	// request carries no interval_ms (default 10ms; negative means none).
+	// Like DefaultDelay, used only when New builds the fixtures itself.
+	TokenInterval time.Duration
+
 	// DefaultDelay is the delay fixture's sleep when a request carries no
 	// delay_ms (default 10ms; negative means no sleep). It is used only when
 	// New builds the fixture repository itself.
@@ -66,6 +89,12 @@ const (
 	DefaultIdleTimeout         = 120 * time.Second
 	DefaultDelay               = 10 * time.Millisecond
 	DefaultShutdownTimeout     = 30 * time.Second
+	DefaultMaxStreams          = 1024
+	DefaultMaxStreamInflight   = 64
+	DefaultStreamIdleTimeout   = 2 * time.Minute
+	DefaultTokenInterval       = 10 * time.Millisecond
+	DefaultMaxSequences        = 1024
+	DefaultSequenceIdleTimeout = time.Minute
 )
 
 // DefaultConfig returns the default configuration: REST on 127.0.0.1:8000 and
@@ -83,6 +112,12 @@ func DefaultConfig() Config {
 		IdleTimeout:         DefaultIdleTimeout,
 		DefaultDelay:        DefaultDelay,
 		ShutdownTimeout:     DefaultShutdownTimeout,
+		MaxStreams:          DefaultMaxStreams,
+		MaxStreamInflight:   DefaultMaxStreamInflight,
+		StreamIdleTimeout:   DefaultStreamIdleTimeout,
+		TokenInterval:       DefaultTokenInterval,
+		MaxSequences:        DefaultMaxSequences,
+		SequenceIdleTimeout: DefaultSequenceIdleTimeout,
 	}
 }
 
@@ -95,7 +130,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("negative limit: max body bytes %d, max tensor elements %d, gRPC max message bytes %d",
 			c.MaxBodyBytes, c.MaxTensorElements, c.GRPCMaxMessageBytes)
 	}
-	if c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 {
+	if c.MaxStreams < 0 || c.MaxStreamInflight < 0 || c.MaxSequences < 0 {
+		return c, fmt.Errorf("negative limit: max streams %d, max stream in-flight %d, max sequences %d", c.MaxStreams, c.MaxStreamInflight, c.MaxSequences)
+	}
+	if c.ReadHeaderTimeout < 0 || c.StreamIdleTimeout < 0 || c.SequenceIdleTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 {
 		return c, errors.New("negative timeout")
 	}
 	setDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
@@ -107,6 +145,12 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.DefaultDelay, DefaultDelay)
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setDefault(&c.MaxStreams, DefaultMaxStreams)
+	setDefault(&c.MaxStreamInflight, DefaultMaxStreamInflight)
+	setDefault(&c.StreamIdleTimeout, DefaultStreamIdleTimeout)
+	setDefault(&c.TokenInterval, DefaultTokenInterval)
+	setDefault(&c.MaxSequences, DefaultMaxSequences)
+	setDefault(&c.SequenceIdleTimeout, DefaultSequenceIdleTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

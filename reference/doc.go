@@ -13,9 +13,16 @@
 //
 // Protocol extensions are registered in extensions.go, one entry per
 // extension defined in its ext_<name>.go file (binary_tensor_data,
-// model_configuration, statistics, model_repository): its REST routes, its
-// gRPC methods and whether it is advertised; the server metadata's
-// extensions list is derived from the registry.
+// model_configuration, statistics, model_repository, sequence, generate):
+// its REST routes, its gRPC methods and whether it is advertised; the server
+// metadata's extensions list is derived from the registry. gRPC
+// ModelStreamInfer serves any model, decoupled models (model.Decoupled: 0..N
+// responses per request, triton_final_response) answered as they go
+// (ext_stream.go); sequences of stateful models (model.Stateful) are keyed by
+// sequence_id on every transport (ext_sequence.go); REST generate and
+// generate_stream answer with server-sent events (ext_generate.go). Each is
+// bounded by Config limits (open streams, requests in flight per stream, idle
+// streams, live and idle sequences).
 //
 // Package referencetest starts a server on loopback for tests.
 package reference

@@ -50,6 +50,8 @@ func httpStatus(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, oip.ErrInvalid), errors.Is(err, oip.ErrTooLarge), errors.Is(err, model.ErrInvalidInput):
 		return http.StatusBadRequest
+	case errors.Is(err, errTooManySequences):
+		return http.StatusTooManyRequests
 	case errors.Is(err, model.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, context.Canceled):
@@ -63,7 +65,7 @@ func httpStatus(err error) int {
 // grpcCode maps an error to the gRPC status code, as httpStatus does.
 func grpcCode(err error) codes.Code {
 	switch {
-	case errors.Is(err, oip.ErrTooLarge):
+	case errors.Is(err, oip.ErrTooLarge), errors.Is(err, errTooManySequences):
 		return codes.ResourceExhausted
 	case errors.Is(err, oip.ErrInvalid), errors.Is(err, model.ErrInvalidInput):
 		return codes.InvalidArgument

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/specs"
 	"github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
@@ -32,7 +33,7 @@ func (s *Server) serveModelConfig(w *statusWriter, _ *http.Request, p routeParam
 		writeError(w, httpStatus(err), err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, modelConfigREST(md))
+	writeJSON(w, http.StatusOK, modelConfigREST(md, s.decoupled(p.model, p.version)))
 }
 
 func (g *grpcService) ModelConfig(_ context.Context, req *inferencepb.ModelConfigRequest) (*inferencepb.ModelConfigResponse, error) {
@@ -40,7 +41,7 @@ func (g *grpcService) ModelConfig(_ context.Context, req *inferencepb.ModelConfi
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &inferencepb.ModelConfigResponse{Config: modelConfigProto(md)}, nil
+	return &inferencepb.ModelConfigResponse{Config: modelConfigProto(md, g.s.decoupled(req.GetName(), req.GetVersion()))}, nil
 }
 
 // modelConfigJSON is the REST form of the configuration; field names follow
@@ -52,6 +53,13 @@ type modelConfigJSON struct {
 	MaxBatchSize int               `json:"max_batch_size"`
 	Input        []modelTensorJSON `json:"input"`
 	Output       []modelTensorJSON `json:"output"`
+	// TransactionPolicy is set for decoupled models, which perf_analyzer
+	// then drives over a ModelStreamInfer stream.
+	TransactionPolicy *transactionPolicyJSON `json:"model_transaction_policy,omitempty"`
+}
+
+type transactionPolicyJSON struct {
+	Decoupled bool `json:"decoupled"`
 }
 
 type modelTensorJSON struct {
@@ -72,8 +80,11 @@ func configDataType(d tensor.Datatype) inferencepb.DataType {
 	return inferencepb.DataType_TYPE_INVALID
 }
 
-func modelConfigREST(md oip.ModelMetadata) modelConfigJSON {
+func modelConfigREST(md oip.ModelMetadata, decoupled bool) modelConfigJSON {
 	c := modelConfigJSON{Name: md.Name, Platform: md.Platform, Backend: "oipkit", Input: []modelTensorJSON{}, Output: []modelTensorJSON{}}
+	if decoupled {
+		c.TransactionPolicy = &transactionPolicyJSON{Decoupled: true}
+	}
 	for _, t := range md.Inputs {
 		c.Input = append(c.Input, modelTensorJSON{t.Name, configDataType(t.Datatype).String(), t.Shape})
 	}
@@ -83,8 +94,11 @@ func modelConfigREST(md oip.ModelMetadata) modelConfigJSON {
 	return c
 }
 
-func modelConfigProto(md oip.ModelMetadata) *inferencepb.ModelConfig {
+func modelConfigProto(md oip.ModelMetadata, decoupled bool) *inferencepb.ModelConfig {
 	c := &inferencepb.ModelConfig{Name: md.Name, Platform: md.Platform, Backend: "oipkit"}
+	if decoupled {
+		c.ModelTransactionPolicy = &inferencepb.ModelTransactionPolicy{Decoupled: true}
+	}
 	for _, t := range md.Inputs {
 		c.Input = append(c.Input, &inferencepb.ModelInput{Name: t.Name, DataType: configDataType(t.Datatype), Dims: t.Shape})
 	}
@@ -92,4 +106,15 @@ func modelConfigProto(md oip.ModelMetadata) *inferencepb.ModelConfig {
 		c.Output = append(c.Output, &inferencepb.ModelOutput{Name: t.Name, DataType: configDataType(t.Datatype), Dims: t.Shape})
 	}
 	return c
+}
+
+// decoupled reports whether a model (version "" = the server's choice) is
+// decoupled; an unknown one is not.
+func (s *Server) decoupled(name, version string) bool {
+	m, _, err := s.repo.Lookup(name, version)
+	if err != nil {
+		return false
+	}
+	_, ok := m.(model.Decoupled)
+	return ok
 }

@@ -50,6 +50,18 @@ func TestModelConfig(t *testing.T) {
 		!reflect.DeepEqual(got.GetOutput()[0].GetDims(), []int64{-1, 16}) {
 		t.Errorf("ModelConfig(add_sub) = %v", got)
 	}
+	// Decoupled models say so, as Triton's do: perf_analyzer streams them.
+	resp, err = c.ModelConfig(ctxT(t), &inferencepb.ModelConfigRequest{Name: "stream_count"})
+	if err != nil || !resp.GetConfig().GetModelTransactionPolicy().GetDecoupled() || got.GetModelTransactionPolicy() != nil {
+		t.Errorf("ModelConfig(stream_count) = %v, %v; add_sub %v", resp, err, got.GetModelTransactionPolicy())
+	}
+	var policy struct {
+		Policy *struct{ Decoupled bool } `json:"model_transaction_policy"`
+	}
+	wantJSON(t, get(t, srv.HTTPURL()+"/v2/models/tokens/config"), http.StatusOK, &policy)
+	if policy.Policy == nil || !policy.Policy.Decoupled {
+		t.Errorf("tokens config has no decoupled transaction policy")
+	}
 	_, err = c.ModelConfig(ctxT(t), &inferencepb.ModelConfigRequest{Name: "does_not_exist"})
 	wantCode(t, err, codes.NotFound, "does_not_exist")
 }

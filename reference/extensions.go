@@ -55,6 +55,8 @@ var extensionRegistry = []*extension{
 	&extModelConfiguration,
 	&extStatistics,
 	&extModelRepository,
+	&extSequence,
+	&extGenerate,
 }
 
 // Extensions lists the protocol extensions the server advertises in its

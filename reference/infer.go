@@ -32,25 +32,36 @@ func (s *Server) infer(ctx context.Context, m model.Model, version string, req *
 }
 
 // inferTimed is infer without the statistics; it returns when validation
-// and the model finished.
+// and the model finished. A stateful model runs within its sequence.
 func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMetadata, version string, req *oip.InferRequest) (resp *oip.InferResponse, inputDone, inferDone time.Time, err error) {
 	inputs, err := validateRequest(md, req)
 	if err != nil {
 		return nil, inputDone, inferDone, err
 	}
 	inputDone = time.Now()
-	outs, err := s.runModel(ctx, m, md.Name, inputs, req.Parameters)
+	var outs []tensor.Tensor
+	if st, ok := m.(model.Stateful); ok {
+		outs, err = s.sequences.run(ctx, s, st, md.Name, inputs, req.Parameters)
+	} else {
+		outs, err = s.runModel(ctx, m, md.Name, inputs, req.Parameters)
+	}
 	inferDone = time.Now()
 	if err != nil {
 		return nil, inputDone, inferDone, err
 	}
-	// The requested outputs in the requested order, or every output in
-	// metadata order when none was requested.
+	resp, err = response(md, version, req, outs)
+	return resp, inputDone, inferDone, err
+}
+
+// response builds the response to req from the model's outputs: the
+// requested outputs in the requested order, or every output in metadata
+// order when none was requested.
+func response(md *oip.ModelMetadata, version string, req *oip.InferRequest, outs []tensor.Tensor) (*oip.InferResponse, error) {
 	n := len(req.Outputs)
 	if n == 0 {
 		n = len(md.Outputs)
 	}
-	resp = &oip.InferResponse{Model: md.Name, Version: version, ID: req.ID, Outputs: make([]oip.InferOutput, 0, n)}
+	resp := &oip.InferResponse{Model: md.Name, Version: version, ID: req.ID, Outputs: make([]oip.InferOutput, 0, n)}
 	outputName := func(i int) string {
 		if len(req.Outputs) > 0 {
 			return req.Outputs[i].Name
@@ -60,11 +71,11 @@ func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMet
 	for i := range n {
 		t, err := producedOutput(md, outs, outputName(i))
 		if err != nil {
-			return nil, inputDone, inferDone, err
+			return nil, err
 		}
 		resp.Outputs = append(resp.Outputs, oip.InferOutput{Tensor: t})
 	}
-	return resp, inputDone, inferDone, nil
+	return resp, nil
 }
 
 // runModel calls m.Infer, turning a panic into a panicError so that one bad

@@ -42,14 +42,19 @@ type route struct {
 
 // allow is the Allow header value of the route.
 func (r route) allow() string {
-	if r.kind == routeModelInfer {
+	if r.post() {
 		return "POST"
 	}
 	return "GET, HEAD"
 }
 
+// post reports whether the route takes POST (and only POST).
+func (r route) post() bool {
+	return r.kind == routeModelInfer
+}
+
 func (r route) allows(method string) bool {
-	if r.kind == routeModelInfer {
+	if r.post() {
 		return method == http.MethodPost
 	}
 	return method == http.MethodGet || method == http.MethodHead

@@ -51,6 +51,9 @@ type Server struct {
 	grpcLn   net.Listener
 	serveErr chan error // failures of the serving goroutines
 
+	streams   streamLimits // ModelStreamInfer bookkeeping (ext_stream.go)
+	sequences *sequences   // live sequences of stateful models (ext_sequence.go)
+
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -64,21 +67,23 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 	}
 	fixtures := repo == nil
 	if fixtures {
-		repo = model.Fixtures(model.FixtureConfig{DefaultDelay: cfg.DefaultDelay})
+		repo = model.Fixtures(model.FixtureConfig{DefaultDelay: cfg.DefaultDelay, TokenInterval: cfg.TokenInterval})
 	}
 	catalog, err := newModelCatalog(repo, fixtures)
 	if err != nil {
 		return nil, fmt.Errorf("reference server repository: %w", err)
 	}
 	s := &Server{
-		cfg:      cfg,
-		repo:     repo,
-		log:      cfg.Logger,
-		metrics:  newMetrics(),
-		stats:    newStatistics(),
-		catalog:  catalog,
-		health:   health.NewServer(),
-		serveErr: make(chan error, 2),
+		cfg:       cfg,
+		repo:      repo,
+		log:       cfg.Logger,
+		metrics:   newMetrics(),
+		stats:     newStatistics(),
+		streams:   newStreamLimits(cfg.MaxStreams),
+		sequences: newSequences(cfg.MaxSequences, cfg.SequenceIdleTimeout),
+		catalog:   catalog,
+		health:    health.NewServer(),
+		serveErr:  make(chan error, 2),
 		serverMeta: oip.ServerMetadata{
 			Name:       ServerName,
 			Version:    version.Version,
@@ -271,7 +276,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
-	s.health.Shutdown() // health checks now report NOT_SERVING
+	s.health.Shutdown()  // health checks now report NOT_SERVING
+	s.streams.closeAll() // open streams end once their requests are answered
 	var wg sync.WaitGroup
 	var httpErr, grpcErr error
 	if s.httpSrv != nil {

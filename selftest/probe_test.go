@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
 
@@ -79,14 +80,15 @@ func TestBinaryServedButNotAdvertised(t *testing.T) {
 		rest: &restHook{out: func(r *http.Request, a *answer) {
 			if r.URL.Path == "/v2" {
 				editJSON(a, func(m map[string]any) {
-					m["extensions"] = []any{"model_configuration", "statistics", "model_repository"}
+					exts, _ := m["extensions"].([]any)
+					m["extensions"] = slices.DeleteFunc(exts, func(e any) bool { return e == string(specs.ExtBinaryTensorData) })
 				})
 			}
 		}},
 		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			resp, err := h(ctx, req)
 			if m, ok := resp.(*pb.ServerMetadataResponse); ok && m != nil {
-				m.Extensions = []string{"model_configuration", "statistics", "model_repository"}
+				m.Extensions = slices.DeleteFunc(m.Extensions, func(e string) bool { return e == string(specs.ExtBinaryTensorData) })
 			}
 			return resp, err
 		},

@@ -32,6 +32,9 @@ type breakage struct {
 	grpc grpc.UnaryServerInterceptor
 	// grpcOpts are extra options of the gRPC front end (e.g. a codec).
 	grpcOpts []grpc.ServerOption
+	// stream rewrites ModelStreamInfer (broken_seq_test.go); nil forwards
+	// it unchanged.
+	stream *streamHook
 	// failed are the requirements the report must show failed, and nothing
 	// else may fail. warned must appear among the warnings (others may);
 	// lenient must be lenient: client rules the server does not enforce.
@@ -152,7 +155,7 @@ func brokenServerStoppable(t *testing.T, b breakage) (httpURL, grpcAddr string, 
 		opts = append(opts, grpc.UnaryInterceptor(b.grpc))
 	}
 	gs := grpc.NewServer(opts...)
-	pb.RegisterGRPCInferenceServiceServer(gs, forward{up: pb.NewGRPCInferenceServiceClient(conn)})
+	pb.RegisterGRPCInferenceServiceServer(gs, forward{up: pb.NewGRPCInferenceServiceClient(conn), stream: b.stream})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +177,8 @@ func brokenServerStoppable(t *testing.T, b breakage) (httpURL, grpcAddr string, 
 // ModelConfig, to the reference server.
 type forward struct {
 	pb.UnimplementedGRPCInferenceServiceServer
-	up pb.GRPCInferenceServiceClient
+	up     pb.GRPCInferenceServiceClient
+	stream *streamHook
 }
 
 func (f forward) ServerLive(ctx context.Context, r *pb.ServerLiveRequest) (*pb.ServerLiveResponse, error) {

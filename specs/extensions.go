@@ -99,6 +99,16 @@ func ParseAdvertised(s string) (ext Extension, capability string, ok bool) {
 	return ext, capability, true
 }
 
+// Capabilities that servers advertise in parentheses after an extension.
+const (
+	// CapabilityStringID: sequence ids may be strings ("sequence(string_id)").
+	CapabilityStringID = "string_id"
+)
+
+// WithCapability is the advertised name of e with capability c:
+// ExtSequence.WithCapability(CapabilityStringID) is "sequence(string_id)".
+func (e Extension) WithCapability(c string) string { return string(e) + "(" + c + ")" }
+
 // Transport is a protocol binding of OIP: TransportREST or TransportGRPC
 // (catalog entries may also say TransportBoth or TransportNone).
 type Transport string

@@ -37,6 +37,12 @@ of those CAs.`)
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", def.WriteTimeout, "REST `timeout` for writing a response")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", def.IdleTimeout, "`timeout` after which idle REST and gRPC connections are closed")
 	fs.DurationVar(&cfg.DefaultDelay, "delay", def.DefaultDelay, "`duration` the delay model sleeps when a request has no delay_ms parameter")
+	fs.IntVar(&cfg.MaxStreams, "max-streams", def.MaxStreams, "most gRPC ModelStreamInfer streams open at once (one more: RESOURCE_EXHAUSTED)")
+	fs.IntVar(&cfg.MaxStreamInflight, "max-stream-inflight", def.MaxStreamInflight, "most requests of one ModelStreamInfer stream computed at once (beyond: the stream is not read until one finishes)")
+	fs.DurationVar(&cfg.StreamIdleTimeout, "stream-idle-timeout", def.StreamIdleTimeout, "`timeout` after which a ModelStreamInfer stream with nothing in flight and nothing received is ended")
+	fs.IntVar(&cfg.MaxSequences, "max-sequences", def.MaxSequences, "most live sequences of stateful models (starting one more: RESOURCE_EXHAUSTED / 429)")
+	fs.DurationVar(&cfg.SequenceIdleTimeout, "sequence-idle-timeout", def.SequenceIdleTimeout, "`timeout` after which a sequence without a request is forgotten")
+	fs.DurationVar(&cfg.TokenInterval, "token-interval", def.TokenInterval, "`duration` between the tokens model's responses when a request has no interval_ms parameter")
 	tlsCert := fs.String("tls-cert", "", "PEM `file` of the server certificate (chain); serves TLS with --tls-key")
 	tlsKey := fs.String("tls-key", "", "PEM `file` of the server certificate's private key")
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM `file` of the CAs whose client certificates are accepted; requires one (mutual TLS)")
@@ -58,7 +64,9 @@ of those CAs.`)
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
 	}
-	for name, v := range map[string]int64{"--max-body-bytes": cfg.MaxBodyBytes, "--max-elements": cfg.MaxTensorElements, "--grpc-max-message-bytes": int64(cfg.GRPCMaxMessageBytes)} {
+	for name, v := range map[string]int64{"--max-body-bytes": cfg.MaxBodyBytes, "--max-elements": cfg.MaxTensorElements, "--grpc-max-message-bytes": int64(cfg.GRPCMaxMessageBytes),
+		"--max-streams": int64(cfg.MaxStreams), "--max-stream-inflight": int64(cfg.MaxStreamInflight), "--stream-idle-timeout": int64(cfg.StreamIdleTimeout),
+		"--max-sequences": int64(cfg.MaxSequences), "--sequence-idle-timeout": int64(cfg.SequenceIdleTimeout)} {
 		if v <= 0 {
 			return fmt.Errorf("%w: %s must be positive, got %d", errUsage, name, v)
 		}
@@ -74,6 +82,9 @@ of those CAs.`)
 	}
 	if cfg.DefaultDelay == 0 {
 		cfg.DefaultDelay = -1 // the Config zero value means "default"; the flag's 0 means none
+	}
+	if cfg.TokenInterval == 0 {
+		cfg.TokenInterval = -1 // as for --delay
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 

@@ -183,6 +183,13 @@ func answeredOrRecord(req string, actual any, ev Evidencer) bool {
 				}
 				v.reported, err = true, v.noAnswer()
 			}
+		case *StreamCall:
+			if v != nil && v.Err != nil {
+				if v.reported {
+					return false
+				}
+				v.reported, err = true, v.noAnswer()
+			}
 		}
 		if err != nil {
 			recordFinding(req, err.Error(), grading{noAnswer: true}, ev)

@@ -288,6 +288,14 @@ func Advertises(ext Feature) bool {
 	})
 }
 
+// AdvertisesCapability reports whether server metadata lists ext with
+// capability c ("sequence(string_id)").
+func AdvertisesCapability(ext Feature, c string) bool {
+	return slices.ContainsFunc(current.Extensions, func(r reports.ExtensionResult) bool {
+		return r.Name == string(ext) && slices.Contains(r.Capabilities, c)
+	})
+}
+
 // FeatureSource is where the run's features came from: "discovered" or
 // "flag".
 func FeatureSource() string { return current.FeatureSource }

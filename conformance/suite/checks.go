@@ -300,3 +300,6 @@ func grpcRejectSpecs(cases ...grpcCase) {
 		})
 	}
 }
+
+// jsonHeader is the Content-Type of a JSON request body.
+func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }

@@ -56,8 +56,6 @@ var _ = RegisterProbe(specs.ExtModelRepository, func(ctx context.Context, p *Pro
 	return Inconclusive(nil, "no answer to the repository index")
 })
 
-func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
-
 // repoPost sends a JSON body (or none) to a repository route.
 func repoPost(ctx context.Context, path, body string) *Exchange {
 	var b []byte

@@ -69,7 +69,8 @@ func keepsPromises(tr Transport) {
 }
 
 func transportOf(ev Evidencer) Transport {
-	if _, ok := ev.(*Call); ok {
+	switch ev.(type) {
+	case *Call, *StreamCall:
 		return TransportGRPC
 	}
 	return TransportREST

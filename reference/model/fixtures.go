@@ -38,14 +38,19 @@ type FixtureConfig struct {
 	// DefaultDelay is the delay model's sleep when a request carries no
 	// delay_ms; zero or negative means no sleep.
 	DefaultDelay time.Duration
+	// TokenInterval is the tokens model's gap between responses when a
+	// request carries no interval_ms; zero or negative means no gap.
+	TokenInterval time.Duration
 }
 
 // Fixtures returns a repository holding every fixture model: add_sub,
 // identity_<t> for all 14 datatypes (BF16 included), versioned versions 1 and
-// 2, and delay.
+// 2, delay, the decoupled stream_count, tokens and text_gen, and the
+// stateful accumulate.
 func Fixtures(cfg FixtureConfig) *Repository {
 	r := NewRepository()
-	models := []Model{NewAddSub(), NewVersioned(1), NewVersioned(2), NewDelay(cfg.DefaultDelay)}
+	models := []Model{NewAddSub(), NewVersioned(1), NewVersioned(2), NewDelay(cfg.DefaultDelay),
+		NewStreamCount(), NewTokens(cfg.TokenInterval), NewAccumulate(), NewTextGen()}
 	for _, d := range tensor.Datatypes {
 		models = append(models, NewIdentity(d))
 	}

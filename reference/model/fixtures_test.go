@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -39,8 +40,8 @@ func TestFixturesMatchContract(t *testing.T) {
 	repo := Fixtures(FixtureConfig{})
 	shipped := map[string]bool{}
 	for _, f := range fixtures {
-		if f.Kind == specs.KindExtension {
-			continue // no extension is advertised, so no extension fixture ships
+		if f.Kind == specs.KindExtension && !slices.Contains(repo.Names(), f.Name) {
+			continue // an extension fixture ships with the extension
 		}
 		shipped[f.Name] = true
 		wantVersions := f.Versions
@@ -78,8 +79,8 @@ func TestFixturesMatchContract(t *testing.T) {
 			t.Errorf("repository holds %q, which the fixture contract does not define", name)
 		}
 	}
-	if got := len(repo.Names()); got != 17 {
-		t.Errorf("%d fixture names, want 17 (add_sub, 14 identity, versioned, delay)", got)
+	if got := len(repo.Names()); got != 21 {
+		t.Errorf("%d fixture names, want 21 (add_sub, 14 identity, versioned, delay, stream_count, tokens, accumulate, text_gen)", got)
 	}
 }
 
@@ -307,5 +308,41 @@ func TestDelaySleepsAndHonoursCancellation(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("delay ignored cancellation")
+	}
+}
+
+func TestDecoupledFixtures(t *testing.T) {
+	in := func(n int32) map[string]tensor.Tensor {
+		return map[string]tensor.Tensor{"INPUT0": int32Tensor("INPUT0", []int64{1}, []int32{n})}
+	}
+	var got []string
+	send := func(outs []tensor.Tensor, final bool) error {
+		s := fmt.Sprint(outs[0].Data.([]int32)[0], final)
+		if len(outs) > 1 {
+			s += " " + string(outs[1].Data.([][]byte)[0])
+		}
+		got = append(got, s)
+		return nil
+	}
+	if err := NewStreamCount().InferStream(context.Background(), in(3), nil, send); err != nil || fmt.Sprint(got) != "[1 false 2 false 3 true]" {
+		t.Fatalf("stream_count 3: %q %v", got, err)
+	}
+	got = nil
+	if err := NewStreamCount().InferStream(context.Background(), in(0), nil, send); err != nil || got != nil {
+		t.Fatalf("stream_count 0: %q %v", got, err)
+	}
+	if err := NewTokens(0).InferStream(context.Background(), in(2), nil, send); err != nil || fmt.Sprint(got) != "[1 false the  2 true quick ]" {
+		t.Fatalf("tokens 2: %q %v", got, err)
+	}
+	for _, n := range []int32{-1, MaxStreamResponses + 1} {
+		if err := NewStreamCount().InferStream(context.Background(), in(n), nil, send); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("stream_count %d: %v, want ErrInvalidInput", n, err)
+		}
+	}
+	if _, err := NewStreamCount().Infer(context.Background(), in(1), nil); !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("unary stream_count: %v, want ErrInvalidInput", err)
+	}
+	if err := NewTokens(0).InferStream(context.Background(), in(1), oip.Parameters{ParamIntervalMS: "x"}, send); !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("tokens with interval_ms \"x\": %v", err)
 	}
 }

@@ -1,0 +1,188 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
+)
+
+// OIP-EXT-GEN: text generation over REST, Triton's provisional generate
+// extension (POST .../generate and .../generate_stream with server-sent
+// events). Triton does not list it in "extensions", so the probe decides.
+//
+// Fixture: text_gen answers its text_input back (at most 20 words).
+
+// The probe posts a generate request to text_gen: a JSON answer with a
+// string text_output is the extension at work; 404, 405 or 501 its absence.
+var _ = RegisterProbe(specs.ExtGenerate, func(ctx context.Context, p *Prober) ProbeResult {
+	if !p.Targeted(TransportREST) {
+		return Inconclusive(nil, "generate is a REST route, which this run does not target")
+	}
+	e := p.Do(ctx, http.MethodPost, generatePath("text_gen", "generate"), jsonHeader(), []byte(`{"text_input":"oipkit probe"}`))
+	switch {
+	case e.Err != nil:
+		return Inconclusive(e, "POST %s: %v", e.Path, e.Err)
+	case e.Status == http.StatusOK && textOutputErr(e) == nil:
+		return Observed(e, "POST %s answered a text_output", e.Path)
+	case e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed || e.Status == http.StatusNotImplemented:
+		return Absent(e, "POST %s: %s", e.Path, clipped(e.Got(), 160))
+	}
+	return Inconclusive(e, "POST %s: %s", e.Path, clipped(e.Got(), 160))
+})
+
+func generatePath(model, route string) string {
+	return "/v2/models/" + PathEscape(model) + "/" + route
+}
+
+func postGenerate(ctx context.Context, model, route string, body Obj) *Exchange {
+	b, err := json.Marshal(body)
+	if err != nil {
+		panic(fmt.Sprintf("conformance: encode generate body: %v", err))
+	}
+	return Do(ctx, http.MethodPost, generatePath(model, route), jsonHeader(), b)
+}
+
+// textOutputErr checks a generate answer: a JSON object whose text_output
+// is a string.
+func textOutputErr(e *Exchange) error {
+	m, err := DecodeObject(e.Body)
+	if err != nil {
+		return fmt.Errorf("%s: %v (%s)", e.What(), err, e.Got())
+	}
+	if _, err := StringField(m, "text_output"); err != nil {
+		return fmt.Errorf("%s: %v", e.What(), err)
+	}
+	return nil
+}
+
+// sseEvents splits a text/event-stream body into the data of its events
+// (data lines joined by "\n"); comments and other fields are skipped.
+func sseEvents(body []byte) ([][]byte, error) {
+	body = bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n"))
+	var out [][]byte
+	var data []byte
+	has := false
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		if len(line) == 0 {
+			if has {
+				out = append(out, data)
+			}
+			data, has = nil, false
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		if string(field) != "data" {
+			continue
+		}
+		value = bytes.TrimPrefix(value, []byte(" "))
+		if has {
+			data = append(data, '\n')
+		}
+		data, has = append(data, value...), true
+	}
+	if has {
+		return out, fmt.Errorf("the stream ends inside an event (no blank line after its data: %s)", clipped(string(data), 80))
+	}
+	return out, nil
+}
+
+const genText = "oipkit generates text"
+
+var _ = Describe("REST generate", Over(TransportREST), Needs(specs.ExtGenerate), func() {
+	BeforeEach(func() { NeedFixture("text_gen") })
+
+	It("answers generate with 200 JSON naming the model and carrying text_output", Req("OIP-EXT-GEN-001"), func(ctx SpecContext) {
+		e := postGenerate(ctx, "text_gen", "generate", Obj{"text_input": genText})
+		if !Verify("OIP-EXT-GEN-001", e).To(HaveStatus(http.StatusOK)) {
+			return
+		}
+		Verify("OIP-EXT-GEN-001", e).To(HaveContentType("application/json"))
+		Verify("OIP-EXT-GEN-001", e).To(Satisfy(func(o *Object) error {
+			var list []error
+			if name, err := o.String("model_name"); err != nil || name != "text_gen" {
+				list = append(list, fmt.Errorf("model_name is %s, want \"text_gen\"", clipped(string(o.Members["model_name"]), 80)))
+			}
+			if out, err := o.String("text_output"); err != nil {
+				list = append(list, err)
+			} else if out != genText {
+				list = append(list, fmt.Errorf("text_output is %q, want the text_input back (fixture text_gen): %q", clipped(out, 80), genText))
+			}
+			return errors.Join(list...)
+		}))
+		// Triton answers id and model_version too; OIP-GEN requires
+		// neither (A-38).
+		Verify("OIP-EXT-GEN-001", e).Soft("A-38").To(Satisfy(func(o *Object) error {
+			var list []error
+			for _, k := range []string{"id", "model_version"} {
+				if _, err := o.String(k); err != nil {
+					list = append(list, fmt.Errorf("%v (Triton's answer has it; OIP-GEN's need not)", err))
+				}
+			}
+			return errors.Join(list...)
+		}))
+	})
+
+	It("returns the request id in the answer", Req("OIP-EXT-GEN-002"), func(ctx SpecContext) {
+		e := postGenerate(ctx, "text_gen", "generate", Obj{"id": "g1", "text_input": genText})
+		if Verify("OIP-EXT-GEN-002", e).To(HaveStatus(http.StatusOK)) {
+			Verify("OIP-EXT-GEN-002", e).To(HaveJSONString("id", "g1"))
+		}
+	})
+
+	It("rejects a request without text_input", Req("OIP-EXT-GEN-003"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify("OIP-EXT-GEN-003", postGenerate(ctx, "text_gen", "generate", Obj{"id": "g2"})).To(BeRejected())
+	})
+
+	It("answers a failed generate with an error status and {\"error\": string}", Req("OIP-EXT-GEN-005"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify("OIP-EXT-GEN-005", postGenerate(ctx, "does_not_exist", "generate", Obj{"text_input": genText})).To(BeErrorResponse())
+	})
+
+	It("streams generate_stream as text/event-stream, each event JSON with text_output or error", Req("OIP-EXT-GEN-004"), func(ctx SpecContext) {
+		e := postGenerate(ctx, "text_gen", "generate_stream", Obj{"id": "s1", "text_input": genText})
+		if !Verify("OIP-EXT-GEN-004", e).To(HaveStatus(http.StatusOK)) {
+			return
+		}
+		Verify("OIP-EXT-GEN-004", e).To(HaveContentType("text/event-stream"))
+		Verify("OIP-EXT-GEN-004", e).To(Satisfy(func(e *Exchange) error {
+			events, err := sseEvents(e.Body)
+			if err != nil {
+				return err
+			}
+			if len(events) == 0 {
+				return fmt.Errorf("no data: event in %s", clipped(string(e.Body), 200))
+			}
+			var list []error
+			for i, ev := range events {
+				m, err := DecodeObject(ev)
+				if err != nil {
+					list = append(list, fmt.Errorf("event %d: %v: %s", i+1, err, clipped(string(ev), 120)))
+					continue
+				}
+				_, textErr := StringField(m, "text_output")
+				_, errErr := StringField(m, "error")
+				if textErr != nil && errErr != nil {
+					list = append(list, fmt.Errorf("event %d has neither a string text_output nor a string error: %s", i+1, clipped(string(ev), 120)))
+				}
+			}
+			return errors.Join(list...)
+		}))
+	})
+
+	It("answers a generate_stream that fails before streaming with an error status and JSON {\"error\": string}", Req("OIP-EXT-GEN-004"), func(ctx SpecContext) {
+		AfterNegative()
+		e := postGenerate(ctx, "text_gen", "generate_stream", Obj{"id": "s2"})
+		if Verify("OIP-EXT-GEN-004", e).To(BeErrorResponse()) {
+			Verify("OIP-EXT-GEN-004", e).To(HaveContentType("application/json"))
+		}
+	})
+})

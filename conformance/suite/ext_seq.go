@@ -1,0 +1,477 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/specs"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
+)
+
+// OIP-EXT-SEQ: the sequence extension (sequence_id, sequence_start,
+// sequence_end on any transport) and the gRPC streaming API that Triton
+// documents with it (ModelStreamInfer, decoupled models).
+//
+// Fixtures: stream_count (INPUT0 = n gives n responses numbered 1..n) and
+// accumulate (a running sum per sequence). Responses on a stream are
+// matched to requests by id, never by position.
+
+// The probe opens a ModelStreamInfer stream and sends one add_sub request:
+// any message back is the streaming API at work. UNIMPLEMENTED is its
+// absence. A server that streams without listing "sequence" is then tested
+// and OIP-EXT-SEQ-001 says so.
+var _ = RegisterProbe(specs.ExtSequence, func(ctx context.Context, p *Prober) ProbeResult {
+	if !p.Targeted(TransportGRPC) {
+		return Inconclusive(nil, "ModelStreamInfer needs gRPC, which this run does not target")
+	}
+	if !p.Deployed("add_sub") {
+		return Inconclusive(nil, "fixture add_sub is not deployed")
+	}
+	req, _, _ := addSubPB(false)
+	req.Id = "oipkit-probe"
+	s := p.Stream(ctx, []*pb.ModelInferRequest{req}, StreamOptions{HalfClose: true, Until: func(s *StreamCall) bool { return len(s.Msgs) > 0 }})
+	switch {
+	case len(s.Msgs) > 0:
+		return Observed(s, "ModelStreamInfer answered an add_sub request with a %s message", s.Msgs[0].Shape)
+	case s.Ended && status.Code(s.End) == codes.Unimplemented:
+		return Absent(s, "ModelStreamInfer: %s", s.Got())
+	}
+	return Inconclusive(s, "ModelStreamInfer: %s", s.Got())
+})
+
+// ----- requests -----
+
+// pbParams converts parameters the suite wrote itself (always valid).
+func pbParams(p oip.Parameters) map[string]*pb.InferParameter {
+	m, err := oip.ParametersToProto(p)
+	if err != nil {
+		panic(fmt.Sprintf("conformance: parameters %v: %v", p, err))
+	}
+	return m
+}
+
+// int32Input is a [1] INT32 INPUT0.
+func int32Input(x int32) tensor.Tensor {
+	return tensor.Tensor{Name: "INPUT0", Datatype: tensor.Int32, Shape: []int64{1}, Data: []int32{x}}
+}
+
+// countPB asks stream_count for n responses.
+func countPB(id string, n int32, params oip.Parameters) *pb.ModelInferRequest {
+	r := PBRequest("stream_count", false, int32Input(n))
+	r.Id = id
+	if params != nil {
+		r.Parameters = pbParams(params)
+	}
+	return r
+}
+
+// seqParams are the sequence parameters; id nil leaves sequence_id out.
+func seqParams(id any, start, end bool) oip.Parameters {
+	p := oip.Parameters{}
+	if id != nil {
+		p["sequence_id"] = id
+	}
+	if start {
+		p["sequence_start"] = true
+	}
+	if end {
+		p["sequence_end"] = true
+	}
+	return p
+}
+
+// accPB is one accumulate request over gRPC.
+func accPB(x int32, params oip.Parameters) *pb.ModelInferRequest {
+	r := PBRequest("accumulate", false, int32Input(x))
+	r.Parameters = pbParams(params)
+	return r
+}
+
+// accBody is one accumulate request over REST.
+func accBody(x int32, params oip.Parameters) Body {
+	b := Request(JSONInput(int32Input(x)))
+	o := Obj{}
+	for k, v := range params {
+		o[k] = v
+	}
+	b.JSON["parameters"] = o
+	return b
+}
+
+// ----- reading streams -----
+
+// oneInt reads OUTPUT0 as one INT32 value.
+func oneInt(r *pb.ModelInferResponse) (int32, error) {
+	t, err := PBOutput(r, "OUTPUT0")
+	if err != nil {
+		return 0, err
+	}
+	v, ok := t.Data.([]int32)
+	if t.Datatype != tensor.Int32 || !ok || len(v) != 1 {
+		return 0, fmt.Errorf("OUTPUT0 is %s %v, want INT32 [1]", t.Datatype, t.Shape)
+	}
+	return v[0], nil
+}
+
+// shapeErr says when messages follow another reading than the catalog's
+// ModelStreamInferResponse (A-39: MLServer streams plain
+// ModelInferResponse messages).
+func shapeErr(s *StreamCall) error {
+	var list []error
+	for _, m := range s.Msgs {
+		if m.DecodeErr != nil {
+			return m.DecodeErr
+		}
+	}
+	if shapes := s.Shapes(); slices.Contains(shapes, ShapeMLServer) {
+		list = append(list, fmt.Errorf("the stream carries plain ModelInferResponse messages (MLServer's reading), not ModelStreamInferResponse{error_message, infer_response} (Triton's and OpenVINO Model Server's, the catalog's)"))
+	}
+	return errors.Join(list...)
+}
+
+// countsErr checks the responses of stream_count requests: want maps each
+// request id to n; each id must get n responses carrying 1..n in order and
+// no error_message.
+func countsErr(s *StreamCall, want map[string]int32) error {
+	var list []error
+	by := s.ByID()
+	for id, n := range want {
+		msgs := by[id]
+		var got []int32
+		for _, m := range msgs {
+			if m.Error != "" {
+				list = append(list, fmt.Errorf("request %q: error_message %q", id, m.Error))
+				continue
+			}
+			if m.Resp == nil || len(m.Resp.GetOutputs()) == 0 {
+				if final, ok := m.Final(); ok && final {
+					continue // an empty final response (Triton's flag only)
+				}
+				list = append(list, fmt.Errorf("request %q: a response without outputs that is not an empty final response", id))
+				continue
+			}
+			k, err := oneInt(m.Resp)
+			if err != nil {
+				list = append(list, fmt.Errorf("request %q: %v", id, err))
+				continue
+			}
+			got = append(got, k)
+		}
+		var seq []int32
+		for k := int32(1); k <= n; k++ {
+			seq = append(seq, k)
+		}
+		if !slices.Equal(got, seq) {
+			list = append(list, fmt.Errorf("request %q (n = %d): responses carry %v, want %v", id, n, got, seq))
+		}
+	}
+	return errors.Join(list...)
+}
+
+// idsErr checks that every response names one of the requests sent.
+func idsErr(s *StreamCall) error {
+	var sent []string
+	for _, r := range s.Sent {
+		sent = append(sent, r.GetId())
+	}
+	var list []error
+	for _, m := range s.Msgs {
+		if m.Resp == nil {
+			if m.Error == "" {
+				list = append(list, errors.New("a message with neither error_message nor infer_response"))
+			}
+			continue
+		}
+		if !slices.Contains(sent, m.Resp.GetId()) {
+			list = append(list, fmt.Errorf("a response has id %q, which no request sent (ids sent: %q)", m.Resp.GetId(), sent))
+		}
+	}
+	return errors.Join(list...)
+}
+
+// endedOKErr checks that the server ended a half-closed stream with OK.
+func endedOKErr(s *StreamCall) error {
+	switch {
+	case !s.Ended:
+		return fmt.Errorf("the stream was still open after the client half-closed it and every request was sent (%s)", s.Got())
+	case s.End != nil:
+		return fmt.Errorf("the stream ended with a non-OK status after the client half-closed it: %s", s.Got())
+	}
+	return nil
+}
+
+// finalFlagErr checks triton_final_response where a server sends it:
+// false on every response of a request but the last, true on the last.
+func finalFlagErr(s *StreamCall) error {
+	var list []error
+	for id, msgs := range s.ByID() {
+		for i, m := range msgs {
+			final, ok := m.Final()
+			if !ok || m.Error != "" {
+				continue
+			}
+			if last := i == len(msgs)-1; final != last {
+				list = append(list, fmt.Errorf("request %q: response %d of %d has %s = %v", id, i+1, len(msgs), oip.ParamTritonFinalResponse, final))
+			}
+		}
+	}
+	return errors.Join(list...)
+}
+
+// ----- specs -----
+
+var _ = Describe("gRPC streaming (ModelStreamInfer)", Over(TransportGRPC), Needs(specs.ExtSequence), func() {
+	It("advertises sequence in server metadata", Req("OIP-EXT-SEQ-001"), func(ctx SpecContext) {
+		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
+		Verify("OIP-EXT-SEQ-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+			return advertisedErr(m.GetExtensions(), specs.ExtSequence)
+		}))
+	})
+
+	It("answers three requests on one stream with responses whose ids match, and ends the stream with OK after the client half-closes", Req("OIP-EXT-SEQ-006"), func(ctx SpecContext) {
+		NeedFixture("stream_count")
+		s := StreamInfer(ctx, []*pb.ModelInferRequest{countPB("a", 1, nil), countPB("b", 1, nil), countPB("c", 1, nil)}, StreamOptions{HalfClose: true})
+		if !Answered(s) {
+			return
+		}
+		Verify("OIP-EXT-SEQ-006", s).Soft("A-39").To(Satisfy(shapeErr))
+		Verify("OIP-EXT-SEQ-006", s).To(Satisfy(func(s *StreamCall) error {
+			return errors.Join(idsErr(s), countsErr(s, map[string]int32{"a": 1, "b": 1, "c": 1}))
+		}))
+		Verify("OIP-EXT-SEQ-006", s).To(Satisfy(endedOKErr))
+	})
+
+	It("matches every response of interleaved decoupled requests to its request by id", Req("OIP-EXT-SEQ-006", "OIP-EXT-SEQ-009"), func(ctx SpecContext) {
+		NeedFixture("stream_count")
+		s := StreamInfer(ctx, []*pb.ModelInferRequest{countPB("x", 3, nil), countPB("y", 2, nil)}, StreamOptions{HalfClose: true})
+		if !Answered(s) {
+			return
+		}
+		Verify("OIP-EXT-SEQ-006", s).To(Satisfy(idsErr))
+		Verify("OIP-EXT-SEQ-009", s).To(Satisfy(func(s *StreamCall) error {
+			return countsErr(s, map[string]int32{"x": 3, "y": 2})
+		}))
+	})
+
+	It("answers 0, 1 and 3 responses for decoupled requests asking for that many, flagging the last as final", Req("OIP-EXT-SEQ-009"), func(ctx SpecContext) {
+		NeedFixture("stream_count")
+		s := StreamInfer(ctx, []*pb.ModelInferRequest{countPB("n0", 0, nil), countPB("n1", 1, nil), countPB("n3", 3, nil)}, StreamOptions{HalfClose: true})
+		if !Answered(s) {
+			return
+		}
+		Verify("OIP-EXT-SEQ-009", s).To(Satisfy(func(s *StreamCall) error {
+			err := countsErr(s, map[string]int32{"n0": 0, "n1": 1, "n3": 3})
+			if n := len(s.ByID()["n0"]); n > 0 {
+				err = errors.Join(err, fmt.Errorf("n = 0 without %s got %d message(s), want none", oip.ParamTritonEnableEmptyFinalResponse, n))
+			}
+			return errors.Join(err, finalFlagErr(s), endedOKErr(s))
+		}))
+	})
+
+	It("sends an empty final response for a request that asks for one", Req("OIP-EXT-SEQ-009"), func(ctx SpecContext) {
+		NeedFixture("stream_count")
+		on := oip.Parameters{oip.ParamTritonEnableEmptyFinalResponse: true}
+		s := StreamInfer(ctx, []*pb.ModelInferRequest{countPB("e0", 0, on), countPB("e2", 2, on)}, StreamOptions{HalfClose: true})
+		if !Answered(s) {
+			return
+		}
+		Verify("OIP-EXT-SEQ-009", s).To(Satisfy(func(s *StreamCall) error {
+			by := s.ByID()
+			var list []error
+			// Triton: a request that ends without a response gets one
+			// empty response flagged final when it asks for it.
+			if e0 := by["e0"]; len(e0) != 1 {
+				list = append(list, fmt.Errorf("n = 0 with %s: %d message(s), want one empty final response", oip.ParamTritonEnableEmptyFinalResponse, len(e0)))
+			} else if final, ok := e0[0].Final(); !ok || !final || len(e0[0].Resp.GetOutputs()) != 0 {
+				list = append(list, fmt.Errorf("n = 0 with %s: the response has %d output(s) and %s %v (present %v), want none and true", oip.ParamTritonEnableEmptyFinalResponse, len(e0[0].Resp.GetOutputs()), oip.ParamTritonFinalResponse, final, ok))
+			}
+			if e2 := by["e2"]; len(e2) == 0 {
+				list = append(list, errors.New("n = 2: no response"))
+			} else if final, ok := e2[len(e2)-1].Final(); !ok || !final {
+				list = append(list, fmt.Errorf("n = 2: the last response has %s %v (present %v), want true", oip.ParamTritonFinalResponse, final, ok))
+			}
+			return errors.Join(append(list, countsErr(s, map[string]int32{"e2": 2}), finalFlagErr(s))...)
+		}))
+	})
+
+	It("answers a non-sequence add_sub request on the stream", Req("OIP-EXT-SEQ-007"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		req, out0, out1 := addSubPB(false)
+		req.Id = "as"
+		s := StreamInfer(ctx, []*pb.ModelInferRequest{req}, StreamOptions{HalfClose: true})
+		if !Answered(s) {
+			return
+		}
+		Verify("OIP-EXT-SEQ-007", s).To(Satisfy(func(s *StreamCall) error {
+			for _, m := range s.ByID()["as"] {
+				if m.Error != "" {
+					return fmt.Errorf("add_sub on the stream: error_message %q", m.Error)
+				}
+				var list []error
+				for _, want := range []tensor.Tensor{out0, out1} {
+					got, err := PBOutput(m.Resp, want.Name)
+					if err == nil {
+						err = CompareTensor(want, got)
+					}
+					if err != nil {
+						list = append(list, err)
+					}
+				}
+				return errors.Join(list...)
+			}
+			return fmt.Errorf("no response with id \"as\" (%s)", s.Got())
+		}))
+	})
+
+	It("reports a failed request in error_message and keeps the stream usable", Req("OIP-EXT-SEQ-008"), func(ctx SpecContext) {
+		NeedFixture("stream_count")
+		bad := countPB("bad", 1, nil)
+		bad.ModelName = "does_not_exist"
+		s := StreamInfer(ctx, []*pb.ModelInferRequest{bad, countPB("after", 1, nil)}, StreamOptions{HalfClose: true})
+		if !Answered(s) {
+			return
+		}
+		Verify("OIP-EXT-SEQ-008", s).To(Satisfy(func(s *StreamCall) error {
+			var list []error
+			if !slices.ContainsFunc(s.Msgs, func(m StreamMessage) bool { return strings.TrimSpace(m.Error) != "" }) {
+				list = append(list, fmt.Errorf("no message carries an error_message for the request to an unknown model (%s)", s.Got()))
+			}
+			return errors.Join(append(list, countsErr(s, map[string]int32{"after": 1}), endedOKErr(s))...)
+		}))
+	})
+})
+
+// accumulateStep is one request of a sequence and the sum it must give.
+type accumulateStep struct {
+	x      int32
+	params oip.Parameters
+	want   int32
+}
+
+// sequenceSteps are two interleaved sequences a and b.
+func sequenceSteps(a, b any) []accumulateStep {
+	return []accumulateStep{
+		{1, seqParams(a, true, false), 1},
+		{10, seqParams(b, true, false), 10},
+		{2, seqParams(a, false, false), 3},
+		{20, seqParams(b, false, false), 30},
+		{3, seqParams(a, false, true), 6},
+		{30, seqParams(b, false, true), 60},
+	}
+}
+
+// runSteps sends steps in order over tr and checks each sum under req.
+func runSteps(ctx context.Context, tr Transport, req string, steps []accumulateStep) {
+	for _, st := range steps {
+		if tr == TransportREST {
+			e := Post(ctx, "accumulate", "", accBody(st.x, st.params))
+			if !Verify(req, e).To(Satisfy(func(r *InferResponse) error {
+				t, err := r.Tensor("OUTPUT0")
+				if err != nil {
+					return err
+				}
+				return sumErr(t, st)
+			})) {
+				return
+			}
+			continue
+		}
+		_, c := Infer(ctx, accPB(st.x, st.params))
+		if !Verify(req, c).To(Satisfy(func(r *pb.ModelInferResponse) error {
+			t, err := PBOutput(r, "OUTPUT0")
+			if err != nil {
+				return err
+			}
+			return sumErr(t, st)
+		})) {
+			return
+		}
+	}
+}
+
+func sumErr(t tensor.Tensor, st accumulateStep) error {
+	v, ok := t.Data.([]int32)
+	if !ok || len(v) != 1 {
+		return fmt.Errorf("OUTPUT0 is %s %v, want INT32 [1]", t.Datatype, t.Shape)
+	}
+	if v[0] != st.want {
+		return fmt.Errorf("after adding %d with %v the sum is %d, want %d", st.x, st.params, v[0], st.want)
+	}
+	return nil
+}
+
+// sequenceSpecs are the sequence specs over tr; ids differ per transport
+// so that the two never share a sequence.
+//
+// Integer ids go out as int64 parameters: the catalog's sequence_id is a
+// uint64 value, and Triton reads it from int64_param (as every stock client
+// sends it); uint64_param is a kind some servers refuse (OIP-GRPC-PARAM).
+func sequenceSpecs(tr Transport, base int64) {
+	It("keeps a running state per sequence_id from sequence_start to sequence_end", Req("OIP-EXT-SEQ-002"), func(ctx SpecContext) {
+		NeedFixture("accumulate")
+		steps := sequenceSteps(base+42, nil)
+		runSteps(ctx, tr, "OIP-EXT-SEQ-002", []accumulateStep{steps[0], steps[2], steps[4]})
+	})
+
+	It("accepts a string sequence_id when it advertises sequence(string_id)", Req("OIP-EXT-SEQ-002"), func(ctx SpecContext) {
+		NeedFixture("accumulate")
+		if !AdvertisesCapability(specs.ExtSequence, specs.CapabilityStringID) {
+			Skip(SkipNotApplicable + "the server does not advertise " + specs.ExtSequence.WithCapability(specs.CapabilityStringID))
+		}
+		steps := sequenceSteps(fmt.Sprintf("oipkit-%s-%d", tr, base), nil)
+		runSteps(ctx, tr, "OIP-EXT-SEQ-002", []accumulateStep{steps[0], steps[2], steps[4]})
+	})
+
+	It("keeps interleaved sequences with different ids independent", Req("OIP-EXT-SEQ-005"), func(ctx SpecContext) {
+		NeedFixture("accumulate")
+		runSteps(ctx, tr, "OIP-EXT-SEQ-005", sequenceSteps(base+1, base+2))
+	})
+
+	for _, c := range []struct {
+		text, req string
+		params    oip.Parameters
+	}{
+		{"sequence_start without a sequence_id", "OIP-EXT-SEQ-003", seqParams(nil, true, false)},
+		{"sequence_start with sequence_id 0", "OIP-EXT-SEQ-003", seqParams(int64(0), true, false)},
+		{"sequence_end without a sequence_id", "OIP-EXT-SEQ-004", seqParams(nil, false, true)},
+		{"sequence_end with sequence_id 0", "OIP-EXT-SEQ-004", seqParams(int64(0), false, true)},
+	} {
+		It("rejects "+c.text, Req(c.req), func(ctx SpecContext) {
+			NeedFixture("accumulate")
+			AfterNegative()
+			if tr == TransportREST {
+				Verify(c.req, Post(ctx, "accumulate", "", accBody(1, c.params))).To(BeRejected())
+				return
+			}
+			_, call := Infer(ctx, accPB(1, c.params))
+			Verify(c.req, call).To(BeRejected())
+		})
+	}
+}
+
+var _ = Describe("REST sequences", Over(TransportREST), Needs(specs.ExtSequence), func() {
+	It("advertises sequence in server metadata", Req("OIP-EXT-SEQ-001"), func(ctx SpecContext) {
+		Verify("OIP-EXT-SEQ-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+			exts, err := extensionsField(o.Members)
+			if err != nil {
+				return err
+			}
+			return advertisedErr(exts, specs.ExtSequence)
+		}))
+	})
+	sequenceSpecs(TransportREST, 1000)
+})
+
+var _ = Describe("gRPC sequences", Over(TransportGRPC), Needs(specs.ExtSequence), func() {
+	sequenceSpecs(TransportGRPC, 2000)
+})

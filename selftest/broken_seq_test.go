@@ -1,0 +1,218 @@
+package selftest
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/oipkit/oipkit/oip"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+)
+
+// streamHook breaks the forwarded ModelStreamInfer.
+type streamHook struct {
+	// unimplemented answers UNIMPLEMENTED, as a server without streaming.
+	unimplemented bool
+	// out rewrites each upstream message into the messages sent (any
+	// proto message: MLServer's reading sends ModelInferResponse), or ends
+	// the stream with err.
+	out func(m *pb.ModelStreamInferResponse) (msgs []proto.Message, err error)
+	// neverEnd keeps the stream open after the upstream ended it.
+	neverEnd bool
+}
+
+// ModelStreamInfer forwards the stream to the reference server through
+// f.stream.
+func (f forward) ModelStreamInfer(ss grpc.BidiStreamingServer[pb.ModelInferRequest, pb.ModelStreamInferResponse]) error {
+	h := f.stream
+	if h == nil {
+		h = &streamHook{}
+	}
+	if h.unimplemented {
+		return status.Error(codes.Unimplemented, "method ModelStreamInfer not implemented")
+	}
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	up, err := f.up.ModelStreamInfer(ctx)
+	if err != nil {
+		return err
+	}
+	go func() {
+		for {
+			r, err := ss.Recv()
+			if err != nil {
+				up.CloseSend()
+				return
+			}
+			if up.Send(r) != nil {
+				return
+			}
+		}
+	}()
+	for {
+		m, err := up.Recv()
+		if err == io.EOF {
+			if h.neverEnd {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		msgs := []proto.Message{m}
+		if h.out != nil {
+			if msgs, err = h.out(m); err != nil {
+				return err
+			}
+		}
+		for _, o := range msgs {
+			if err := ss.SendMsg(o); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// seqRequest reports whether an accumulate request carries the sequence
+// parameters named.
+func hasParam(r *pb.ModelInferRequest, name string) bool {
+	_, ok := r.GetParameters()[name]
+	return ok
+}
+
+func init() {
+	breakages = append(breakages, []breakage{
+		{
+			name: "stream-drop-id-echo",
+			stream: &streamHook{out: func(m *pb.ModelStreamInferResponse) ([]proto.Message, error) {
+				if m.InferResponse != nil {
+					m.InferResponse.Id = ""
+				}
+				return []proto.Message{m}, nil
+			}},
+			failed: []string{"OIP-EXT-SEQ-006"},
+			warned: []string{"OIP-EXT-SEQ-007", "OIP-EXT-SEQ-008", "OIP-EXT-SEQ-009"},
+		},
+		{
+			// Not a failure: MLServer's reading of the RPC (plain
+			// ModelInferResponse messages, a failed request ends the
+			// stream) is an ambiguity the suite names, and must not crash
+			// it.
+			name: "stream-mlserver-messages",
+			stream: &streamHook{out: func(m *pb.ModelStreamInferResponse) ([]proto.Message, error) {
+				if m.ErrorMessage != "" {
+					return nil, status.Error(codes.InvalidArgument, m.ErrorMessage)
+				}
+				return []proto.Message{m.InferResponse}, nil
+			}},
+			warned: []string{"OIP-EXT-SEQ-006", "OIP-EXT-SEQ-008"},
+		},
+		{
+			name: "stream-error-ends-stream",
+			stream: &streamHook{out: func(m *pb.ModelStreamInferResponse) ([]proto.Message, error) {
+				if m.ErrorMessage != "" {
+					return nil, status.Error(codes.NotFound, m.ErrorMessage)
+				}
+				return []proto.Message{m}, nil
+			}},
+			warned: []string{"OIP-EXT-SEQ-008"},
+		},
+		{
+			name: "stream-decoupled-first-response-only",
+			stream: func() *streamHook {
+				seen := map[string]bool{}
+				return &streamHook{out: func(m *pb.ModelStreamInferResponse) ([]proto.Message, error) {
+					r := m.GetInferResponse()
+					if r.GetModelName() == "stream_count" {
+						if seen[r.GetId()] {
+							return nil, nil
+						}
+						seen[r.GetId()] = true
+						r.Parameters[oip.ParamTritonFinalResponse] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: true}}
+					}
+					return []proto.Message{m}, nil
+				}}
+			}(),
+			warned: []string{"OIP-EXT-SEQ-009"},
+		},
+		{
+			name: "stream-final-flag-on-every-response",
+			stream: &streamHook{out: func(m *pb.ModelStreamInferResponse) ([]proto.Message, error) {
+				if r := m.GetInferResponse(); r != nil && r.Parameters != nil {
+					r.Parameters[oip.ParamTritonFinalResponse] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: true}}
+				}
+				return []proto.Message{m}, nil
+			}},
+			warned: []string{"OIP-EXT-SEQ-009"},
+		},
+		{
+			name:   "stream-open-after-half-close",
+			stream: &streamHook{neverEnd: true},
+			args:   []string{"--timeout", "2s"},
+			failed: []string{"OIP-EXT-SEQ-006"},
+			warned: []string{"OIP-EXT-SEQ-008", "OIP-EXT-SEQ-009"},
+		},
+		{
+			// Advertises sequence, but ModelStreamInfer is not there.
+			name:   "stream-unimplemented",
+			stream: &streamHook{unimplemented: true},
+			failed: []string{"OIP-GEN-005", "OIP-EXT-SEQ-006"},
+			warned: []string{"OIP-EXT-SEQ-007", "OIP-EXT-SEQ-008", "OIP-EXT-SEQ-009"},
+		},
+		{
+			// Streams and keeps sequences but does not list "sequence".
+			name: "sequence-not-advertised",
+			rest: &restHook{out: func(r *http.Request, a *answer) {
+				if r.Method == http.MethodGet && r.URL.Path == "/v2" {
+					editJSON(a, func(m map[string]any) {
+						exts, _ := m["extensions"].([]any)
+						m["extensions"] = slices.DeleteFunc(exts, func(e any) bool { return strings.HasPrefix(e.(string), "sequence") })
+					})
+				}
+			}},
+			grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				resp, err := h(ctx, req)
+				if m, ok := resp.(*pb.ServerMetadataResponse); ok && m != nil {
+					m.Extensions = slices.DeleteFunc(m.Extensions, func(e string) bool { return strings.HasPrefix(e, "sequence") })
+				}
+				return resp, err
+			},
+			failed: []string{"OIP-EXT-SEQ-001"},
+		},
+		{
+			name: "sequence-id-ignored",
+			grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if r, ok := req.(*pb.ModelInferRequest); ok && r.ModelName == "accumulate" && hasParam(r, "sequence_id") {
+					// Every request starts a new sequence: no state is kept.
+					r.Parameters["sequence_start"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: true}}
+				}
+				return h(ctx, req)
+			},
+			failed:  []string{"OIP-EXT-SEQ-002"},
+			lenient: []string{"OIP-EXT-SEQ-005"},
+		},
+		{
+			name: "sequence-flags-without-id-accepted",
+			grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				resp, err := h(ctx, req)
+				if r, ok := req.(*pb.ModelInferRequest); ok && r.ModelName == "accumulate" && status.Code(err) == codes.InvalidArgument {
+					out := &pb.ModelInferResponse{ModelName: r.ModelName, ModelVersion: "1", Outputs: []*pb.ModelInferResponse_InferOutputTensor{
+						{Name: "OUTPUT0", Datatype: "INT32", Shape: []int64{1}, Contents: &pb.InferTensorContents{IntContents: []int32{1}}},
+					}}
+					return out, nil
+				}
+				return resp, err
+			},
+			lenient: []string{"OIP-EXT-SEQ-003", "OIP-EXT-SEQ-004"},
+		},
+	}...)
+}
