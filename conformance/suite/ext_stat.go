@@ -226,6 +226,14 @@ func lastInferenceErr(last uint64, sent, answered time.Time) error {
 // restStats reads add_sub's statistics and their snapshot; ok is false
 // (findings recorded under req) when the answer is not usable.
 func restStats(ctx context.Context, req string) (statSnap, *Exchange, bool) {
+	settle(ctx, func() (statSnap, bool) {
+		entries, err := statEntries(Get(ctx, "/v2/models/add_sub/stats"), "add_sub")
+		if err != nil {
+			return statSnap{}, false
+		}
+		snap, err := snapREST(entries)
+		return snap, err == nil
+	})
 	e := Get(ctx, "/v2/models/add_sub/stats")
 	var snap statSnap
 	ok := Verify(req, e).To(Satisfy(func(e *Exchange) error {
@@ -561,6 +569,10 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 // grpcStats calls ModelStatistics{name} and checks that it answered
 // statistics of name only (of any model when name is "").
 func grpcStats(ctx context.Context, name string) (*pb.ModelStatisticsResponse, *Call, bool) {
+	settle(ctx, func() (statSnap, bool) {
+		r, c := Invoke(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: name}, Stub().ModelStatistics)
+		return snapGRPC(r), c.Err == nil
+	})
 	r, c := Invoke(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: name}, Stub().ModelStatistics)
 	ok := Verify("OIP-EXT-STAT-012", c).To(Satisfy(func(r *pb.ModelStatisticsResponse) error {
 		if name == "" {
@@ -746,3 +758,24 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 		}
 	})
 })
+
+// settle waits until the statistics read stops changing: two reads 100 ms
+// apart agree, for at most 2 s. A server may record a request's statistics
+// after it has answered it (Triton records them on its backend thread), so
+// a read right after a request can miss it; the counts compared are read
+// once settled, and an overcount still shows.
+func settle(ctx context.Context, read func() (statSnap, bool)) {
+	prev, ok := read()
+	for deadline := time.Now().Add(2 * time.Second); ok && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		var cur statSnap
+		if cur, ok = read(); cur == prev {
+			return
+		}
+		prev = cur
+	}
+}
