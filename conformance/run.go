@@ -119,7 +119,16 @@ func WriteReports(dir string, rep *reports.ConformanceReport) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report dir: %w", err)
 	}
-	if err := reports.WriteFile(filepath.Join(dir, "report.json"), rep); err != nil {
+	jsonPath := filepath.Join(dir, "report.json")
+	if err := reports.WriteFile(jsonPath, rep); err != nil {
+		return err
+	}
+	// The renderings are made from the report as written: JSON keeps
+	// strings as valid UTF-8 (a server's non-UTF-8 bytes quoted in evidence
+	// become U+FFFD), so report.md and report.html are what `oipkit conform
+	// --from report.json` renders, byte for byte.
+	rep, err := reports.ReadFile(jsonPath)
+	if err != nil {
 		return err
 	}
 	if err := writeFile(filepath.Join(dir, "report.md"), func(f *os.File) error { return reports.WriteMarkdown(f, rep) }); err != nil {
