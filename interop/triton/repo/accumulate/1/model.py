@@ -1,0 +1,1 @@
+../../../models/accumulate.py
