@@ -24,7 +24,7 @@ func benchRunner(tb testing.TB, t Target, load LoadConfig) *runner {
 		p, _ := ParseRate(cfg.Load.Rate)
 		r.profile = &p
 	}
-	r.shards = newShards(shardCount(r.workers()))
+	r.shards = newShards(shardCount(r.workers()), false)
 	r.resetStop()
 	return r
 }

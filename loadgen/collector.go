@@ -35,6 +35,14 @@ type IntervalStats struct {
 	ServiceP50    int64   `json:"serviceP50Ns"`
 	ServiceP99    int64   `json:"serviceP99Ns"`
 	SendLagP99    int64   `json:"sendLagP99Ns"`
+	// Streaming runs only: responses received (of requests that
+	// completed in the interval, gaps as they arrived) and percentiles of
+	// the time to first response and of the inter-response gap.
+	Responses        int64 `json:"responses,omitempty"`
+	FirstResponseP50 int64 `json:"firstResponseP50Ns,omitempty"`
+	FirstResponseP99 int64 `json:"firstResponseP99Ns,omitempty"`
+	InterResponseP50 int64 `json:"interResponseP50Ns,omitempty"`
+	InterResponseP99 int64 `json:"interResponseP99Ns,omitempty"`
 	// Histograms are the interval's own histograms, kept by the segments
 	// of a split test (Config.Load.Segment) so that merging them gives the
 	// merged intervals' percentiles exactly; nil otherwise.
@@ -81,12 +89,14 @@ type stepTally struct {
 	h                             Histograms
 	ok, errors, timeouts, clamped int64
 	sent, dropped                 int64
+	responses                     int64
 	codes                         map[errorKey]int64
 	samples                       map[errorKey][]string
 }
 
 func newCollector(r *runner, startWall time.Time) *collector {
-	c := &collector{r: r, startWall: startWall, total: newTally(), iv: newTally()}
+	st := r.cfg.Streaming != nil
+	c := &collector{r: r, startWall: startWall, total: newTally(st), iv: newTally(st)}
 	if w := r.cfg.HDRLog; w != nil {
 		c.log = hdr.NewHistogramLogWriter(w)
 		ms := startWall.UnixMilli()
@@ -101,10 +111,11 @@ func newCollector(r *runner, startWall time.Time) *collector {
 	if p := r.profile; p != nil {
 		c.pstep = p.steps(r.cfg.Load.Duration.D(), r.cfg.Load.Interval.D())
 		for i, s := range c.pstep {
-			c.steps = append(c.steps, stepTally{
-				h:     Histograms{Response: NewHistogram(), Service: NewHistogram(), SendLag: NewHistogram(), Failed: NewHistogram()},
-				codes: map[errorKey]int64{}, samples: map[errorKey][]string{},
-			})
+			h := Histograms{Response: NewHistogram(), Service: NewHistogram(), SendLag: NewHistogram(), Failed: NewHistogram()}
+			if st {
+				h.FirstResponse, h.InterResponse, h.ResponsesPerRequest = NewHistogram(), NewHistogram(), NewHistogram()
+			}
+			c.steps = append(c.steps, stepTally{h: h, codes: map[errorKey]int64{}, samples: map[errorKey][]string{}})
 			if i > 0 {
 				c.cuts = append(c.cuts, s.start)
 			}
@@ -221,6 +232,11 @@ func (c *collector) closeInterval(end int64, full bool) {
 	if length > 0 {
 		st.Rate = float64(st.Completed) / length.Seconds()
 	}
+	if ss := iv.stream; ss != nil {
+		st.Responses = ss.responses
+		st.FirstResponseP50, st.FirstResponseP99 = quantile(ss.first, 50), quantile(ss.first, 99)
+		st.InterResponseP50, st.InterResponseP99 = quantile(ss.gap, 50), quantile(ss.gap, 99)
+	}
 	if p := c.r.profile; p != nil {
 		st.RequestedRate = c.r.rateShare() * p.Rate(time.Duration(c.last-c.t0)+length/2)
 	}
@@ -232,6 +248,9 @@ func (c *collector) closeInterval(end int64, full bool) {
 		h.SendLag, d[2] = histogramOf(iv.lag)
 		h.Failed, d[3] = histogramOf(iv.failed)
 		c.mergeDropped += d[0] + d[1] + d[2] + d[3]
+		if iv.stream != nil {
+			c.mergeDropped += iv.stream.fill(&h)
+		}
 		st.Histograms = &h
 	}
 	if len(c.steps) > 0 {
@@ -313,6 +332,11 @@ func (c *collector) stepAt(off time.Duration) int {
 func (c *collector) addToStep(s *stepTally, iv *tally, st IntervalStats) {
 	c.mergeDropped += s.h.Response.p.MergeFrom(iv.response) + s.h.Service.p.MergeFrom(iv.service) +
 		s.h.SendLag.p.MergeFrom(iv.lag) + s.h.Failed.p.MergeFrom(iv.failed)
+	if ss := iv.stream; ss != nil {
+		c.mergeDropped += s.h.FirstResponse.p.MergeFrom(ss.first) + s.h.InterResponse.p.MergeFrom(ss.gap) +
+			s.h.ResponsesPerRequest.p.MergeFrom(ss.perRequest)
+		s.responses += ss.responses
+	}
 	s.ok += iv.ok
 	s.errors += iv.errors
 	s.timeouts += iv.timeouts
@@ -364,6 +388,10 @@ func (c *collector) fill(res *Result) {
 	res.Counts.Completed = t.ok + t.errors + t.timeouts
 	res.Counts.Clamped = t.clamped
 	res.Counts.MergeDropped = c.mergeDropped + d[0] + d[1] + d[2] + d[3]
+	if t.stream != nil {
+		res.Counts.MergeDropped += t.stream.fill(&res.Histograms)
+		res.Counts.Responses = t.stream.responses
+	}
 	res.Errors, res.ErrorSamples = errorTables(t.codes, t.timeouts, t.samples)
 	res.Intervals = c.intervals
 	res.Stability = c.stability
@@ -376,7 +404,7 @@ func (c *collector) fill(res *Result) {
 			Kind: StepProfile, Rate: c.r.rateShare() * ps.rate, Start: ps.start.Seconds(), Duration: Duration(ps.end - ps.start),
 			Histograms: s.h,
 			Counts: Counts{Sent: s.sent, Dropped: s.dropped, OK: s.ok, Errors: s.errors, Timeouts: s.timeouts,
-				Completed: s.ok + s.errors + s.timeouts, Clamped: s.clamped},
+				Completed: s.ok + s.errors + s.timeouts, Clamped: s.clamped, Responses: s.responses},
 		}
 		step.Counts.Scheduled = step.Counts.Sent + step.Counts.Dropped
 		step.Elapsed = step.Duration
@@ -393,6 +421,7 @@ func (c *collector) fill(res *Result) {
 		step.Rates.Requested = c.r.rateShare() * ps.rate
 		step.Rates.Offered = float64(s.sent) / step.Duration.D().Seconds()
 		step.Rates.Completed = float64(step.Counts.Completed) / step.Elapsed.D().Seconds()
+		step.Rates.Responses = float64(s.responses) / step.Elapsed.D().Seconds()
 		step.Latency = summarizeAll(step.Histograms)
 		res.Steps = append(res.Steps, step)
 	}

@@ -39,6 +39,9 @@ type Config struct {
 	// it stops when the lowest failing level is within this fraction of
 	// the highest holding one.
 	SLOResolution float64 `json:"sloResolution,omitempty"`
+	// Streaming makes every request a stream of responses (see
+	// [StreamConfig]); nil: unary requests.
+	Streaming *StreamConfig `json:"streaming,omitempty"`
 
 	// Progress, if set, is called from the collector goroutine at the end of
 	// every interval. It must return quickly.
@@ -199,6 +202,9 @@ func (c *Config) Normalize() error {
 		return err
 	}
 	if err := c.Inputs.normalize(); err != nil {
+		return err
+	}
+	if err := c.normalizeStreaming(); err != nil {
 		return err
 	}
 	if err := c.Load.normalize(c.SLO != nil); err != nil {

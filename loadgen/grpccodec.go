@@ -51,6 +51,14 @@ func (preEncodedCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
 	case *discard:
 		return nil
+	case *rawMessage:
+		// Copied into a buffer the stream reuses (grpc-go recycles data);
+		// gRPC's receive limit bounds its size.
+		m.b = m.b[:0]
+		for _, buf := range data {
+			m.b = append(m.b, buf.ReadOnlyData()...)
+		}
+		return nil
 	case proto.Message:
 		return proto.Unmarshal(data.Materialize(), m)
 	}

@@ -54,7 +54,7 @@ func TestRecordClampsOutOfRange(t *testing.T) {
 }
 
 func TestShardRecordsByOutcome(t *testing.T) {
-	s := newShards(1)[0]
+	s := newShards(1, false)[0]
 	s.record(0, 10, 100, nil)
 	s.record(0, 10, 200, &HTTPStatusError{Status: 503})
 	s.record(0, 10, 300, timeoutErr{})
@@ -79,7 +79,7 @@ func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
 
 func BenchmarkRecord(b *testing.B) {
-	s := newShards(1)[0]
+	s := newShards(1, false)[0]
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		d := int64(i % 1000000)

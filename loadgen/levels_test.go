@@ -192,7 +192,7 @@ func TestThresholdSpellingsAndDefaultBound(t *testing.T) {
 }
 
 func TestErrorSamplesAreBounded(t *testing.T) {
-	s := newShards(1)[0]
+	s := newShards(1, false)[0]
 	for i := range 10 {
 		s.record(0, 1, 2, fmt.Errorf("boom %d\nsecond line", i%5))
 	}

@@ -98,7 +98,7 @@ func mergeRuns(results []*Result, label string) *Result {
 		for k, v := range r.Errors {
 			m.Errors[k] += v
 		}
-		m.Counts.MergeDropped += addHistograms(m.Histograms, r.Histograms)
+		m.Counts.MergeDropped += addHistograms(&m.Histograms, r.Histograms)
 		m.Warmup.Requests += r.Warmup.Requests
 		m.Warmup.Duration += r.Warmup.Duration
 		m.Checks.GOMAXPROCS = max(m.Checks.GOMAXPROCS, r.Checks.GOMAXPROCS)
@@ -160,11 +160,22 @@ func addCounts(c *Counts, rc Counts) {
 	c.Unsent += rc.Unsent
 	c.Clamped += rc.Clamped
 	c.MergeDropped += rc.MergeDropped
+	c.Responses += rc.Responses
 }
 
 // addHistograms adds o's histograms to h's and returns the values lost.
-func addHistograms(h, o Histograms) int64 {
+func addHistograms(h *Histograms, o Histograms) int64 {
 	var d int64
+	for i, from := range o.streamHistograms() {
+		to := h.streamHistograms()[i]
+		if *from == nil {
+			continue
+		}
+		if *to == nil {
+			*to = NewHistogram()
+		}
+		d += (*to).Merge(*from)
+	}
 	for _, p := range []struct{ to, from *Histogram }{
 		{h.Response, o.Response}, {h.Service, o.Service}, {h.SendLag, o.SendLag}, {h.Failed, o.Failed},
 	} {
@@ -527,8 +538,9 @@ func mergeIntervals(rs []*Result, origin time.Time, iv time.Duration) ([]Interva
 			s.Errors += x.Errors
 			s.Timeouts += x.Timeouts
 			s.InFlight += x.InFlight
+			s.Responses += x.Responses
 			if x.Histograms != nil {
-				addHistograms(a.h, *x.Histograms)
+				addHistograms(&a.h, *x.Histograms)
 			} else {
 				// No histograms (a result of an older oipkit): the largest
 				// percentile is a bound, not the merged value.
@@ -554,6 +566,12 @@ func mergeIntervals(rs []*Result, origin time.Time, iv time.Duration) ([]Interva
 			s.ResponseP50, s.ResponseP90, s.ResponseP99 = q(h.Response, 50), q(h.Response, 90), q(h.Response, 99)
 			s.ResponseMax = int64(h.Response.Max())
 			s.ServiceP50, s.ServiceP99, s.SendLagP99 = q(h.Service, 50), q(h.Service, 99), q(h.SendLag, 99)
+			if h.FirstResponse != nil {
+				s.FirstResponseP50, s.FirstResponseP99 = q(h.FirstResponse, 50), q(h.FirstResponse, 99)
+			}
+			if h.InterResponse != nil {
+				s.InterResponseP50, s.InterResponseP99 = q(h.InterResponse, 50), q(h.InterResponse, 99)
+			}
 		}
 		if s.Length > 0 {
 			s.Rate = float64(s.Completed) / s.Length
@@ -588,7 +606,7 @@ func mergeProfileSteps(rs []*Result) []Step {
 			st.Duration = max(st.Duration, s.Duration)
 			st.Elapsed = max(st.Elapsed, s.Elapsed)
 			addCounts(&st.Counts, s.Counts)
-			st.Counts.MergeDropped += addHistograms(st.Histograms, s.Histograms)
+			st.Counts.MergeDropped += addHistograms(&st.Histograms, s.Histograms)
 			st.Rates.Requested += s.Rates.Requested
 			for k, v := range s.Errors {
 				st.Errors[k] += v

@@ -38,17 +38,23 @@ type tally struct {
 	timeouts int64
 	errors   int64
 	clamped  int64 // values above the histogram range, recorded as its maximum
-	codes    map[errorKey]int64
+	// stream is nil unless the run streams (--streaming).
+	stream *streamTally
+	codes  map[errorKey]int64
 	// samples holds the first MaxErrorSamples distinct messages of each
 	// error class (timeouts included).
 	samples map[errorKey][]string
 }
 
-func newTally() *tally {
-	return &tally{
+func newTally(streaming bool) *tally {
+	t := &tally{
 		response: newHist(), service: newHist(), lag: newHist(), failed: newHist(),
 		codes: make(map[errorKey]int64), samples: make(map[errorKey][]string),
 	}
+	if streaming {
+		t.stream = newStreamTally()
+	}
+	return t
 }
 
 func (t *tally) reset() {
@@ -56,6 +62,9 @@ func (t *tally) reset() {
 	t.service.Reset()
 	t.lag.Reset()
 	t.failed.Reset()
+	if t.stream != nil {
+		t.stream.reset()
+	}
 	t.ok, t.timeouts, t.errors, t.clamped = 0, 0, 0, 0
 	clear(t.codes)
 	clear(t.samples)
@@ -69,6 +78,9 @@ func (t *tally) add(o *tally) (dropped int64) {
 	dropped += t.service.Merge(o.service)
 	dropped += t.lag.Merge(o.lag)
 	dropped += t.failed.Merge(o.failed)
+	if t.stream != nil && o.stream != nil {
+		dropped += t.stream.add(o.stream)
+	}
 	t.ok += o.ok
 	t.timeouts += o.timeouts
 	t.errors += o.errors
@@ -119,10 +131,10 @@ type shard struct {
 	_     [64]byte
 }
 
-func newShards(n int) []*shard {
+func newShards(n int, streaming bool) []*shard {
 	s := make([]*shard, n)
 	for i := range s {
-		s[i] = &shard{cur: newTally(), spare: newTally()}
+		s[i] = &shard{cur: newTally(streaming), spare: newTally(streaming)}
 	}
 	return s
 }
@@ -143,7 +155,12 @@ func (s *shard) record(due, sent, done int64, err error) {
 		key = classify(err)
 	}
 	s.mu.Lock()
-	t := s.cur
+	s.cur.recordLocked(key, due, sent, done, err)
+	s.mu.Unlock()
+}
+
+// recordLocked is record with the shard's lock held and err classified.
+func (t *tally) recordLocked(key errorKey, due, sent, done int64, err error) {
 	switch {
 	case err == nil || key.kind == kindTimeout:
 		if err == nil {
@@ -166,7 +183,6 @@ func (s *shard) record(due, sent, done int64, err error) {
 		t.clamped += recordClamped(t.failed, done-due)
 		t.clamped += recordClamped(t.lag, sent-due)
 	}
-	s.mu.Unlock()
 }
 
 // swap hands the current tally to the caller and starts a fresh one. The
@@ -197,6 +213,7 @@ const (
 	kindGRPC                 // a gRPC status other than OK
 	kindTransport            // no answer: connection refused, reset, ...
 	kindValidation           // the answer did not match the expected outputs
+	kindStream               // a streamed request failed in the stream (error_message, an SSE error event)
 )
 
 // errorKey identifies a failure class in the errors-by-code table; it is
@@ -207,7 +224,7 @@ type errorKey struct {
 }
 
 // String is the key used in results: "http_503", "grpc_Unavailable",
-// "timeout", "transport", "validation" or "other".
+// "timeout", "transport", "validation", "stream_error" or "other".
 func (k errorKey) String() string {
 	switch k.kind {
 	case kindTimeout:
@@ -220,6 +237,8 @@ func (k errorKey) String() string {
 		return "transport"
 	case kindValidation:
 		return "validation"
+	case kindStream:
+		return "stream_error"
 	}
 	return "other"
 }
@@ -253,6 +272,9 @@ func classify(err error) errorKey {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return errorKey{kind: kindTimeout}
+	}
+	if errors.Is(err, client.ErrStreamRequest) || errors.Is(err, client.ErrStreamEvent) {
+		return errorKey{kind: kindStream}
 	}
 	var ce *client.Error
 	if errors.As(err, &ce) {

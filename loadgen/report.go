@@ -90,6 +90,13 @@ func NewTextReporter(r *Result) Reporter {
 			p.f("requested %.1f/s, ", r.Rates.Requested)
 		}
 		p.f("offered %.1f/s, completed %.1f/s, error rate %.3g%%\n", r.Rates.Offered, r.Rates.Completed, 100*r.ErrorRate())
+		if c.Streaming != nil {
+			p.f("stream:   %d responses, %.1f/s", n.Responses, r.Rates.Responses)
+			if h := r.Histograms.ResponsesPerRequest; h != nil && h.Count() > 0 {
+				p.f(", per request mean %.2f, min %d, max %d", float64(n.Responses)/float64(n.Completed), int64(h.Min()), int64(h.Max()))
+			}
+			p.f("\n")
+		}
 		if n.Clamped > 0 || n.MergeDropped > 0 {
 			p.f("warning:  %d values above the histogram range were recorded as its maximum, %d lost in merges\n", n.Clamped, n.MergeDropped)
 		}
@@ -107,6 +114,8 @@ func NewTextReporter(r *Result) Reporter {
 			h    *Histogram
 		}{
 			{"response time", r.Histograms.Response},
+			{"first response", r.Histograms.FirstResponse},
+			{"inter-response", r.Histograms.InterResponse},
 			{"service time", r.Histograms.Service},
 			{"send lag", r.Histograms.SendLag},
 			{"failed (response)", r.Histograms.Failed},
@@ -122,6 +131,9 @@ func NewTextReporter(r *Result) Reporter {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		if c.Streaming != nil {
+			p.f("(streaming: response time is the time to the last response and first response the time to the first, both from the intended start; inter-response is each gap between two responses of a request)\n")
 		}
 		p.f("(response time from the intended start; service time from the actual send; ≥ marks censored values at or above the %s timeout; * marks fewer than 10 samples above)\n", timeout)
 
@@ -315,20 +327,32 @@ func percentileCell(h *Histogram, q float64, timeout time.Duration, censorable b
 //	start_s,length_s,requested_rate,sent,dropped,completed,ok,errors,timeouts,
 //	in_flight,rate,response_p50_us,response_p99_us,response_max_us,
 //	service_p50_us,service_p99_us,send_lag_p99_us,response_p90_us,step
+//
+// A streaming run adds responses,first_response_p50_us,
+// first_response_p99_us,inter_response_p50_us,inter_response_p99_us.
 func NewIntervalCSVReporter(r *Result) Reporter {
 	return func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"start_s", "length_s", "requested_rate", "sent", "dropped", "completed", "ok", "errors", "timeouts",
+		streaming := r.Config.Streaming != nil
+		head := []string{"start_s", "length_s", "requested_rate", "sent", "dropped", "completed", "ok", "errors", "timeouts",
 			"in_flight", "rate", "response_p50_us", "response_p99_us", "response_max_us", "service_p50_us", "service_p99_us", "send_lag_p99_us",
-			"response_p90_us", "step"})
+			"response_p90_us", "step"}
+		if streaming {
+			head = append(head, "responses", "first_response_p50_us", "first_response_p99_us", "inter_response_p50_us", "inter_response_p99_us")
+		}
+		_ = cw.Write(head)
 		for _, iv := range r.Intervals {
-			_ = cw.Write([]string{
+			row := []string{
 				ff(iv.Start, 3), ff(iv.Length, 3), ff(iv.RequestedRate, 1),
 				fi(iv.Sent), fi(iv.Dropped), fi(iv.Completed), fi(iv.OK), fi(iv.Errors), fi(iv.Timeouts),
 				fi(iv.InFlight), ff(iv.Rate, 1),
 				us(iv.ResponseP50), us(iv.ResponseP99), us(iv.ResponseMax), us(iv.ServiceP50), us(iv.ServiceP99), us(iv.SendLagP99),
 				us(iv.ResponseP90), strconv.Itoa(iv.Step + 1),
-			})
+			}
+			if streaming {
+				row = append(row, fi(iv.Responses), us(iv.FirstResponseP50), us(iv.FirstResponseP99), us(iv.InterResponseP50), us(iv.InterResponseP99))
+			}
+			_ = cw.Write(row)
 		}
 		cw.Flush()
 		return cw.Error()
@@ -342,22 +366,45 @@ func NewIntervalCSVReporter(r *Result) Reporter {
 // columns in microseconds, taken from the response-time histogram.
 // perf_analyzer's client and server breakdown columns (Client Send, Server
 // Queue, ...) are omitted; oipkit's own columns follow: the request rate,
-// service time, send lag, errors, timeouts and dropped requests.
+// service time, send lag, errors, timeouts and dropped requests. A
+// streaming run adds Responses/Second, the time to first response and the
+// inter-response gap (p50, p99, in microseconds) and Responses/Request
+// (mean); its latency columns are then the time to the last response.
 func NewSummaryCSVReporter(r *Result) Reporter {
 	return func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"Concurrency", "Request Rate", "Inferences/Second", "p50 latency", "p90 latency", "p95 latency",
-			"p99 latency", "Avg latency", "Service p50", "Service p99", "Send Lag p99", "Errors", "Timeouts", "Dropped"})
+		head := []string{"Concurrency", "Request Rate", "Inferences/Second", "p50 latency", "p90 latency", "p95 latency",
+			"p99 latency", "Avg latency", "Service p50", "Service p99", "Send Lag p99", "Errors", "Timeouts", "Dropped"}
+		streaming := r.Config.Streaming != nil
+		if streaming {
+			head = append(head, "Responses/Second", "First Response p50", "First Response p99", "Inter-Response p50", "Inter-Response p99", "Responses/Request")
+		}
+		_ = cw.Write(head)
 		row := func(conc int, rate float64, h Histograms, rates Rates, c Counts) {
 			cs := ""
 			if conc > 0 {
 				cs = strconv.Itoa(conc)
 			}
-			_ = cw.Write([]string{cs, ff(rate, 1), ff(rates.Completed, 1),
+			cells := []string{cs, ff(rate, 1), ff(rates.Completed, 1),
 				us(int64(h.Response.Quantile(50))), us(int64(h.Response.Quantile(90))), us(int64(h.Response.Quantile(95))),
 				us(int64(h.Response.Quantile(99))), us(int64(h.Response.Mean())),
 				us(int64(h.Service.Quantile(50))), us(int64(h.Service.Quantile(99))), us(int64(h.SendLag.Quantile(99))),
-				fi(c.Errors), fi(c.Timeouts), fi(c.Dropped)})
+				fi(c.Errors), fi(c.Timeouts), fi(c.Dropped)}
+			if streaming {
+				q := func(h *Histogram, p float64) string {
+					if h == nil {
+						return ""
+					}
+					return us(int64(h.Quantile(p)))
+				}
+				perReq := ""
+				if c.Completed > 0 {
+					perReq = ff(float64(c.Responses)/float64(c.Completed), 2)
+				}
+				cells = append(cells, ff(rates.Responses, 1), q(h.FirstResponse, 50), q(h.FirstResponse, 99),
+					q(h.InterResponse, 50), q(h.InterResponse, 99), perReq)
+			}
+			_ = cw.Write(cells)
 		}
 		if len(r.Steps) > 0 {
 			for _, s := range r.Steps {

@@ -59,7 +59,7 @@ type Result struct {
 	Rates    Rates       `json:"rates"`
 	Counts   Counts      `json:"counts"`
 	// Errors counts failed requests by class: "http_503",
-	// "grpc_Unavailable", "timeout", "transport", "validation", "other".
+	// "grpc_Unavailable", "timeout", "transport", "validation", "stream_error", "other".
 	Errors map[string]int64 `json:"errors"`
 	// Latency is a convenience copy of the summary percentiles; the
 	// histograms are the source of truth.
@@ -155,6 +155,9 @@ type Rates struct {
 	Requested float64 `json:"requested,omitempty"`
 	Offered   float64 `json:"offered"`
 	Completed float64 `json:"completed"`
+	// Responses is streamed responses per second (Counts.Responses /
+	// Elapsed); streaming runs only.
+	Responses float64 `json:"responses,omitempty"`
 }
 
 // Counts of requests in the measured window.
@@ -179,6 +182,9 @@ type Counts struct {
 	// different ranges. Both should be zero.
 	Clamped      int64 `json:"clamped"`
 	MergeDropped int64 `json:"mergeDropped"`
+	// Responses counts the responses of streamed requests (streaming runs
+	// only).
+	Responses int64 `json:"responses,omitempty"`
 }
 
 // Histograms are the run's latency distributions, in nanoseconds.
@@ -190,6 +196,16 @@ type Histograms struct {
 	Service  *Histogram `json:"service"`  // completion − actual send
 	SendLag  *Histogram `json:"sendLag"`  // actual send − intended start
 	Failed   *Histogram `json:"failed"`
+	// Streaming runs only (nil otherwise). Response is then the time to
+	// the last response.
+	FirstResponse       *Histogram `json:"firstResponse,omitempty"`       // first response − intended start (TTFT)
+	InterResponse       *Histogram `json:"interResponse,omitempty"`       // each gap between consecutive responses of a request
+	ResponsesPerRequest *Histogram `json:"responsesPerRequest,omitempty"` // a count per request, not nanoseconds
+}
+
+// streamHistograms lists the streaming histograms of h (nil ones too).
+func (h *Histograms) streamHistograms() []**Histogram {
+	return []**Histogram{&h.FirstResponse, &h.InterResponse, &h.ResponsesPerRequest}
 }
 
 // LatencySummaries holds the summary percentiles of each histogram.
@@ -197,6 +213,9 @@ type LatencySummaries struct {
 	Response LatencySummary `json:"response"`
 	Service  LatencySummary `json:"service"`
 	SendLag  LatencySummary `json:"sendLag"`
+	// Streaming runs only.
+	FirstResponse *LatencySummary `json:"firstResponse,omitempty"`
+	InterResponse *LatencySummary `json:"interResponse,omitempty"`
 }
 
 // LatencySummary holds percentiles in nanoseconds.
@@ -218,7 +237,16 @@ func summarize(h *Histogram) LatencySummary {
 }
 
 func summarizeAll(h Histograms) LatencySummaries {
-	return LatencySummaries{Response: summarize(h.Response), Service: summarize(h.Service), SendLag: summarize(h.SendLag)}
+	l := LatencySummaries{Response: summarize(h.Response), Service: summarize(h.Service), SendLag: summarize(h.SendLag)}
+	if h.FirstResponse != nil {
+		s := summarize(h.FirstResponse)
+		l.FirstResponse = &s
+	}
+	if h.InterResponse != nil {
+		s := summarize(h.InterResponse)
+		l.InterResponse = &s
+	}
+	return l
 }
 
 // summarize fills Latency from the histograms.
@@ -284,6 +312,7 @@ func (r *Result) computeRates() {
 	}
 	if e := r.Elapsed.D().Seconds(); e > 0 {
 		r.Rates.Completed = float64(r.Counts.Completed) / e
+		r.Rates.Responses = float64(r.Counts.Responses) / e
 	}
 }
 
@@ -396,10 +425,16 @@ func describeLoad(c Config) string {
 	case l.Rate != "":
 		s = "open loop, rate " + l.Rate + "/s"
 	default:
-		return fmt.Sprintf("closed loop, concurrency %d", l.Concurrency)
+		s = fmt.Sprintf("closed loop, concurrency %d", l.Concurrency)
 	}
 	if c.OpenLoop() {
 		s += fmt.Sprintf(", %s arrivals, max in flight %d", l.Arrival, l.MaxInFlight)
+	}
+	if st := c.Streaming; st != nil {
+		s += ", streaming"
+		if st.Responses > 0 {
+			s += fmt.Sprintf(" (%d responses per request without triton_final_response)", st.Responses)
+		}
 	}
 	return s
 }

@@ -33,6 +33,11 @@ func Run(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
+	if cfg.Streaming != nil {
+		if _, ok := t.(StreamTarget); !ok {
+			return nil, configErr("--streaming: the target %T does not stream", t)
+		}
+	}
 	switch {
 	case cfg.SLO != nil:
 		return search(ctx, t, cfg), nil
@@ -45,6 +50,9 @@ func Run(ctx context.Context, t Target, cfg Config) (*Result, error) {
 // runOnce runs one measurement of a normalized single-level configuration.
 func runOnce(ctx context.Context, t Target, cfg Config) *Result {
 	r := &runner{target: t, cfg: cfg, base: time.Now(), seg: cfg.Load.segment()}
+	if cfg.Streaming != nil {
+		r.streamer, _ = t.(StreamTarget) // checked by Run
+	}
 	if cfg.OpenLoop() {
 		p, _ := ParseRate(cfg.Load.Rate) // checked by Normalize
 		r.profile = &p
@@ -56,12 +64,13 @@ func nowWall() time.Time { return time.Now() }
 
 // runner holds one run's state. Times are monotonic nanoseconds since base.
 type runner struct {
-	target  Target
-	cfg     Config
-	profile *RateProfile // nil for a closed loop
-	base    time.Time
-	seg     Segment // the run's part of the test (whole when not split)
-	shards  []*shard
+	target   Target
+	streamer StreamTarget // the target, when the run streams
+	cfg      Config
+	profile  *RateProfile // nil for a closed loop
+	base     time.Time
+	seg      Segment // the run's part of the test (whole when not split)
+	shards   []*shard
 
 	sent     atomic.Uint64 // requests handed to Target.Do (also the next seq)
 	dropped  atomic.Int64  // open loop: due while MaxInFlight were in flight
@@ -111,7 +120,7 @@ func (r *runner) workers() int {
 func (r *runner) rateShare() float64 { return 1 / float64(max(r.seg.Count, 1)) }
 
 func (r *runner) run(ctx context.Context) *Result {
-	r.shards = newShards(shardCount(r.workers()))
+	r.shards = newShards(shardCount(r.workers()), r.cfg.Streaming != nil)
 	l := r.cfg.Load
 	res := newResult(r.cfg)
 
@@ -248,6 +257,7 @@ func (r *runner) closedLoop(ctx context.Context, t0 int64, dur time.Duration, li
 	var wg sync.WaitGroup
 	for w := range r.workers() {
 		sh := r.shards[w%len(r.shards)]
+		rec := r.recorder(sh)
 		wg.Go(func() {
 			for ctx.Err() == nil && !r.stopped() {
 				now := r.now()
@@ -259,7 +269,7 @@ func (r *runner) closedLoop(ctx context.Context, t0 int64, dur time.Duration, li
 					r.sent.Add(^uint64(0)) // not sent after all
 					return
 				}
-				r.do(ctx, sh, seq, now)
+				r.exec(ctx, sh, rec, seq, now)
 			}
 		})
 	}
@@ -342,9 +352,27 @@ func (r *runner) openLoop(ctx context.Context, t0 int64, dur time.Duration, limi
 
 // worker runs first and then every slot it receives until slots is closed.
 func (r *runner) worker(ctx context.Context, sh *shard, slots <-chan slot, first slot) {
+	rec := r.recorder(sh)
 	for s, ok := first, true; ok; s, ok = <-slots {
-		r.do(ctx, sh, s.seq, s.due)
+		r.exec(ctx, sh, rec, s.seq, s.due)
 	}
+}
+
+// recorder is a worker's stream recorder; nil unless the run streams.
+func (r *runner) recorder(sh *shard) *StreamRecorder {
+	if r.streamer == nil {
+		return nil
+	}
+	return &StreamRecorder{r: r, sh: sh}
+}
+
+// exec sends request seq, streamed when rec is set.
+func (r *runner) exec(ctx context.Context, sh *shard, rec *StreamRecorder, seq uint64, due int64) {
+	if rec != nil {
+		r.doStream(ctx, sh, rec, seq, due)
+		return
+	}
+	r.do(ctx, sh, seq, due)
 }
 
 // do sends request seq intended to start at due and records it. Requests

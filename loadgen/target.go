@@ -36,6 +36,10 @@ type OIPTarget struct {
 	validate bool
 	info     TargetInfo
 	tls      *tls.Config // nil for plaintext
+
+	streaming *StreamConfig  // nil unless --streaming
+	pool      streamPool     // idle gRPC streams
+	params    oip.Parameters // request parameters (REST streaming sends them per request)
 }
 
 // payload is one distinct request, ready to send.
@@ -82,7 +86,7 @@ func NewTarget(ctx context.Context, cfg Config) (*OIPTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &OIPTarget{cfg: tc, validate: cfg.Inputs.Validate, tls: opts.TLS}
+	t := &OIPTarget{cfg: tc, validate: cfg.Inputs.Validate, tls: opts.TLS, streaming: cfg.Streaming}
 	addr := tc.HTTP
 	if tc.Protocol.IsGRPC() {
 		addr = tc.GRPC
@@ -168,6 +172,7 @@ func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	t.params = params
 	if t.validate && (len(sets) == 0 || sets[0].expect == nil) {
 		if err := fixtureExpectations(ctx, meta, tc.ModelVersion, params, sets); err != nil {
 			return err
@@ -305,6 +310,7 @@ func (t *OIPTarget) checkREST(p *payload, a client.InferAnswer) error {
 
 // Close releases the target's connections.
 func (t *OIPTarget) Close() error {
+	t.pool.close()
 	var err error
 	for _, c := range []client.Client{t.ctl, t.data} {
 		if c != nil {

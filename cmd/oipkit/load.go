@@ -36,6 +36,9 @@ type loadFlags struct {
 	segment, startAt                              string
 	maxDuration                                   time.Duration
 	slo                                           multiFlag
+	streaming                                     bool
+	streamResponses                               int
+	textInput                                     string
 }
 
 func runLoad(ctx context.Context, args []string) error {
@@ -109,6 +112,9 @@ by the generator). 4 outranks 3.`)
 	fs.Var((*multiFlag)(&in.Shapes), "shape", "`NAME:d1,d2` concrete shape for an input with -1 dims (repeatable; default: -1 → 1)")
 	fs.IntVar(&in.StringLength, "string-length", loadgen.DefaultStringLength, "`length` of synthesized BYTES elements")
 	fs.Var((*multiFlag)(&in.Parameters), "param", "request parameter `name=value`, e.g. delay_ms=10 (repeatable)")
+	fs.BoolVar(&f.streaming, "streaming", false, "stream: each request over gRPC ModelStreamInfer (--grpc) or REST generate_stream (--http) is answered by a stream of responses; records time to first response, inter-response gaps and responses per request")
+	fs.IntVar(&f.streamResponses, "stream-responses", 0, "with --streaming over gRPC: a request is complete after `N` responses on a server that sends no triton_final_response (default: one)")
+	fs.StringVar(&f.textInput, "text-input", "", "with --streaming over REST: the generate_stream prompt `text` (default: a fixed sentence)")
 	fs.BoolVar(&in.Validate, "validate", false, "check every response against validation_data or the fixture's computed outputs")
 	fs.Uint64Var(&in.Seed, "seed", 1, "`seed` for random data and Poisson arrivals")
 
@@ -323,6 +329,14 @@ func (f *loadFlags) apply(cfg *loadgen.Config, fs *flag.FlagSet) error {
 	}
 	cfg.Load.Arrival = loadgen.Arrival(f.arrival)
 	cfg.Load.Rate = f.rate
+	switch {
+	case f.streaming:
+		cfg.Streaming = &loadgen.StreamConfig{Responses: f.streamResponses, TextInput: f.textInput}
+	case set["stream-responses"]:
+		return errors.New("--stream-responses needs --streaming")
+	case set["text-input"]:
+		return errors.New("--text-input needs --streaming")
+	}
 	if f.rateStep != 0 || f.stepDuration != 0 || f.rateMax != 0 {
 		from, err := strconv.ParseFloat(f.rate, 64)
 		if err != nil || f.rateStep == 0 || f.stepDuration <= 0 {

@@ -1,0 +1,140 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/oipkit/oipkit/oip"
+)
+
+// The streaming hot path reads only what decides a request's fate from a
+// ModelStreamInferResponse — error_message, the response's id, the
+// triton_final_response parameter and whether it has outputs — straight
+// from the wire bytes, without building the message: the figures a stream
+// is measured by do not need the tensors.
+
+// Field numbers of inference.proto (grpc_service.proto).
+const (
+	fieldStreamErrorMessage  = 1 // ModelStreamInferResponse.error_message
+	fieldStreamInferResponse = 2 // ModelStreamInferResponse.infer_response
+	fieldResponseID          = 3 // ModelInferResponse.id
+	fieldResponseParameters  = 4 // ModelInferResponse.parameters (map entries)
+	fieldResponseOutputs     = 5 // ModelInferResponse.outputs
+	fieldResponseRawOutputs  = 6 // ModelInferResponse.raw_output_contents
+	fieldMapKey              = 1
+	fieldMapValue            = 2
+	fieldParamBool           = 1 // InferParameter.bool_param
+	fieldRequestID           = 3 // ModelInferRequest.id
+)
+
+// streamMessage is what the hot path reads of one stream response. Its
+// byte slices point into the received buffer and are valid until the next
+// receive.
+type streamMessage struct {
+	errMsg, id        []byte
+	final, finalKnown bool
+	outputs           bool
+}
+
+var errTruncated = errors.New("truncated or malformed protobuf")
+
+// scan reads b, a ModelStreamInferResponse, into m.
+func (m *streamMessage) scan(b []byte) error {
+	*m = streamMessage{}
+	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		switch {
+		case num == fieldStreamErrorMessage && typ == protowire.BytesType:
+			m.errMsg = v
+		case num == fieldStreamInferResponse && typ == protowire.BytesType:
+			return eachField(v, m.response)
+		}
+		return nil
+	})
+}
+
+// response reads one field of a ModelInferResponse.
+func (m *streamMessage) response(num protowire.Number, typ protowire.Type, v []byte) error {
+	if typ != protowire.BytesType {
+		return nil
+	}
+	switch num {
+	case fieldResponseID:
+		m.id = v
+	case fieldResponseOutputs, fieldResponseRawOutputs:
+		m.outputs = true
+	case fieldResponseParameters:
+		var key, val []byte
+		if err := eachField(v, func(n protowire.Number, t protowire.Type, x []byte) error {
+			if t == protowire.BytesType && n == fieldMapKey {
+				key = x
+			} else if t == protowire.BytesType && n == fieldMapValue {
+				val = x
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if string(key) != oip.ParamTritonFinalResponse {
+			return nil
+		}
+		return eachField(val, func(n protowire.Number, t protowire.Type, x []byte) error {
+			if n == fieldParamBool && t == protowire.VarintType {
+				m.final, m.finalKnown = len(x) > 0 && x[0] != 0, true
+			}
+			return nil
+		})
+	}
+	return nil
+}
+
+// eachField calls fn with every field of the message b: for a length-
+// delimited field its contents, for a varint its (single-byte-or-more)
+// encoding, for others nil. It does not allocate.
+func eachField(b []byte, fn func(protowire.Number, protowire.Type, []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("%w: %v", errTruncated, protowire.ParseError(n))
+		}
+		b = b[n:]
+		var v []byte
+		switch typ {
+		case protowire.BytesType:
+			x, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return fmt.Errorf("%w: %v", errTruncated, protowire.ParseError(n))
+			}
+			v, b = x, b[n:]
+		case protowire.VarintType:
+			x, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return fmt.Errorf("%w: %v", errTruncated, protowire.ParseError(n))
+			}
+			v = b[:n]
+			if x == 0 {
+				v = b[:0]
+			}
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return fmt.Errorf("%w: %v", errTruncated, protowire.ParseError(n))
+			}
+			b = b[n:]
+		}
+		if err := fn(num, typ, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendRequestID appends a ModelInferRequest id field to an encoded
+// request: protobuf keeps the last occurrence of a scalar field, so this
+// sets the id without re-encoding the request.
+func appendRequestID(b, id []byte) []byte {
+	b = protowire.AppendTag(b, fieldRequestID, protowire.BytesType)
+	return protowire.AppendBytes(b, id)
+}
