@@ -42,6 +42,9 @@ type Config struct {
 	// Streaming makes every request a stream of responses (see
 	// [StreamConfig]); nil: unary requests.
 	Streaming *StreamConfig `json:"streaming,omitempty"`
+	// Sequence sends the requests in sequences of a stateful model (see
+	// [SequenceConfig]); nil: no sequences.
+	Sequence *SequenceConfig `json:"sequence,omitempty"`
 
 	// Progress, if set, is called from the collector goroutine at the end of
 	// every interval. It must return quickly.
@@ -258,6 +261,9 @@ func (c *Config) Normalize() error {
 		}
 	} else if c.SLOResolution != 0 {
 		return configErr("--slo-resolution needs --slo")
+	}
+	if err := c.normalizeSequences(); err != nil {
+		return err
 	}
 	return c.checkSegment()
 }

@@ -430,6 +430,12 @@ func describeLoad(c Config) string {
 	if c.OpenLoop() {
 		s += fmt.Sprintf(", %s arrivals, max in flight %d", l.Arrival, l.MaxInFlight)
 	}
+	if sq := c.Sequence; sq != nil {
+		s += fmt.Sprintf(", sequences of %d", sq.Length)
+		if sq.Sequences > 0 {
+			s += fmt.Sprintf(" (%d live)", sq.Sequences)
+		}
+	}
 	if st := c.Streaming; st != nil {
 		s += ", streaming"
 		if st.Responses > 0 {

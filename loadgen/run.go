@@ -38,6 +38,11 @@ func Run(ctx context.Context, t Target, cfg Config) (*Result, error) {
 			return nil, configErr("--streaming: the target %T does not stream", t)
 		}
 	}
+	if cfg.Sequence != nil {
+		if _, ok := t.(SequenceTarget); !ok {
+			return nil, configErr("--sequence-length: the target %T does not send sequences", t)
+		}
+	}
 	switch {
 	case cfg.SLO != nil:
 		return search(ctx, t, cfg), nil
@@ -53,6 +58,10 @@ func runOnce(ctx context.Context, t Target, cfg Config) *Result {
 	if cfg.Streaming != nil {
 		r.streamer, _ = t.(StreamTarget) // checked by Run
 	}
+	if cfg.Sequence != nil {
+		r.sequencer, _ = t.(SequenceTarget) // checked by Run
+		r.seqs = newSequences(*cfg.Sequence, r.seg, cfg.OpenLoop())
+	}
 	if cfg.OpenLoop() {
 		p, _ := ParseRate(cfg.Load.Rate) // checked by Normalize
 		r.profile = &p
@@ -66,11 +75,15 @@ func nowWall() time.Time { return time.Now() }
 type runner struct {
 	target   Target
 	streamer StreamTarget // the target, when the run streams
-	cfg      Config
-	profile  *RateProfile // nil for a closed loop
-	base     time.Time
-	seg      Segment // the run's part of the test (whole when not split)
-	shards   []*shard
+	// sequencer is the target and seqs the live sequences, when the run
+	// sends sequences.
+	sequencer SequenceTarget
+	seqs      *sequences
+	cfg       Config
+	profile   *RateProfile // nil for a closed loop
+	base      time.Time
+	seg       Segment // the run's part of the test (whole when not split)
+	shards    []*shard
 
 	sent     atomic.Uint64 // requests handed to Target.Do (also the next seq)
 	dropped  atomic.Int64  // open loop: due while MaxInFlight were in flight
@@ -258,7 +271,11 @@ func (r *runner) closedLoop(ctx context.Context, t0 int64, dur time.Duration, li
 	for w := range r.workers() {
 		sh := r.shards[w%len(r.shards)]
 		rec := r.recorder(sh)
+		st := new(sequenceState)
 		wg.Go(func() {
+			if r.seqs != nil {
+				defer r.endSequence(ctx, st) // a sequence the window cut short
+			}
 			for ctx.Err() == nil && !r.stopped() {
 				now := r.now()
 				if now >= end {
@@ -268,6 +285,10 @@ func (r *runner) closedLoop(ctx context.Context, t0 int64, dur time.Duration, li
 				if limit > 0 && seq >= limit {
 					r.sent.Add(^uint64(0)) // not sent after all
 					return
+				}
+				if r.seqs != nil {
+					r.doSequence(ctx, sh, st, rec, seq, now)
+					continue
 				}
 				r.exec(ctx, sh, rec, seq, now)
 			}
@@ -347,6 +368,9 @@ func (r *runner) openLoop(ctx context.Context, t0 int64, dur time.Duration, limi
 	out.windowEnd = r.windowEnd(windowEnd)
 	close(slots)
 	wg.Wait()
+	if r.seqs != nil {
+		r.endIdleSequences(ctx)
+	}
 	return out
 }
 
@@ -368,6 +392,10 @@ func (r *runner) recorder(sh *shard) *StreamRecorder {
 
 // exec sends request seq, streamed when rec is set.
 func (r *runner) exec(ctx context.Context, sh *shard, rec *StreamRecorder, seq uint64, due int64) {
+	if r.seqs != nil { // open loop: the request takes an idle sequence
+		r.doSequence(ctx, sh, nil, rec, seq, due)
+		return
+	}
 	if rec != nil {
 		r.doStream(ctx, sh, rec, seq, due)
 		return

@@ -84,6 +84,7 @@ type StreamRecorder struct {
 	sh          *shard
 	first, last int64 // runner clock of the first and the latest response
 	n           int64
+	discard     bool // an unrecorded request (ending a sequence)
 }
 
 // Response records the arrival of one response of the current request:
@@ -94,7 +95,7 @@ func (s *StreamRecorder) Response() {
 	now := s.r.now()
 	if s.n == 0 {
 		s.first = now
-	} else {
+	} else if !s.discard {
 		s.sh.recordGap(now - s.last)
 	}
 	s.last = now
@@ -278,6 +279,12 @@ func (t *OIPTarget) DoStream(ctx context.Context, seq uint64, rec *StreamRecorde
 	if t.rest != nil {
 		return t.doSSE(ctx, seq, rec)
 	}
+	return t.doStream(ctx, seq, nil, rec)
+}
+
+// doStream is DoStream over gRPC, of a request of a sequence when step is
+// set.
+func (t *OIPTarget) doStream(ctx context.Context, seq uint64, step *SequenceStep, rec *StreamRecorder) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -288,7 +295,7 @@ func (t *OIPTarget) DoStream(ctx context.Context, seq uint64, rec *StreamRecorde
 			return err
 		}
 	}
-	reusable, err := t.streamRequest(s, seq, rec)
+	reusable, err := t.streamRequest(s, seq, step, rec)
 	if reusable {
 		t.pool.put(s)
 	} else {
@@ -299,10 +306,13 @@ func (t *OIPTarget) DoStream(ctx context.Context, seq uint64, rec *StreamRecorde
 
 // streamRequest runs one request on s and says whether s can carry the
 // next one.
-func (t *OIPTarget) streamRequest(s *grpcStream, seq uint64, rec *StreamRecorder) (bool, error) {
+func (t *OIPTarget) streamRequest(s *grpcStream, seq uint64, step *SequenceStep, rec *StreamRecorder) (bool, error) {
 	p := &t.payloads[seq%uint64(len(t.payloads))]
 	s.id = strconv.AppendUint(s.id[:0], seq, 10)
 	s.sendBuf = appendRequestID(append(s.sendBuf[:0], p.msg.buf[0].ReadOnlyData()...), s.id)
+	if step != nil {
+		s.sendBuf = appendSequenceParams(s.sendBuf, *step)
+	}
 	// The buffer is rewritten only for the next request, after this one's
 	// last response: the server has read it by then.
 	s.out.buf[0] = mem.SliceBuffer(s.sendBuf)

@@ -49,6 +49,7 @@ type payload struct {
 	post      *client.PreparedInfer // REST: the whole request, serialized once
 	keep      int64                 // REST: keep bodies up to this size to validate them; 0: drop them
 	msg       *preEncoded
+	inputs    []tensor.Tensor // the request's inputs (REST sequences encode each request)
 	expect    []tensor.Tensor // outputs to validate against; nil: none
 	expectRaw [][]byte        // expect's raw encodings, made once
 }
@@ -204,7 +205,7 @@ func (t *OIPTarget) encode(set inputSet, params oip.Parameters) (payload, error)
 	for _, in := range set.inputs {
 		req.Inputs = append(req.Inputs, oip.InferInput{Tensor: in})
 	}
-	p := payload{expect: set.expect}
+	p := payload{expect: set.expect, inputs: set.inputs}
 	for _, e := range set.expect {
 		b, err := tensor.EncodeRaw(e)
 		if err != nil {

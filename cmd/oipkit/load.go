@@ -39,6 +39,7 @@ type loadFlags struct {
 	streaming                                     bool
 	streamResponses                               int
 	textInput                                     string
+	sequenceLength, sequences                     int
 }
 
 func runLoad(ctx context.Context, args []string) error {
@@ -115,6 +116,8 @@ by the generator). 4 outranks 3.`)
 	fs.BoolVar(&f.streaming, "streaming", false, "stream: each request over gRPC ModelStreamInfer (--grpc) or REST generate_stream (--http) is answered by a stream of responses; records time to first response, inter-response gaps and responses per request")
 	fs.IntVar(&f.streamResponses, "stream-responses", 0, "with --streaming over gRPC: a request is complete after `N` responses on a server that sends no triton_final_response (default: one)")
 	fs.StringVar(&f.textInput, "text-input", "", "with --streaming over REST: the generate_stream prompt `text` (default: a fixed sentence)")
+	fs.IntVar(&f.sequenceLength, "sequence-length", 0, "send requests in sequences of `L` (sequence_id, sequence_start on the first, sequence_end on the last), one per worker in a closed loop, unary or with --streaming on gRPC streams")
+	fs.IntVar(&f.sequences, "num-of-sequences", 0, "open loop with --sequence-length: `N` sequences live at once (default 4)")
 	fs.BoolVar(&in.Validate, "validate", false, "check every response against validation_data or the fixture's computed outputs")
 	fs.Uint64Var(&in.Seed, "seed", 1, "`seed` for random data and Poisson arrivals")
 
@@ -336,6 +339,12 @@ func (f *loadFlags) apply(cfg *loadgen.Config, fs *flag.FlagSet) error {
 		return errors.New("--stream-responses needs --streaming")
 	case set["text-input"]:
 		return errors.New("--text-input needs --streaming")
+	}
+	switch {
+	case set["sequence-length"]:
+		cfg.Sequence = &loadgen.SequenceConfig{Length: f.sequenceLength, Sequences: f.sequences}
+	case set["num-of-sequences"]:
+		return errors.New("--num-of-sequences needs --sequence-length")
 	}
 	if f.rateStep != 0 || f.stepDuration != 0 || f.rateMax != 0 {
 		from, err := strconv.ParseFloat(f.rate, 64)

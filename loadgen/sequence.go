@@ -1,0 +1,249 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/oipkit/oipkit/oip"
+)
+
+// SequenceConfig makes the run send its requests in sequences, the way
+// perf_analyzer does for stateful models: every request carries the
+// sequence extension's parameters sequence_id, sequence_start (on the
+// first request of a sequence) and sequence_end (on the last). A closed
+// loop runs one sequence per worker at a time (Concurrency sequences
+// live); an open loop keeps Sequences of them live and gives each request
+// to an idle one (a request due while all are busy waits for one, and the
+// wait counts in its response time). Requests of one sequence never
+// overlap. A request that fails ends its sequence: the next request
+// starts a new one.
+type SequenceConfig struct {
+	// Length is the number of requests per sequence (perf_analyzer's
+	// --sequence-length).
+	Length int `json:"length"`
+	// Sequences is how many sequences an open loop keeps live
+	// (perf_analyzer's --num-of-sequences; default 4).
+	Sequences int `json:"sequences,omitempty"`
+	// IDStart is the first sequence id (default 1); ids are unique across
+	// the segments of a split test.
+	IDStart uint64 `json:"idStart,omitempty"`
+}
+
+// DefaultSequences is an open loop's number of live sequences.
+const DefaultSequences = 4
+
+func (c *Config) normalizeSequences() error {
+	s := c.Sequence
+	if s == nil {
+		return nil
+	}
+	switch {
+	case s.Length < 1:
+		return configErr("--sequence-length must be at least 1, got %d", s.Length)
+	case s.Sequences < 0:
+		return configErr("--num-of-sequences must be at least 1, got %d", s.Sequences)
+	case s.Sequences > 0 && !c.OpenLoop():
+		return configErr("--num-of-sequences applies to open-loop runs (--rate); a closed loop runs one sequence per worker (--concurrency)")
+	case c.Inputs.Validate:
+		return configErr("--validate does not apply to sequences: a stateful model's outputs depend on the requests before")
+	case c.Streaming != nil && !c.Target.Protocol.IsGRPC():
+		return configErr("sequences on streams need gRPC ModelStreamInfer (--grpc): generate_stream requests carry no sequence")
+	}
+	if s.Sequences == 0 && c.OpenLoop() {
+		s.Sequences = DefaultSequences
+	}
+	if s.IDStart == 0 {
+		s.IDStart = 1
+	}
+	return nil
+}
+
+// SequenceStep says where a request stands in its sequence.
+type SequenceStep struct {
+	ID         uint64
+	Start, End bool
+}
+
+// A SequenceTarget sends requests that belong to sequences. rec is nil for
+// unary requests, and records the responses of a streamed one.
+type SequenceTarget interface {
+	Target
+	DoSequence(ctx context.Context, seq uint64, step SequenceStep, rec *StreamRecorder) error
+}
+
+// sequenceState is one live sequence of the run: its id and the position
+// of its next request.
+type sequenceState struct {
+	id  uint64
+	pos int
+}
+
+// sequences hands out sequence ids: unique in the whole test, segment
+// by segment (segment i of n uses ids IDStart+i, IDStart+i+n, ...).
+type sequences struct {
+	cfg  SequenceConfig
+	seg  Segment
+	next atomic.Uint64
+	idle chan *sequenceState // open loop: the live sequences not in use
+}
+
+func newSequences(cfg SequenceConfig, seg Segment, open bool) *sequences {
+	s := &sequences{cfg: cfg, seg: seg}
+	if open {
+		s.idle = make(chan *sequenceState, cfg.Sequences)
+		for range cfg.Sequences {
+			s.idle <- &sequenceState{}
+		}
+	}
+	return s
+}
+
+// step returns the step of st's next request and advances st.
+func (s *sequences) step(st *sequenceState) SequenceStep {
+	if st.pos == 0 {
+		n := s.next.Add(1) - 1
+		st.id = s.cfg.IDStart + n*uint64(max(s.seg.Count, 1)) + uint64(s.seg.Index)
+	}
+	step := SequenceStep{ID: st.id, Start: st.pos == 0, End: st.pos == s.cfg.Length-1}
+	st.pos = (st.pos + 1) % s.cfg.Length
+	return step
+}
+
+// doSequence sends request seq as the next of st's sequence, streamed when
+// rec is set, and records it.
+func (r *runner) doSequence(ctx context.Context, sh *shard, st *sequenceState, rec *StreamRecorder, seq uint64, due int64) {
+	if st == nil { // open loop: wait for an idle sequence
+		select {
+		case st = <-r.seqs.idle:
+			defer func() { r.seqs.idle <- st }()
+		case <-ctx.Done():
+			return
+		}
+	}
+	step := r.seqs.step(st)
+	if rec != nil {
+		rec.n = 0
+	}
+	r.inflight.Add(1)
+	sent := r.now()
+	err := r.sequencer.DoSequence(ctx, seq, step, rec)
+	done := r.now()
+	r.inflight.Add(-1)
+	if err != nil {
+		st.pos = 0 // the server's state of this sequence is unknown now
+		if ctx.Err() != nil {
+			return
+		}
+	}
+	if rec != nil {
+		sh.recordStream(due, sent, done, err, rec.n, rec.first)
+		return
+	}
+	sh.record(due, sent, done, err)
+}
+
+// endSequence ends st's sequence if a phase stopped in the middle of it:
+// one more request, with sequence_end and unrecorded, so that the run
+// leaves no sequence live on the server (a server holds a bounded number).
+func (r *runner) endSequence(ctx context.Context, st *sequenceState) {
+	if st.pos == 0 || ctx.Err() != nil {
+		return
+	}
+	var rec *StreamRecorder
+	if r.streamer != nil {
+		rec = &StreamRecorder{r: r, discard: true}
+	}
+	_ = r.sequencer.DoSequence(ctx, 0, SequenceStep{ID: st.id, End: true}, rec)
+	st.pos = 0
+}
+
+// endIdleSequences ends the open loop's live sequences at the end of a
+// phase (every sequence is idle then).
+func (r *runner) endIdleSequences(ctx context.Context) {
+	for range cap(r.seqs.idle) {
+		st := <-r.seqs.idle
+		r.endSequence(ctx, st)
+		r.seqs.idle <- st
+	}
+}
+
+// Sequence parameters as the sequence extension names them.
+const (
+	paramSequenceID    = "sequence_id"
+	paramSequenceStart = "sequence_start"
+	paramSequenceEnd   = "sequence_end"
+)
+
+// Field numbers for appending parameters to an encoded ModelInferRequest.
+const (
+	fieldRequestParameters = 4 // ModelInferRequest.parameters (map entries)
+	fieldParamInt64        = 2 // InferParameter.int64_param
+)
+
+// appendSequenceParams appends the step's parameters to an encoded
+// ModelInferRequest as map entries (a later entry of a key replaces an
+// earlier one, so this also overrides any the payload had).
+func appendSequenceParams(b []byte, step SequenceStep) []byte {
+	entry := func(b []byte, key string, value []byte) []byte {
+		n := protowire.SizeTag(fieldMapKey) + protowire.SizeBytes(len(key)) + protowire.SizeTag(fieldMapValue) + protowire.SizeBytes(len(value))
+		b = protowire.AppendTag(b, fieldRequestParameters, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(n))
+		b = protowire.AppendTag(b, fieldMapKey, protowire.BytesType)
+		b = protowire.AppendString(b, key)
+		b = protowire.AppendTag(b, fieldMapValue, protowire.BytesType)
+		return protowire.AppendBytes(b, value)
+	}
+	var v [16]byte
+	id := protowire.AppendVarint(protowire.AppendTag(v[:0], fieldParamInt64, protowire.VarintType), step.ID)
+	b = entry(b, paramSequenceID, id)
+	for _, f := range []struct {
+		key string
+		on  bool
+	}{{paramSequenceStart, step.Start}, {paramSequenceEnd, step.End}} {
+		var w [4]byte
+		flag := protowire.AppendVarint(protowire.AppendTag(w[:0], fieldParamBool, protowire.VarintType), protowire.EncodeBool(f.on))
+		b = entry(b, f.key, flag)
+	}
+	return b
+}
+
+// DoSequence sends request seq as step of its sequence: over a stream when
+// rec is set (see DoStream), else unary.
+func (t *OIPTarget) DoSequence(ctx context.Context, seq uint64, step SequenceStep, rec *StreamRecorder) error {
+	if rec != nil {
+		return t.doStream(ctx, seq, &step, rec)
+	}
+	p := &t.payloads[seq%uint64(len(t.payloads))]
+	if t.rest != nil {
+		// REST bodies are JSON: encode this request's parameters. The
+		// sequence path is not the lean one.
+		req := &oip.InferRequest{Model: t.cfg.Model, Version: t.cfg.ModelVersion, Parameters: oip.Parameters{}}
+		for k, v := range t.params {
+			req.Parameters[k] = v
+		}
+		req.Parameters[paramSequenceID] = int64(step.ID)
+		req.Parameters[paramSequenceStart] = step.Start
+		req.Parameters[paramSequenceEnd] = step.End
+		for _, in := range p.inputs {
+			req.Inputs = append(req.Inputs, oip.InferInput{Tensor: in})
+		}
+		cctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout.D())
+		defer cancel()
+		_, err := t.data.Infer(cctx, req)
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout.D())
+	defer cancel()
+	if t.md != nil {
+		cctx = metadata.NewOutgoingContext(cctx, t.md)
+	}
+	msg := newPreEncoded(appendSequenceParams(append([]byte(nil), p.msg.buf[0].ReadOnlyData()...), step))
+	if err := t.conn.Invoke(cctx, modelInferMethod, msg, discardReply, t.callOpts...); err != nil {
+		return fmt.Errorf("sequence %d: %w", step.ID, err)
+	}
+	return nil
+}
