@@ -443,3 +443,20 @@ func TestStreamRecordFromIntendedStart(t *testing.T) {
 		t.Errorf("recording a streamed request allocates %v", a)
 	}
 }
+
+// TestStreamingGeneratorAllocs guards the generator's streaming path: a
+// request of many responses records them all without allocating.
+func TestStreamingGeneratorAllocs(t *testing.T) {
+	r := benchRunner(t, fakeStream{64}, LoadConfig{Concurrency: 1})
+	r.streamer = fakeStream{64}
+	r.shards = newShards(1, true)
+	sh := r.shards[0]
+	rec := r.recorder(sh)
+	ctx := context.Background()
+	if a := testing.AllocsPerRun(200, func() { r.doStream(ctx, sh, rec, 0, r.now()) }); a != 0 {
+		t.Errorf("the streaming path allocates %v per request of 64 responses", a)
+	}
+	if tl := sh.swap(); tl.stream.responses < 64*200 || tl.stream.gap.TotalCount() < 63*200 {
+		t.Errorf("recorded %d responses, %d gaps", tl.stream.responses, tl.stream.gap.TotalCount())
+	}
+}
