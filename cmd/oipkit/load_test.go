@@ -124,3 +124,53 @@ func readResult(t *testing.T, path string) *loadgen.Result {
 	}
 	return r
 }
+
+// TestLoadStreaming runs --streaming and --sequence-length end to end and
+// checks their usage errors are one line each (exit 1).
+func TestLoadStreaming(t *testing.T) {
+	srv := referencetest.Start(t)
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(tokens, []byte(`{"data":[{"INPUT0":[4]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grpc := []string{"load", "--grpc", srv.GRPCAddr(), "--model", "tokens", "--input-data", tokens, "--param", "interval_ms=1",
+		"-n", "8", "--progress", "never"}
+	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"grpc stream", with(grpc, "--streaming", "--output", filepath.Join(dir, "s.json")), exitPass},
+		{"sse stream", []string{"load", "--http", srv.HTTPURL(), "--model", "text_gen", "--streaming", "--text-input", "a b c", "-n", "5", "--progress", "never"}, exitPass},
+		{"sequences", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "accumulate", "--input-data", tokens, "--sequence-length", "3", "--concurrency", "2", "-n", "12", "--progress", "never"}, exitPass},
+		{"stream-responses without streaming", with(grpc, "--stream-responses", "2"), exitUsage},
+		{"text-input over grpc", with(grpc, "--streaming", "--text-input", "x"), exitUsage},
+		{"negative stream-responses", with(grpc, "--streaming", "--stream-responses", "-1"), exitUsage},
+		{"sequence length 0", with(grpc, "--sequence-length", "0"), exitUsage},
+		{"sequences without a length", with(grpc, "--num-of-sequences", "2"), exitUsage},
+		{"num-of-sequences in a closed loop", with(grpc, "--sequence-length", "2", "--num-of-sequences", "2"), exitUsage},
+	} {
+		var stdout, stderr bytes.Buffer
+		got := run(context.Background(), c.args, &stdout, &stderr)
+		if got != c.code {
+			t.Errorf("%s: exit %d, want %d; stderr %s", c.name, got, c.code, stderr.String())
+		}
+		if c.code == exitUsage && strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+			t.Errorf("%s: want a one-line error, got %q", c.name, stderr.String())
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "s.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := loadgen.ReadResult(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Counts.Responses != 32 || res.Histograms.FirstResponse == nil || res.Histograms.FirstResponse.Count() != 8 {
+		t.Errorf("result: %d responses, first-response histogram %v", res.Counts.Responses, res.Histograms.FirstResponse)
+	}
+}
