@@ -251,7 +251,10 @@ func tooFewSamples(s *Step, slo []string) string {
 		if !ok {
 			continue
 		}
-		h := map[string]*Histogram{"response": s.Histograms.Response, "service": s.Histograms.Service, "send_lag": s.Histograms.SendLag}[t.hist]
+		h := s.Histograms.named(t.hist)
+		if h == nil {
+			continue
+		}
 		need := int64(math.Ceil(minTailSamples*100/(100-q) - 1e-9))
 		if n := h.Count(); n < need {
 			return fmt.Sprintf("%d samples are too few to judge %s (it needs %d: a longer --duration)", n, t.Text, need)

@@ -43,6 +43,11 @@ const DefaultPrompt = "The quick brown fox jumps over the lazy dog"
 func (c *Config) normalizeStreaming() error {
 	s := c.Streaming
 	if s == nil {
+		for _, e := range append(append([]string(nil), c.Thresholds...), c.SLO...) {
+			if t, err := ParseThreshold(e); err == nil && (t.hist == "first_response" || t.hist == "inter_response") {
+				return configErr("threshold %s: %s_ metrics need --streaming", t.Text, t.hist)
+			}
+		}
 		return nil
 	}
 	switch {

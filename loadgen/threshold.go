@@ -14,7 +14,9 @@ import (
 //	error_rate<0.1%  rps>1000  offered_rps>=990  dropped<=0  timeouts==0
 //
 // Latency metrics are pNN, max and mean of the response time, optionally
-// prefixed response_, service_ or send_lag_ for the other histograms;
+// prefixed response_, service_ or send_lag_ for the other histograms, and
+// in a streaming run first_response_ (time to first response) or
+// inter_response_;
 // their values are Go durations. error_rate is (errors+timeouts)/completed,
 // as a fraction or a percentage. rps is the completed rate and offered_rps
 // the offered rate, in requests per second. dropped, timeouts and errors
@@ -43,6 +45,27 @@ type ThresholdResult struct {
 	Level string `json:"level,omitempty"`
 }
 
+// histPrefixes name the histograms a latency threshold can be on (the
+// response time without one); first_response_ and inter_response_ need a
+// streaming run.
+var histPrefixes = []string{"response_", "service_", "send_lag_", "first_response_", "inter_response_"}
+
+// named returns the histogram a threshold's prefix names (nil for a
+// streaming histogram of a run that did not stream).
+func (h Histograms) named(name string) *Histogram {
+	switch name {
+	case "service":
+		return h.Service
+	case "send_lag":
+		return h.SendLag
+	case "first_response":
+		return h.FirstResponse
+	case "inter_response":
+		return h.InterResponse
+	}
+	return h.Response
+}
+
 var thresholdOps = []string{"<=", ">=", "==", "<", ">"} // two-character operators first
 
 // ParseThreshold parses a threshold expression.
@@ -61,7 +84,7 @@ func ParseThreshold(s string) (Threshold, error) {
 		return Threshold{}, fmt.Errorf("threshold %q: want METRIC OP VALUE, e.g. p99<20ms", s)
 	}
 	t.hist = "response"
-	for _, p := range []string{"response_", "service_", "send_lag_"} {
+	for _, p := range histPrefixes {
 		if strings.HasPrefix(lhs, p) {
 			t.hist, lhs = strings.TrimSuffix(p, "_"), strings.TrimPrefix(lhs, p)
 			break
@@ -115,7 +138,7 @@ func k6Spelling(text string) string {
 			lhs := text[:i]
 			base := lhs
 			prefix := ""
-			for _, p := range []string{"response_", "service_", "send_lag_"} {
+			for _, p := range histPrefixes {
 				if strings.HasPrefix(lhs, p) {
 					prefix, base = p, strings.TrimPrefix(lhs, p)
 				}
@@ -174,7 +197,10 @@ func (t Threshold) evalOn(r measures) ThresholdResult {
 	var actual float64
 	var text string
 	if isLatencyMetric(t.metric) {
-		h := map[string]*Histogram{"response": r.h.Response, "service": r.h.Service, "send_lag": r.h.SendLag}[t.hist]
+		h := r.h.named(t.hist)
+		if h == nil {
+			h = NewHistogram() // a streaming metric of a run that did not stream (refused by Normalize)
+		}
 		var d time.Duration
 		switch t.metric {
 		case "max":
