@@ -99,6 +99,21 @@
 // kept; per-interval summaries (a few hundred bytes each) are kept for the
 // result and interval histograms are streamed to the HdrHistogram log.
 //
+// # Streaming and sequences
+//
+// With Config.Streaming every request is answered by a stream of
+// responses (gRPC ModelStreamInfer, or REST generate_stream's server-sent
+// events; see [StreamConfig] and [StreamTarget]). Response time is then the
+// time to the last response; three more histograms hold the time to first
+// response (from the intended start, so it is as free of coordinated
+// omission as response time), every gap between two responses of a
+// request (recorded as it arrives) and the responses per request. A gRPC
+// stream carries one request at a time and is given back to a pool after
+// a clean completion, or closed after anything else (a timeout, an error,
+// a response for another id), so nothing late is ever counted for the next
+// request. With Config.Sequence requests go in sequences of a stateful
+// model ([SequenceConfig]).
+//
 // # Generator self-check
 //
 // A run whose generator could not keep up measured the generator, not the
