@@ -302,6 +302,10 @@ func (c *collector) checkAbort(end int64) {
 	m.h.Response, _ = histogramOf(t.response)
 	m.h.Service, _ = histogramOf(t.service)
 	m.h.SendLag, _ = histogramOf(t.lag)
+	if t.stream != nil {
+		t.stream.fill(&m.h)
+		m.counts.Responses = t.stream.responses
+	}
 	if s := time.Duration(end - c.t0).Seconds(); s > 0 {
 		m.rates.Completed = float64(m.counts.Completed) / s
 		m.rates.Offered = float64(m.counts.Sent) / s
