@@ -81,9 +81,11 @@ func checkStreamResult(t *testing.T, res *Result, n int64, first, interval time.
 		t.Errorf("time to first response (p50 %v, max %v) above time to last (p50 %v, max %v)",
 			h.FirstResponse.Quantile(50), h.FirstResponse.Max(), h.Response.Quantile(50), h.Response.Max())
 	}
-	mean := h.InterResponse.Mean()
-	if mean < interval*9/10 || mean > 3*interval {
-		t.Errorf("mean inter-response gap %v, want about the server's interval %v", mean, interval)
+	// The server schedules its tokens at fixed offsets from the start, so
+	// a late token is followed by a short gap as the schedule catches up:
+	// the mean can dip below the interval under load, the median hardly.
+	if med, mean := h.InterResponse.Quantile(50), h.InterResponse.Mean(); med < interval*3/4 || med > 3*interval || mean > 3*interval {
+		t.Errorf("inter-response gap median %v, mean %v: want about the server's interval %v", med, mean, interval)
 	}
 	if want := first + time.Duration(n-1)*interval; h.Response.Min() < want*99/100 {
 		t.Errorf("time to last response min %v, below the server's schedule %v", h.Response.Min(), want)
