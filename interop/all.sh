@@ -101,12 +101,13 @@ done
 
 # The documents, from every report and load result present (committed ones included, when only
 # some runtimes were run).
-reports=() loads=()
+reports=() loads=() streams=()
 for r in reference triton pytriton mlserver kserve torchserve; do
   [[ -f $REPORTS/$r/report.json ]] && reports+=("$REPORTS/$r/report.json")
   for p in http grpc-raw grpc; do
     [[ -f $REPORTS/$r/load-$p.json ]] && loads+=("$REPORTS/$r/load-$p.json")
   done
+  [[ -f $REPORTS/$r/load-stream.json ]] && streams+=("$REPORTS/$r/load-stream.json")
 done
 # Implementations that cannot run here: a row each, with why and the commands (blocked.json).
 blocked=()
@@ -134,6 +135,15 @@ if (( ${#loads[@]} )) && {
     echo "by up to ±15%; read the ratios, not the last digit."
     echo
     "$OIPKIT" report --compare "${loads[@]}"
+    if (( ${#streams[@]} )); then
+      echo
+      echo "## Streaming: gRPC ModelStreamInfer, decoupled stream_count (8 responses a request)"
+      echo
+      echo "\`oipkit load --streaming\`, closed loop at the same concurrency: response time is the time to the last response;"
+      echo "the results' first-response and inter-response histograms are in each load-stream.json."
+      echo
+      "$OIPKIT" report --compare "${streams[@]}"
+    fi
   } > "$OUTDIR/performance.md.tmp"
 }; then
   mv "$OUTDIR/performance.md.tmp" "$OUTDIR/performance.md"

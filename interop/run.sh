@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 HOME_DIR=${INTEROP_HOME:-$ROOT/.venv-interop}
 OIPKIT=${OIPKIT:-$ROOT/bin/oipkit}
-CHECK_ARGS=() EXPECT_FAILED="" EXPECT_LENIENT="" EXPECT_SKIPPED="" EXPECT_NOT_RUN="" GRPC_NOT_OIP=0 LOAD_PROTOCOLS="http grpc-raw grpc"
+CHECK_ARGS=() EXPECT_FAILED="" EXPECT_LENIENT="" EXPECT_SKIPPED="" EXPECT_NOT_RUN="" GRPC_NOT_OIP=0 STREAM_LOAD=0 LOAD_PROTOCOLS="http grpc-raw grpc"
 # shellcheck source=/dev/null
 source "$HERE/$RUNTIME/runtime.env"
 HTTP_PORT=${2:-$HTTP_PORT}
@@ -160,4 +160,17 @@ for proto in $LOAD_PROTOCOLS; do
   line=$(grep -m1 '^rates:' "$HOME_DIR/run/$RUNTIME-load-$proto.txt")
   if (( rc == 0 )); then record pass "load-$proto" "${line#rates:    }"; else record fail "load-$proto" "exit $rc; see $HOME_DIR/run/$RUNTIME-load-$proto.txt"; fi
 done
+
+# load-stream: streaming over gRPC ModelStreamInfer to the decoupled fixture stream_count (8
+# responses a request), for runtimes that deploy it (STREAM_LOAD=1 in runtime.env): time to first
+# response, gaps between responses, time to the last.
+if (( STREAM_LOAD )); then
+  timeout --foreground 120 "$OIPKIT" load --grpc "127.0.0.1:$GRPC_PORT" --model stream_count --streaming \
+    --input-data "$HERE/stream-count-8.json" --concurrency "$LOAD_CONCURRENCY" --duration "$LOAD_DURATION" --warmup 1s \
+    --progress never --threshold 'errors==0' --threshold 'timeouts==0' \
+    --output "$OUT/load-stream.json" > "$HOME_DIR/run/$RUNTIME-load-stream.txt" 2>&1
+  rc=$?
+  line=$(grep -m1 '^rates:' "$HOME_DIR/run/$RUNTIME-load-stream.txt")
+  if (( rc == 0 )); then record pass load-stream "${line#rates:    }"; else record fail load-stream "exit $rc; see $HOME_DIR/run/$RUNTIME-load-stream.txt"; fi
+fi
 exit $failed
