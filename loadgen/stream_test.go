@@ -485,3 +485,22 @@ func TestStreamingThresholds(t *testing.T) {
 		t.Errorf("a first_response threshold without --streaming: %v", err)
 	}
 }
+
+// An encoded request with appendEmptyFinalParam decodes with
+// triton_enable_empty_final_response=true beside its own parameters.
+func TestAppendEmptyFinalParam(t *testing.T) {
+	req := &inferencepb.ModelInferRequest{ModelName: "stream_count", Parameters: map[string]*inferencepb.InferParameter{
+		"x": {ParameterChoice: &inferencepb.InferParameter_Int64Param{Int64Param: 7}}}}
+	b, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got inferencepb.ModelInferRequest
+	if err := proto.Unmarshal(appendEmptyFinalParam(b), &got); err != nil {
+		t.Fatal(err)
+	}
+	p := got.GetParameters()
+	if !p[oip.ParamTritonEnableEmptyFinalResponse].GetBoolParam() || p["x"].GetInt64Param() != 7 || got.GetModelName() != "stream_count" {
+		t.Errorf("decoded %v", &got)
+	}
+}
