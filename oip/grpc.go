@@ -25,19 +25,28 @@ func ToProtoRequest(req *InferRequest, raw bool) (*inferencepb.ModelInferRequest
 		return nil, fmt.Errorf("encode gRPC request: %w", err)
 	}
 	useRaw := raw
+	inMessage := 0 // inputs whose data the message carries (not in shared memory)
 	for i := range req.Inputs {
 		useRaw = useRaw || needsRaw(req.Inputs[i].Datatype)
+		if !sharedMemoryTensor(req.Inputs[i].Data, req.Inputs[i].Parameters) {
+			inMessage++
+		}
 	}
 	if len(req.Inputs) > 0 {
 		pb.Inputs = make([]*inferencepb.ModelInferRequest_InferInputTensor, len(req.Inputs))
-		if useRaw {
-			pb.RawInputContents = make([][]byte, len(req.Inputs))
+		if useRaw && inMessage > 0 {
+			// One entry per input that the message carries, as Triton's
+			// clients send: inputs in shared memory have none.
+			pb.RawInputContents = make([][]byte, 0, inMessage)
 		}
 	}
 	for i := range req.Inputs {
 		in := &req.Inputs[i]
-		if err := in.Validate(); err != nil {
-			return nil, fmt.Errorf("encode gRPC request: %w", err)
+		shm := sharedMemoryTensor(in.Data, in.Parameters)
+		if !shm {
+			if err := in.Validate(); err != nil {
+				return nil, fmt.Errorf("encode gRPC request: %w", err)
+			}
 		}
 		t := &inferencepb.ModelInferRequest_InferInputTensor{
 			Name:     in.Name,
@@ -47,9 +56,13 @@ func ToProtoRequest(req *InferRequest, raw bool) (*inferencepb.ModelInferRequest
 		if t.Parameters, err = ParametersToProto(in.Parameters); err != nil {
 			return nil, fmt.Errorf("encode gRPC request: input %q: %w", in.Name, err)
 		}
-		if useRaw {
-			pb.RawInputContents[i], err = tensor.EncodeRaw(in.Tensor)
-		} else {
+		switch {
+		case shm:
+		case useRaw:
+			var r []byte
+			r, err = tensor.EncodeRaw(in.Tensor)
+			pb.RawInputContents = append(pb.RawInputContents, r)
+		default:
 			t.Contents, err = tensor.ToContents(in.Tensor)
 		}
 		if err != nil {
@@ -83,6 +96,10 @@ func FromProtoRequest(pb *inferencepb.ModelInferRequest, lim Limits) (req *Infer
 	}
 	raw := pb.GetRawInputContents()
 	usedRaw = len(raw) > 0
+	var shm []bool // inputs in shared memory, when any
+	if shm, raw, err = sharedMemoryInputs(pb.GetInputs(), raw); err != nil {
+		return nil, false, err
+	}
 	if err := checkRawForm(raw, len(pb.GetInputs()), "input", func(i int) (string, bool) {
 		in := pb.GetInputs()[i]
 		return in.GetName(), in.GetContents() != nil
@@ -103,7 +120,8 @@ func FromProtoRequest(pb *inferencepb.ModelInferRequest, lim Limits) (req *Infer
 		if usedRaw {
 			r = raw[i]
 		}
-		t, err := fromProtoTensor("input", i, in.GetName(), in.GetDatatype(), in.GetShape(), in.GetContents(), r, usedRaw, lim)
+		inShm := shm != nil && shm[i]
+		t, err := fromProtoTensor("input", i, in.GetName(), in.GetDatatype(), in.GetShape(), in.GetContents(), r, usedRaw && !inShm, inShm, lim)
 		if err != nil {
 			return nil, false, err
 		}
@@ -146,8 +164,14 @@ func ToProtoResponse(resp *InferResponse, raw bool) (*inferencepb.ModelInferResp
 	}
 	for i := range resp.Outputs {
 		o := &resp.Outputs[i]
-		if err := o.Validate(); err != nil {
-			return nil, fmt.Errorf("encode gRPC response: %w", err)
+		// An output written to shared memory has no contents; in raw form
+		// it keeps an empty entry, so that raw_output_contents stays one
+		// entry per output (clients index it by output position).
+		shm := sharedMemoryTensor(o.Data, o.Parameters)
+		if !shm {
+			if err := o.Validate(); err != nil {
+				return nil, fmt.Errorf("encode gRPC response: %w", err)
+			}
 		}
 		t := &inferencepb.ModelInferResponse_InferOutputTensor{
 			Name:     o.Name,
@@ -157,9 +181,14 @@ func ToProtoResponse(resp *InferResponse, raw bool) (*inferencepb.ModelInferResp
 		if t.Parameters, err = ParametersToProto(o.Parameters); err != nil {
 			return nil, fmt.Errorf("encode gRPC response: output %q: %w", o.Name, err)
 		}
-		if useRaw {
+		switch {
+		case shm:
+			if useRaw {
+				pb.RawOutputContents[i] = []byte{}
+			}
+		case useRaw:
 			pb.RawOutputContents[i], err = tensor.EncodeRaw(o.Tensor)
-		} else {
+		default:
 			t.Contents, err = tensor.ToContents(o.Tensor)
 		}
 		if err != nil {
@@ -204,7 +233,9 @@ func FromProtoResponse(pb *inferencepb.ModelInferResponse) (*InferResponse, erro
 		if usedRaw {
 			r = raw[i]
 		}
-		t, err := fromProtoTensor("output", i, o.GetName(), o.GetDatatype(), o.GetShape(), o.GetContents(), r, usedRaw, Limits{})
+		_, inShm := o.GetParameters()[ParamSharedMemoryRegion]
+		inShm = inShm && len(r) == 0 && contentsLen(o.GetContents()) == 0
+		t, err := fromProtoTensor("output", i, o.GetName(), o.GetDatatype(), o.GetShape(), o.GetContents(), r, usedRaw && !inShm, inShm, Limits{})
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +268,7 @@ func checkRawForm(raw [][]byte, n int, kind string, contents func(i int) (string
 
 // fromProtoTensor checks and decodes one input or output. Shapes and counts
 // are checked (and the element limit applied) before any data is decoded.
-func fromProtoTensor(kind string, i int, name, datatype string, shape []int64, c *inferencepb.InferTensorContents, raw []byte, useRaw bool, lim Limits) (tensor.Tensor, error) {
+func fromProtoTensor(kind string, i int, name, datatype string, shape []int64, c *inferencepb.InferTensorContents, raw []byte, useRaw, inShm bool, lim Limits) (tensor.Tensor, error) {
 	if name == "" {
 		return tensor.Tensor{}, invalidf("%s %d: missing name", kind, i)
 	}
@@ -253,6 +284,9 @@ func fromProtoTensor(kind string, i int, name, datatype string, shape []int64, c
 		return tensor.Tensor{}, tooLargef("%s %q: shape %v has %d elements; the limit is %d", kind, name, shape, count, lim.MaxElements)
 	}
 	shape = slices.Clone(shape)
+	if inShm {
+		return tensor.Tensor{Name: name, Datatype: d, Shape: shape}, nil
+	}
 	if useRaw {
 		t, err := tensor.DecodeRaw(name, d, shape, raw)
 		if err != nil {
@@ -428,4 +462,53 @@ func tensorMetadataFromProto(pb []*inferencepb.ModelMetadataResponse_TensorMetad
 		}
 	}
 	return ts
+}
+
+// sharedMemoryInputs finds the inputs whose data is in shared memory (shm is
+// nil when none is) and checks that they carry no contents. raw_input_contents
+// may hold one entry per input (empty for inputs in shared memory) or one per
+// input the message carries, as Triton's clients send; the second form is
+// spread to the first.
+func sharedMemoryInputs(inputs []*inferencepb.ModelInferRequest_InferInputTensor, raw [][]byte) (shm []bool, full [][]byte, err error) {
+	n := 0
+	for _, in := range inputs {
+		if _, ok := in.GetParameters()[ParamSharedMemoryRegion]; ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, raw, nil
+	}
+	shm = make([]bool, len(inputs))
+	for i, in := range inputs {
+		if _, ok := in.GetParameters()[ParamSharedMemoryRegion]; !ok {
+			continue
+		}
+		shm[i] = true
+		if in.GetContents() != nil {
+			return nil, nil, invalidf("input %q: both contents and %s are set; a tensor in shared memory carries no data", in.GetName(), ParamSharedMemoryRegion)
+		}
+	}
+	switch len(raw) {
+	case 0:
+		return shm, raw, nil
+	case len(inputs):
+		for i := range inputs {
+			if shm[i] && len(raw[i]) > 0 {
+				return nil, nil, invalidf("input %q: both raw_input_contents and %s are set; a tensor in shared memory carries no data", inputs[i].GetName(), ParamSharedMemoryRegion)
+			}
+		}
+		return shm, raw, nil
+	case len(inputs) - n:
+		full = make([][]byte, len(inputs))
+		j := 0
+		for i := range inputs {
+			if !shm[i] {
+				full[i] = raw[j]
+				j++
+			}
+		}
+		return shm, full, nil
+	}
+	return nil, nil, invalidf("%d raw_input_contents for %d inputs, %d of them in shared memory", len(raw), len(inputs), n)
 }

@@ -68,10 +68,13 @@ func encodeRESTRequest(req *InferRequest, binaryInput func(i int) bool, binaryOu
 	hint, tailSize := 64+len(req.ID)+64*len(req.Parameters), 0
 	for i := range req.Inputs {
 		in := &req.Inputs[i]
+		hint += 96 + len(in.Name) + 64*len(in.Parameters)
+		if sharedMemoryTensor(in.Data, in.Parameters) {
+			continue
+		}
 		if err := in.Validate(); err != nil {
 			return nil, 0, fmt.Errorf("encode REST request: %w", err)
 		}
-		hint += 96 + len(in.Name) + 64*len(in.Parameters)
 		if binaryInput(i) {
 			binary[i], anyBinary = true, true
 			tailSize += tensor.RawSize(in.Tensor)
@@ -104,7 +107,8 @@ func encodeRESTRequest(req *InferRequest, binaryInput func(i int) bool, binaryOu
 		if binary[i] {
 			extra = paramField{ParamBinaryDataSize, int64(tensor.RawSize(in.Tensor))}
 		}
-		if b, err = appendRESTTensor(b, in.Tensor, in.Parameters, extra, !binary[i]); err != nil {
+		withData := !binary[i] && !sharedMemoryTensor(in.Data, in.Parameters)
+		if b, err = appendRESTTensor(b, in.Tensor, in.Parameters, extra, withData); err != nil {
 			return nil, 0, fmt.Errorf("encode REST request: input %q: %w", in.Name, err)
 		}
 	}
@@ -283,10 +287,13 @@ func AppendRESTResponse(dst []byte, resp *InferResponse, binary func(output stri
 	tailSize := 0
 	for i := range resp.Outputs {
 		o := &resp.Outputs[i]
+		hint += 96 + len(o.Name) + 64*len(o.Parameters)
+		if sharedMemoryTensor(o.Data, o.Parameters) {
+			continue
+		}
 		if err := o.Validate(); err != nil {
 			return nil, 0, fmt.Errorf("encode REST response: %w", err)
 		}
-		hint += 96 + len(o.Name) + 64*len(o.Parameters)
 		if binary != nil && binary(o.Name) {
 			isBinary[i], anyBinary = true, true
 			tailSize += tensor.RawSize(o.Tensor)
@@ -321,7 +328,8 @@ func AppendRESTResponse(dst []byte, resp *InferResponse, binary func(output stri
 		if isBinary[i] {
 			extra = paramField{ParamBinaryDataSize, int64(tensor.RawSize(o.Tensor))}
 		}
-		if b, err = appendRESTTensor(b, o.Tensor, o.Parameters, extra, !isBinary[i]); err != nil {
+		withData := !isBinary[i] && !sharedMemoryTensor(o.Data, o.Parameters)
+		if b, err = appendRESTTensor(b, o.Tensor, o.Parameters, extra, withData); err != nil {
 			return nil, 0, fmt.Errorf("encode REST response: output %q: %w", o.Name, err)
 		}
 	}

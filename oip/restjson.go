@@ -391,6 +391,7 @@ type restTensor struct {
 	count      int64
 	params     Parameters
 	binarySize int64 // -1 when the data is in JSON
+	shm        bool  // the data is in a shared-memory region, not the message
 	data       json.RawMessage
 	decoded    any // data converted by the scanner, for decodedAs
 	decodedAs  decodedAs
@@ -452,6 +453,15 @@ func parseRESTTensor(j *restTensorJSON, kind string, i int, t *restTensor) error
 		}
 	}
 	hasData := !absent(j.Data)
+	if InSharedMemory(t.params) {
+		switch {
+		case kind == "input" && (hasData || t.binarySize >= 0):
+			return invalidf("%s %q: both data and %s are set; a tensor in shared memory carries no data", kind, name, ParamSharedMemoryRegion)
+		case !hasData && t.binarySize < 0:
+			t.shm = true
+			return nil
+		}
+	}
 	switch {
 	case hasData && t.binarySize >= 0:
 		return invalidf("%s %q: both data and %s are set; set exactly one", kind, name, ParamBinaryDataSize)
@@ -505,6 +515,9 @@ func splitBinary(ts []restTensor, tail []byte, hasHeader bool) ([][]byte, error)
 // decodeTensorData decodes t's data, from its binary slice when raw is not
 // nil or t is binary, else from JSON. maxElements bounds JSON allocation.
 func decodeTensorData(t *restTensor, raw []byte, maxElements int64) (tensor.Tensor, error) {
+	if t.shm {
+		return tensor.Tensor{Name: t.name, Datatype: t.datatype, Shape: t.shape}, nil
+	}
 	if t.binarySize >= 0 {
 		return tensor.DecodeRaw(t.name, t.datatype, t.shape, raw)
 	}

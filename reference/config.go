@@ -68,6 +68,13 @@ type Config struct {
 	// New builds the fixture repository itself.
 	DefaultDelay time.Duration
 
+	// MaxSharedMemoryRegions caps the system shared memory regions
+	// registered at once (default 64), and MaxSharedMemoryBytes their total
+	// mapped size (default 1 GiB); a register beyond either is refused with
+	// 400 / INVALID_ARGUMENT.
+	MaxSharedMemoryRegions int
+	MaxSharedMemoryBytes   int64
+
 	// ShutdownTimeout bounds the graceful shutdown done by Serve when its
 	// context ends (default 30s).
 	ShutdownTimeout time.Duration
@@ -95,6 +102,9 @@ const (
 	DefaultTokenInterval       = 10 * time.Millisecond
 	DefaultMaxSequences        = 1024
 	DefaultSequenceIdleTimeout = time.Minute
+
+	DefaultMaxSharedMemoryRegions = 64
+	DefaultMaxSharedMemoryBytes   = 1 << 30
 )
 
 // DefaultConfig returns the default configuration: REST on 127.0.0.1:8000 and
@@ -118,6 +128,9 @@ func DefaultConfig() Config {
 		TokenInterval:       DefaultTokenInterval,
 		MaxSequences:        DefaultMaxSequences,
 		SequenceIdleTimeout: DefaultSequenceIdleTimeout,
+
+		MaxSharedMemoryRegions: DefaultMaxSharedMemoryRegions,
+		MaxSharedMemoryBytes:   DefaultMaxSharedMemoryBytes,
 	}
 }
 
@@ -132,6 +145,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxStreams < 0 || c.MaxStreamInflight < 0 || c.MaxSequences < 0 {
 		return c, fmt.Errorf("negative limit: max streams %d, max stream in-flight %d, max sequences %d", c.MaxStreams, c.MaxStreamInflight, c.MaxSequences)
+	}
+	if c.MaxSharedMemoryRegions < 0 || c.MaxSharedMemoryBytes < 0 {
+		return c, fmt.Errorf("negative limit: max shared memory regions %d, max shared memory bytes %d", c.MaxSharedMemoryRegions, c.MaxSharedMemoryBytes)
 	}
 	if c.ReadHeaderTimeout < 0 || c.StreamIdleTimeout < 0 || c.SequenceIdleTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 {
 		return c, errors.New("negative timeout")
@@ -151,6 +167,8 @@ func (c Config) withDefaults() (Config, error) {
 	setDefault(&c.TokenInterval, DefaultTokenInterval)
 	setDefault(&c.MaxSequences, DefaultMaxSequences)
 	setDefault(&c.SequenceIdleTimeout, DefaultSequenceIdleTimeout)
+	setDefault(&c.MaxSharedMemoryRegions, DefaultMaxSharedMemoryRegions)
+	setDefault(&c.MaxSharedMemoryBytes, DefaultMaxSharedMemoryBytes)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -57,6 +57,8 @@ var extensionRegistry = []*extension{
 	&extModelRepository,
 	&extSequence,
 	&extGenerate,
+	&extSystemSharedMemory,
+	&extCUDASharedMemory,
 }
 
 // Extensions lists the protocol extensions the server advertises in its

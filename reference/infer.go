@@ -34,6 +34,12 @@ func (s *Server) infer(ctx context.Context, m model.Model, version string, req *
 // inferTimed is infer without the statistics; it returns when validation
 // and the model finished. A stateful model runs within its sequence.
 func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMetadata, version string, req *oip.InferRequest) (resp *oip.InferResponse, inputDone, inferDone time.Time, err error) {
+	if err := s.readSHMInputs(req); err != nil {
+		return nil, inputDone, inferDone, err
+	}
+	if err := s.checkSHMOutputs(req); err != nil {
+		return nil, inputDone, inferDone, err
+	}
 	inputs, err := validateRequest(md, req)
 	if err != nil {
 		return nil, inputDone, inferDone, err
@@ -49,8 +55,13 @@ func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMet
 	if err != nil {
 		return nil, inputDone, inferDone, err
 	}
-	resp, err = response(md, version, req, outs)
-	return resp, inputDone, inferDone, err
+	if resp, err = response(md, version, req, outs); err != nil {
+		return nil, inputDone, inferDone, err
+	}
+	if err := s.writeSHMOutputs(req, resp); err != nil {
+		return nil, inputDone, inferDone, err
+	}
+	return resp, inputDone, inferDone, nil
 }
 
 // response builds the response to req from the model's outputs: the

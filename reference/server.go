@@ -53,6 +53,7 @@ type Server struct {
 
 	streams   streamLimits // ModelStreamInfer bookkeeping (ext_stream.go)
 	sequences *sequences   // live sequences of stateful models (ext_sequence.go)
+	shm       *shmRegions  // registered system shared memory (ext_system_shared_memory.go)
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -81,6 +82,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		stats:     newStatistics(),
 		streams:   newStreamLimits(cfg.MaxStreams),
 		sequences: newSequences(cfg.MaxSequences, cfg.SequenceIdleTimeout),
+		shm:       newSHMRegions(cfg.MaxSharedMemoryRegions, cfg.MaxSharedMemoryBytes),
 		catalog:   catalog,
 		health:    health.NewServer(),
 		serveErr:  make(chan error, 2),
@@ -305,6 +307,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	s.shm.closeAll() // unmapped once no request uses them
 	s.log.Info("reference server stopped")
 	return errors.Join(httpErr, grpcErr)
 }

@@ -102,7 +102,7 @@ var breakages = []breakage{
 			}
 		}},
 		// Every requirement that checks JSON output values fails.
-		failed: []string{"OIP-REST-INFER-001", "OIP-REST-INFER-013", "OIP-REST-INFER-016", "OIP-REST-INFER-017",
+		failed: []string{"OIP-EXT-SHM-002", "OIP-REST-INFER-001", "OIP-REST-INFER-013", "OIP-REST-INFER-016", "OIP-REST-INFER-017",
 			"OIP-REST-RESP-010", "OIP-REST-RESP-011", "OIP-REST-DATA-001", "OIP-REST-DATA-002", "OIP-REST-DATA-003",
 			"OIP-REST-PARAM-001", "OIP-EXT-BIN-005", "OIP-EXT-BIN-007", "OIP-EXT-BIN-008"},
 		warned: []string{"OIP-REST-DATA-007", "OIP-REST-DATA-008", "OIP-REST-PARAM-003", "OIP-EXT-BIN-015"},
@@ -124,7 +124,7 @@ var breakages = []breakage{
 					})
 				}
 			}},
-		failed: []string{"OIP-REST-INFER-001", "OIP-REST-INFER-013", "OIP-REST-INFER-016", "OIP-REST-RESP-010",
+		failed: []string{"OIP-EXT-SHM-002", "OIP-REST-INFER-001", "OIP-REST-INFER-013", "OIP-REST-INFER-016", "OIP-REST-RESP-010",
 			"OIP-EXT-BIN-005"},
 		warned: []string{"OIP-EXT-BIN-015"},
 	},
@@ -151,7 +151,7 @@ var breakages = []breakage{
 		// (OIP-GEN-004) and the extensions advertised there (OIP-EXT-BIN-001,
 		// and OIP-EXT-CFG-001, OIP-EXT-STAT-001, OIP-EXT-REPO-001 since
 		// those extensions have specs).
-		failed: []string{"OIP-EXT-SEQ-001", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-REST-SMETA-001", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"},
+		failed: []string{"OIP-EXT-SEQ-001", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-EXT-SHM-001", "OIP-REST-SMETA-001", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"},
 	},
 	{
 		name: "rest-metadata-without-extensions",
@@ -162,7 +162,7 @@ var breakages = []breakage{
 		}},
 		// Changed by design (probes): the extensions still work, so their
 		// specs run and the MUSTs that a supporting server lists them fail.
-		failed: []string{"OIP-EXT-SEQ-001", "OIP-REST-SMETA-002", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001"},
+		failed: []string{"OIP-EXT-SEQ-001", "OIP-REST-SMETA-002", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-EXT-SHM-001"},
 	},
 	{
 		name: "rest-metadata-wrong-dim",
@@ -270,7 +270,7 @@ var breakages = []breakage{
 		// requests break bind clients (the sender picks the contents field,
 		// the element count, the raw buffers), so not refusing them is
 		// lenient, no longer a failure.
-		failed:  []string{"OIP-GRPC-SVC-002"},
+		failed:  []string{"OIP-EXT-SHM-009", "OIP-GRPC-SVC-002"},
 		lenient: []string{"OIP-GRPC-INFER-007", "OIP-GRPC-INFER-008", "OIP-GRPC-INFER-009", "OIP-GRPC-RAW-002", "OIP-GRPC-RAW-003", "OIP-GRPC-RAW-008"},
 		warned:  []string{"OIP-GRPC-INFER-013"},
 	},
@@ -639,7 +639,7 @@ var breakages = []breakage{
 		// Features come from gRPC server metadata instead, so the extension
 		// specs still run; REST metadata does not report the extensions
 		// (OIP-EXT-CFG-001, OIP-EXT-STAT-001, OIP-EXT-REPO-001, OIP-EXT-SEQ-001).
-		failed: []string{"OIP-EXT-SEQ-001", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-GEN-004", "OIP-REST-SMETA-002"},
+		failed: []string{"OIP-EXT-SEQ-001", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-EXT-SHM-001", "OIP-GEN-004", "OIP-REST-SMETA-002"},
 		warned: []string{"OIP-REST-SMETA-004"},
 	},
 	{
@@ -675,7 +675,7 @@ var breakages = []breakage{
 			}
 		}},
 		// Every check of JSON output values fails: which copy is the result?
-		failed: []string{"OIP-EXT-SEQ-002", "OIP-REST-DATA-001", "OIP-REST-DATA-002", "OIP-REST-DATA-003", "OIP-REST-INFER-001",
+		failed: []string{"OIP-EXT-SHM-002", "OIP-EXT-SEQ-002", "OIP-REST-DATA-001", "OIP-REST-DATA-002", "OIP-REST-DATA-003", "OIP-REST-INFER-001",
 			"OIP-REST-INFER-002", "OIP-REST-INFER-013", "OIP-REST-INFER-016", "OIP-REST-INFER-017", "OIP-REST-RESP-010", "OIP-REST-RESP-011",
 			"OIP-REST-PARAM-001", "OIP-EXT-BIN-005"},
 		warned: []string{"OIP-REST-DATA-006", "OIP-REST-DATA-007", "OIP-REST-PARAM-003", "OIP-EXT-BIN-015"},

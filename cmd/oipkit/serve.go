@@ -43,6 +43,8 @@ of those CAs.`)
 	fs.IntVar(&cfg.MaxSequences, "max-sequences", def.MaxSequences, "most live sequences of stateful models (starting one more: RESOURCE_EXHAUSTED / 429)")
 	fs.DurationVar(&cfg.SequenceIdleTimeout, "sequence-idle-timeout", def.SequenceIdleTimeout, "`timeout` after which a sequence without a request is forgotten")
 	fs.DurationVar(&cfg.TokenInterval, "token-interval", def.TokenInterval, "`duration` between the tokens model's responses when a request has no interval_ms parameter")
+	fs.IntVar(&cfg.MaxSharedMemoryRegions, "max-shm-regions", def.MaxSharedMemoryRegions, "most system shared memory regions registered at once (one more: 400 / INVALID_ARGUMENT)")
+	fs.Int64Var(&cfg.MaxSharedMemoryBytes, "max-shm-bytes", def.MaxSharedMemoryBytes, "most `bytes` of system shared memory registered at once (beyond: 400 / INVALID_ARGUMENT)")
 	tlsCert := fs.String("tls-cert", "", "PEM `file` of the server certificate (chain); serves TLS with --tls-key")
 	tlsKey := fs.String("tls-key", "", "PEM `file` of the server certificate's private key")
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM `file` of the CAs whose client certificates are accepted; requires one (mutual TLS)")
@@ -66,7 +68,8 @@ of those CAs.`)
 	}
 	for name, v := range map[string]int64{"--max-body-bytes": cfg.MaxBodyBytes, "--max-elements": cfg.MaxTensorElements, "--grpc-max-message-bytes": int64(cfg.GRPCMaxMessageBytes),
 		"--max-streams": int64(cfg.MaxStreams), "--max-stream-inflight": int64(cfg.MaxStreamInflight), "--stream-idle-timeout": int64(cfg.StreamIdleTimeout),
-		"--max-sequences": int64(cfg.MaxSequences), "--sequence-idle-timeout": int64(cfg.SequenceIdleTimeout)} {
+		"--max-sequences": int64(cfg.MaxSequences), "--sequence-idle-timeout": int64(cfg.SequenceIdleTimeout),
+		"--max-shm-regions": int64(cfg.MaxSharedMemoryRegions), "--max-shm-bytes": cfg.MaxSharedMemoryBytes} {
 		if v <= 0 {
 			return fmt.Errorf("%w: %s must be positive, got %d", errUsage, name, v)
 		}

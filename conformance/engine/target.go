@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -407,3 +408,30 @@ func Infer(ctx context.Context, req *pb.ModelInferRequest) (*pb.ModelInferRespon
 // Health is the client of the standard grpc.health.v1 service on the
 // target's connection.
 func Health() healthpb.HealthClient { return healthpb.NewHealthClient(current.grpc.Conn()) }
+
+// Loopback reports whether every targeted address is on this host (a
+// loopback address or "localhost"): only then can the server map shared
+// memory the suite creates (the shared memory extensions).
+func (t *Target) Loopback() bool {
+	var hosts []string
+	if t.cfg.HTTPURL != "" {
+		u, err := url.Parse(t.cfg.HTTPURL)
+		if err != nil {
+			return false
+		}
+		hosts = append(hosts, u.Hostname())
+	}
+	if t.cfg.GRPCAddr != "" {
+		h, _, err := net.SplitHostPort(t.cfg.GRPCAddr)
+		if err != nil {
+			return false
+		}
+		hosts = append(hosts, h)
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); h != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return false
+		}
+	}
+	return len(hosts) > 0
+}

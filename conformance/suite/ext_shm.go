@@ -1,0 +1,517 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"reflect"
+	"slices"
+	"sync/atomic"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/oipkit/oipkit/client"
+	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
+)
+
+// OIP-EXT-SHM: the shared memory extensions (Triton's). The suite creates
+// its own POSIX shared memory objects (/dev/shm/oipkit_conform_<pid>_<n>),
+// registers byte ranges of them as regions named oipkit_*, and removes both
+// after each spec. A server can map them only when it runs on this host, so
+// every spec that needs a region is skipped, with the reason, when the
+// target's address is not a loopback one. CUDA shared memory
+// (OIP-EXT-SHM-011) needs a GPU on both sides and is not tested.
+
+// The probe asks for the system shared memory status over REST, then gRPC.
+var _ = RegisterProbe(specs.ExtSystemSharedMemory, func(ctx context.Context, p *Prober) ProbeResult {
+	var absent *ProbeResult
+	if p.Targeted(TransportREST) {
+		e := p.Get(ctx, "/v2/systemsharedmemory/status")
+		switch {
+		case e.Err != nil:
+		case e.Status == http.StatusOK && shmStatusErr(e, nil) == nil:
+			return Observed(e, "GET /v2/systemsharedmemory/status answered a list of regions")
+		default:
+			r := Absent(e, "GET /v2/systemsharedmemory/status: %s", clipped(e.Got(), 160))
+			absent = &r
+		}
+	}
+	if p.Targeted(TransportGRPC) {
+		resp := &pb.SystemSharedMemoryStatusResponse{}
+		c := p.Call(ctx, "SystemSharedMemoryStatus", &pb.SystemSharedMemoryStatusRequest{}, resp)
+		switch {
+		case GRPCNoAnswer(c.Err) != nil:
+		case c.Err == nil:
+			return Observed(c, "SystemSharedMemoryStatus answered")
+		case absent == nil:
+			r := Absent(c, "SystemSharedMemoryStatus{}: %s", clipped(c.Got(), 160))
+			absent = &r
+		}
+	}
+	if absent != nil {
+		return *absent
+	}
+	return Inconclusive(nil, "no answer to the system shared memory status")
+})
+
+var shmSeq atomic.Int64
+
+// shmObject creates a shared memory object of size bytes for the running
+// spec, removed after it; the spec is skipped when the target cannot map it.
+func shmObject(size int) *client.SharedMemory {
+	if !Current().Loopback() {
+		Skip(SkipNotApplicable + "the target's address is not a loopback one: a server on another host cannot map shared memory the suite creates")
+	}
+	key := fmt.Sprintf("/oipkit_conform_%d_%d", os.Getpid(), shmSeq.Add(1))
+	m, err := client.CreateSharedMemory(key, size)
+	if err != nil {
+		Skip(SkipNotApplicable + "cannot create POSIX shared memory on this host: " + err.Error())
+	}
+	DeferCleanup(func() { m.Close() })
+	return m
+}
+
+// shmRegionName is a region name of the running spec.
+func shmRegionName(what string) string {
+	return fmt.Sprintf("oipkit_%s_%d_%d", what, os.Getpid(), shmSeq.Add(1))
+}
+
+// shmRegister registers size bytes at offset of m as region name over REST;
+// the region is unregistered after the spec.
+func shmRegister(ctx context.Context, name string, m *client.SharedMemory, offset, size int) *Exchange {
+	body, _ := json.Marshal(map[string]any{"key": m.Key, "offset": offset, "byte_size": size})
+	e := Do(ctx, http.MethodPost, "/v2/systemsharedmemory/region/"+PathEscape(name)+"/register", jsonHeader(), body)
+	if e.Status == http.StatusOK {
+		DeferCleanup(func(ctx SpecContext) { shmUnregister(ctx, name) })
+	}
+	return e
+}
+
+// shmUnregister unregisters region name ("" for all) with an empty body.
+func shmUnregister(ctx context.Context, name string) *Exchange {
+	path := "/v2/systemsharedmemory/unregister"
+	if name != "" {
+		path = "/v2/systemsharedmemory/region/" + PathEscape(name) + "/unregister"
+	}
+	return Do(ctx, http.MethodPost, path, nil, nil)
+}
+
+// shmEntry is one region of a status answer.
+type shmEntry struct {
+	Name, Key        string
+	Offset, ByteSize uint64
+}
+
+// shmStatusErr checks a status answer: 200 and an array of {name, key,
+// offset, byte_size}; the entries are stored in into when not nil.
+func shmStatusErr(e *Exchange, into *[]shmEntry) error {
+	if e.Status != http.StatusOK {
+		return fmt.Errorf("%s: %s, want 200", e.What(), e.Got())
+	}
+	var list []map[string]json.RawMessage
+	if err := json.Unmarshal(e.Body, &list); err != nil || list == nil {
+		return fmt.Errorf("%s: the body is %s, want an array of {\"name\", \"key\", \"offset\", \"byte_size\"}", e.What(), clipped(string(e.Body), 120))
+	}
+	var errs []error
+	for i, m := range list {
+		var s shmEntry
+		var err1, err2, err3, err4 error
+		s.Name, err1 = StringField(m, "name")
+		s.Key, err2 = StringField(m, "key")
+		s.Offset, err3 = countField(m, "offset")
+		s.ByteSize, err4 = countField(m, "byte_size")
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			errs = append(errs, fmt.Errorf("region %d: %v", i, err))
+		}
+		if into != nil {
+			*into = append(*into, s)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// shmListing checks that a status answer lists exactly the regions want
+// among the suite's own (regions of other names are ignored when others).
+func shmListing(want []shmEntry, others bool) func(*Exchange) error {
+	return func(e *Exchange) error {
+		var got []shmEntry
+		if err := shmStatusErr(e, &got); err != nil {
+			return err
+		}
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				return fmt.Errorf("%s lists %+v; want region %+v among them", e.What(), got, w)
+			}
+		}
+		if !others && len(got) != len(want) {
+			return fmt.Errorf("%s lists %d regions %+v, want only %+v", e.What(), len(got), got, want)
+		}
+		return nil
+	}
+}
+
+// shmInput is an add_sub input in region at offset (the catalog's
+// parameters; byte size -1 leaves it out).
+func shmInput(t tensor.Tensor, region string, offset, size int) Obj {
+	p := Obj{"shared_memory_region": region}
+	if offset != 0 {
+		p["shared_memory_offset"] = offset
+	}
+	if size >= 0 {
+		p["shared_memory_byte_size"] = size
+	}
+	return Obj{"name": t.Name, "datatype": string(t.Datatype), "shape": t.Shape, "parameters": p}
+}
+
+// shmInputs places add_sub's canonical inputs at offsets 0 and 64 of a new
+// 128-byte region, registered over REST; ok is false (recorded under req)
+// when the registration fails.
+func shmInputs(ctx context.Context, req string) (region string, in0, in1, out0, out1 tensor.Tensor, ok bool) {
+	in0, in1 = addSubInputs(1)
+	out0, out1 = addSubOutputs(in0, in1)
+	m := shmObject(128)
+	r0, _ := tensor.EncodeRaw(in0)
+	r1, _ := tensor.EncodeRaw(in1)
+	copy(m.Bytes(), r0)
+	copy(m.Bytes()[64:], r1)
+	region = shmRegionName("in")
+	ok = Verify(req, shmRegister(ctx, region, m, 0, 128)).To(HaveStatus(http.StatusOK), "registering the inputs' region must succeed for the inference to be checked")
+	return region, in0, in1, out0, out1, ok
+}
+
+var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.ExtSystemSharedMemory), func() {
+	It("advertises system_shared_memory in server metadata", Req("OIP-EXT-SHM-001"), func(ctx SpecContext) {
+		Verify("OIP-EXT-SHM-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+			exts, err := extensionsField(o.Members)
+			if err != nil {
+				return err
+			}
+			return advertisedErr(exts, specs.ExtSystemSharedMemory)
+		}))
+	})
+
+	It("registers a region and lists it", Req("OIP-EXT-SHM-007"), func(ctx SpecContext) {
+		m := shmObject(64)
+		r1 := shmRegionName("r1")
+		if !Verify("OIP-EXT-SHM-007", shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK)) {
+			return
+		}
+		Verify("OIP-EXT-SHM-007", Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(r1)+"/status")).
+			To(Satisfy(shmListing([]shmEntry{{r1, m.Key, 0, 64}}, false)))
+	})
+
+	It("lists every region, and one region on its route", Req("OIP-EXT-SHM-006"), func(ctx SpecContext) {
+		m := shmObject(128)
+		r1, r2 := shmRegionName("r1"), shmRegionName("r2")
+		if !Verify("OIP-EXT-SHM-006", shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check the status") ||
+			!Verify("OIP-EXT-SHM-006", shmRegister(ctx, r2, m, 64, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check the status") {
+			return
+		}
+		Verify("OIP-EXT-SHM-006", Get(ctx, "/v2/systemsharedmemory/status")).
+			To(Satisfy(shmListing([]shmEntry{{r1, m.Key, 0, 64}, {r2, m.Key, 64, 64}}, true)))
+		Verify("OIP-EXT-SHM-006", Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(r1)+"/status")).
+			To(Satisfy(shmListing([]shmEntry{{r1, m.Key, 0, 64}}, false)))
+	})
+
+	It("unregisters one region, then every region", Req("OIP-EXT-SHM-008"), func(ctx SpecContext) {
+		m := shmObject(128)
+		r1, r2 := shmRegionName("r1"), shmRegionName("r2")
+		if !Verify("OIP-EXT-SHM-008", shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check unregistering") ||
+			!Verify("OIP-EXT-SHM-008", shmRegister(ctx, r2, m, 64, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check unregistering") {
+			return
+		}
+		Verify("OIP-EXT-SHM-008", shmUnregister(ctx, r1)).To(HaveStatus(http.StatusOK))
+		Verify("OIP-EXT-SHM-008", Get(ctx, "/v2/systemsharedmemory/status")).To(Satisfy(func(e *Exchange) error {
+			var got []shmEntry
+			if err := shmStatusErr(e, &got); err != nil {
+				return err
+			}
+			for _, s := range got {
+				if s.Name == r1 {
+					return fmt.Errorf("%s still lists %s after POST .../region/%s/unregister", e.What(), r1, r1)
+				}
+			}
+			return shmListing([]shmEntry{{r2, m.Key, 64, 64}}, true)(e)
+		}))
+		Verify("OIP-EXT-SHM-008", shmUnregister(ctx, "")).To(HaveStatus(http.StatusOK))
+		Verify("OIP-EXT-SHM-008", Get(ctx, "/v2/systemsharedmemory/status")).To(Satisfy(shmListing(nil, false)))
+	})
+
+	It("answers failed calls with an error status and {\"error\": string}", Req("OIP-EXT-SHM-012"), func(ctx SpecContext) {
+		m := shmObject(64)
+		body, _ := json.Marshal(map[string]any{"key": m.Key + "_missing", "offset": 0, "byte_size": 64})
+		r := shmRegionName("bad")
+		e := Do(ctx, http.MethodPost, "/v2/systemsharedmemory/region/"+PathEscape(r)+"/register", jsonHeader(), body)
+		if e.Status == http.StatusOK {
+			DeferCleanup(func(ctx SpecContext) { shmUnregister(ctx, r) })
+		}
+		Verify("OIP-EXT-SHM-012", e).To(BeErrorResponse())
+		Verify("OIP-EXT-SHM-012", Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(shmRegionName("nope"))+"/status")).To(BeErrorResponse())
+	})
+
+	It("reads inputs from a region; region and byte size go together", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		region, in0, in1, out0, out1, ok := shmInputs(ctx, "OIP-EXT-SHM-002")
+		if !ok {
+			return
+		}
+		e := Post(ctx, "add_sub", "", Request(shmInput(in0, region, 0, 64), shmInput(in1, region, 64, 64)))
+		if Verify("OIP-EXT-SHM-002", e).To(HaveStatus(http.StatusOK)) {
+			Verify("OIP-EXT-SHM-002", e).To(Satisfy(func(r *InferResponse) error {
+				for _, want := range []tensor.Tensor{out0, out1} {
+					got, err := r.Tensor(want.Name)
+					if err != nil {
+						return err
+					}
+					if !reflect.DeepEqual(got.Data, want.Data) {
+						return fmt.Errorf("%s from inputs in shared memory is %v, want %v", want.Name, got.Data, want.Data)
+					}
+				}
+				return nil
+			}))
+		}
+		Verify("OIP-EXT-SHM-002", Post(ctx, "add_sub", "", Request(shmInput(in0, region, 0, -1), shmInput(in1, region, 64, 64)))).To(BeRejected())
+	})
+
+	It("refuses an input that names a region and carries data", Req("OIP-EXT-SHM-003"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		region, in0, in1, _, _, ok := shmInputs(ctx, "OIP-EXT-SHM-003")
+		if !ok {
+			return
+		}
+		both := shmInput(in0, region, 0, 64)
+		both["data"] = JSONValues(in0)
+		Verify("OIP-EXT-SHM-003", Post(ctx, "add_sub", "", Request(both, shmInput(in1, region, 64, 64)))).To(BeRejected())
+	})
+
+	It("writes an output into a region and leaves data out of the response", Req("OIP-EXT-SHM-004"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		m := shmObject(64)
+		region := shmRegionName("out")
+		if !Verify("OIP-EXT-SHM-004", shmRegister(ctx, region, m, 0, 64)).To(HaveStatus(http.StatusOK), "registering the output region must succeed") {
+			return
+		}
+		b, out0, _ := addSubRequest()
+		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT0", "parameters": Obj{"shared_memory_region": region, "shared_memory_byte_size": 64}}}
+		e := Post(ctx, "add_sub", "", b)
+		if !Verify("OIP-EXT-SHM-004", e).To(HaveStatus(http.StatusOK)) {
+			return
+		}
+		Verify("OIP-EXT-SHM-004", e).To(Satisfy(func(r *InferResponse) error {
+			o := r.Output("OUTPUT0")
+			if o == nil {
+				return errors.New("the response has no OUTPUT0")
+			}
+			if _, has := o.Fields["data"]; has {
+				return errors.New(`OUTPUT0 was requested in shared memory but the response carries its "data"`)
+			}
+			want, _ := tensor.EncodeRaw(out0)
+			if got := m.Bytes()[:len(want)]; !bytes.Equal(got, want) {
+				return fmt.Errorf("the region holds % x, want OUTPUT0 = %v (% x)", clipBytes(got), out0.Data, clipBytes(want))
+			}
+			return nil
+		}))
+	})
+
+	It("refuses a region that is not registered", Req("OIP-EXT-SHM-005"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		in0, in1 := addSubInputs(1)
+		nope := shmRegionName("nope")
+		Verify("OIP-EXT-SHM-005", Post(ctx, "add_sub", "", Request(shmInput(in0, nope, 0, 64), shmInput(in1, nope, 0, 64)))).To(BeRejected())
+	})
+
+	It("refuses a region after it is unregistered", Req("OIP-EXT-SHM-009"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		region, in0, in1, _, _, ok := shmInputs(ctx, "OIP-EXT-SHM-009")
+		if !ok {
+			return
+		}
+		if !Verify("OIP-EXT-SHM-009", shmUnregister(ctx, region)).To(HaveStatus(http.StatusOK), "unregistering must succeed") {
+			return
+		}
+		Verify("OIP-EXT-SHM-009", Post(ctx, "add_sub", "", Request(shmInput(in0, region, 0, 64), shmInput(in1, region, 64, 64)))).To(BeRejected())
+	})
+
+	It("refuses to register a name twice", Req("OIP-EXT-SHM-010"), func(ctx SpecContext) {
+		m := shmObject(64)
+		r1 := shmRegionName("r1")
+		if !Verify("OIP-EXT-SHM-010", shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK), "the first registration must succeed") {
+			return
+		}
+		Verify("OIP-EXT-SHM-010", shmRegister(ctx, r1, m, 0, 64)).To(BeRejected())
+	})
+})
+
+func clipBytes(b []byte) []byte { return b[:min(len(b), 16)] }
+
+// grpcSHMRegister registers a region over gRPC, unregistered after the spec.
+func grpcSHMRegister(ctx context.Context, name string, m *client.SharedMemory, offset, size uint64) *Call {
+	_, c := Invoke(ctx, "SystemSharedMemoryRegister", &pb.SystemSharedMemoryRegisterRequest{Name: name, Key: m.Key, Offset: offset, ByteSize: size}, Stub().SystemSharedMemoryRegister)
+	if c.Err == nil {
+		DeferCleanup(func(ctx SpecContext) {
+			Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}, Stub().SystemSharedMemoryUnregister)
+		})
+	}
+	return c
+}
+
+func grpcSHMStatus(ctx context.Context, name string) (*pb.SystemSharedMemoryStatusResponse, *Call) {
+	return Invoke(ctx, "SystemSharedMemoryStatus", &pb.SystemSharedMemoryStatusRequest{Name: name}, Stub().SystemSharedMemoryStatus)
+}
+
+// grpcRegions checks that a status lists exactly want (others allowed when
+// others is true).
+func grpcRegions(want map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus, others bool) func(*pb.SystemSharedMemoryStatusResponse) error {
+	return func(r *pb.SystemSharedMemoryStatusResponse) error {
+		got := r.GetRegions()
+		for name, w := range want {
+			g, ok := got[name]
+			if !ok {
+				return fmt.Errorf("regions has no %q (it lists %d)", name, len(got))
+			}
+			if g.GetName() != w.GetName() || g.GetKey() != w.GetKey() || g.GetOffset() != w.GetOffset() || g.GetByteSize() != w.GetByteSize() {
+				return fmt.Errorf("regions[%q] is %v, want %v", name, g, w)
+			}
+		}
+		if !others && len(got) != len(want) {
+			return fmt.Errorf("regions lists %d regions, want %d", len(got), len(want))
+		}
+		return nil
+	}
+}
+
+func shmParams(region string, offset, size int64) map[string]*pb.InferParameter {
+	p := map[string]*pb.InferParameter{
+		"shared_memory_region":    {ParameterChoice: &pb.InferParameter_StringParam{StringParam: region}},
+		"shared_memory_byte_size": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: size}},
+	}
+	if offset != 0 {
+		p["shared_memory_offset"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: offset}}
+	}
+	return p
+}
+
+// pbSHMAddSub is add_sub with its inputs at offsets 0 and 64 of region.
+func pbSHMAddSub(region string) *pb.ModelInferRequest {
+	in := func(name string, off int64) *pb.ModelInferRequest_InferInputTensor {
+		return &pb.ModelInferRequest_InferInputTensor{Name: name, Datatype: "INT32", Shape: []int64{1, 16}, Parameters: shmParams(region, off, 64)}
+	}
+	return &pb.ModelInferRequest{ModelName: "add_sub", Inputs: []*pb.ModelInferRequest_InferInputTensor{in("INPUT0", 0), in("INPUT1", 64)}}
+}
+
+var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.ExtSystemSharedMemory), func() {
+	It("advertises system_shared_memory in server metadata", Req("OIP-EXT-SHM-001"), func(ctx SpecContext) {
+		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
+		Verify("OIP-EXT-SHM-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+			return advertisedErr(m.GetExtensions(), specs.ExtSystemSharedMemory)
+		}))
+	})
+
+	It("registers, lists and unregisters regions", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
+		m := shmObject(128)
+		r1, r2 := shmRegionName("r1"), shmRegionName("r2")
+		if !Verify("OIP-EXT-SHM-013", grpcSHMRegister(ctx, r1, m, 0, 64)).To(BeOK()) ||
+			!Verify("OIP-EXT-SHM-013", grpcSHMRegister(ctx, r2, m, 64, 64)).To(BeOK()) {
+			return
+		}
+		s1 := &pb.SystemSharedMemoryStatusResponse_RegionStatus{Name: r1, Key: m.Key, Offset: 0, ByteSize: 64}
+		s2 := &pb.SystemSharedMemoryStatusResponse_RegionStatus{Name: r2, Key: m.Key, Offset: 64, ByteSize: 64}
+		_, c := grpcSHMStatus(ctx, "")
+		Verify("OIP-EXT-SHM-013", c).To(Satisfy(grpcRegions(map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus{r1: s1, r2: s2}, true)))
+		_, c = grpcSHMStatus(ctx, r1)
+		Verify("OIP-EXT-SHM-013", c).To(Satisfy(grpcRegions(map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus{r1: s1}, false)))
+		_, c = Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: r1}, Stub().SystemSharedMemoryUnregister)
+		Verify("OIP-EXT-SHM-013", c).To(BeOK())
+		_, c = grpcSHMStatus(ctx, "")
+		Verify("OIP-EXT-SHM-013", c).To(Satisfy(func(r *pb.SystemSharedMemoryStatusResponse) error {
+			if _, still := r.GetRegions()[r1]; still {
+				return fmt.Errorf("regions still lists %q after SystemSharedMemoryUnregister{%q}", r1, r1)
+			}
+			return nil
+		}))
+		_, c = Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{}, Stub().SystemSharedMemoryUnregister)
+		Verify("OIP-EXT-SHM-013", c).To(BeOK())
+		_, c = grpcSHMStatus(ctx, "")
+		Verify("OIP-EXT-SHM-013", c).To(Satisfy(grpcRegions(nil, false)))
+	})
+
+	It("reads inputs from and writes outputs to regions", Req("OIP-EXT-SHM-002", "OIP-EXT-SHM-004", "OIP-EXT-SHM-013"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		in0, in1 := addSubInputs(1)
+		out0, _ := addSubOutputs(in0, in1)
+		m := shmObject(192)
+		r0, _ := tensor.EncodeRaw(in0)
+		r1, _ := tensor.EncodeRaw(in1)
+		copy(m.Bytes(), r0)
+		copy(m.Bytes()[64:], r1)
+		inR, outR := shmRegionName("in"), shmRegionName("out")
+		if !Verify("OIP-EXT-SHM-013", grpcSHMRegister(ctx, inR, m, 0, 128)).To(BeOK()) ||
+			!Verify("OIP-EXT-SHM-013", grpcSHMRegister(ctx, outR, m, 128, 64)).To(BeOK()) {
+			return
+		}
+		req := pbSHMAddSub(inR)
+		req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "OUTPUT0", Parameters: shmParams(outR, 0, 64)}}
+		_, c := Infer(ctx, req)
+		if !Verify("OIP-EXT-SHM-002", c).To(BeOK()) {
+			return
+		}
+		Verify("OIP-EXT-SHM-004", c).To(Satisfy(func(r *pb.ModelInferResponse) error {
+			for i, o := range r.GetOutputs() {
+				if o.GetName() != "OUTPUT0" {
+					continue
+				}
+				if o.GetContents() != nil && contentsCount(o.GetContents()) > 0 || i < len(r.GetRawOutputContents()) && len(r.GetRawOutputContents()[i]) > 0 {
+					return errors.New("OUTPUT0 was requested in shared memory but the response carries its contents")
+				}
+				want, _ := tensor.EncodeRaw(out0)
+				if got := m.Bytes()[128 : 128+len(want)]; !bytes.Equal(got, want) {
+					return fmt.Errorf("the region holds % x, want OUTPUT0 = %v", clipBytes(got), out0.Data)
+				}
+				return nil
+			}
+			return errors.New("the response has no OUTPUT0")
+		}))
+		bad := pbSHMAddSub(inR)
+		delete(bad.Inputs[0].Parameters, "shared_memory_byte_size")
+		_, c = Infer(ctx, bad)
+		Verify("OIP-EXT-SHM-002", c).To(BeRejected())
+	})
+
+	It("refuses contents beside a region, and regions not registered", Req("OIP-EXT-SHM-003", "OIP-EXT-SHM-005", "OIP-EXT-SHM-009"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		in0, in1 := addSubInputs(1)
+		m := shmObject(128)
+		r0, _ := tensor.EncodeRaw(in0)
+		r1, _ := tensor.EncodeRaw(in1)
+		copy(m.Bytes(), r0)
+		copy(m.Bytes()[64:], r1)
+		region := shmRegionName("in")
+		if !Verify("OIP-EXT-SHM-003", grpcSHMRegister(ctx, region, m, 0, 128)).To(BeOK(), "registering the inputs' region must succeed") {
+			return
+		}
+		both := pbSHMAddSub(region)
+		both.Inputs[0].Contents = &pb.InferTensorContents{IntContents: in0.Data.([]int32)}
+		_, c := Infer(ctx, both)
+		Verify("OIP-EXT-SHM-003", c).To(BeRejected())
+		_, c = Infer(ctx, pbSHMAddSub(shmRegionName("nope")))
+		Verify("OIP-EXT-SHM-005", c).To(BeRejected())
+		_, c = Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: region}, Stub().SystemSharedMemoryUnregister)
+		if Verify("OIP-EXT-SHM-009", c).To(BeOK(), "unregistering must succeed") {
+			_, c = Infer(ctx, pbSHMAddSub(region))
+			Verify("OIP-EXT-SHM-009", c).To(BeRejected())
+		}
+	})
+})
+
+// contentsCount is the number of values in typed contents.
+func contentsCount(c *pb.InferTensorContents) int {
+	return len(c.GetBoolContents()) + len(c.GetIntContents()) + len(c.GetInt64Contents()) + len(c.GetUintContents()) +
+		len(c.GetUint64Contents()) + len(c.GetFp32Contents()) + len(c.GetFp64Contents()) + len(c.GetBytesContents())
+}
