@@ -112,6 +112,14 @@ type InputConfig struct {
 	Validate bool `json:"validate,omitempty"`
 	// Seed seeds random input data and Poisson arrivals (default 1).
 	Seed uint64 `json:"seed"`
+	// SharedMemory is perf_analyzer's --shared-memory: "none" (default) or
+	// "system" (inputs placed once in registered POSIX shared memory
+	// regions, requests naming them, outputs written to regions; the
+	// server must run on this host). "cuda" is not supported.
+	SharedMemory string `json:"sharedMemory,omitempty"`
+	// OutputSharedMemorySize is the bytes of region given to each output
+	// with SharedMemory system (default 100 KiB, as perf_analyzer).
+	OutputSharedMemorySize int `json:"outputSharedMemorySize,omitempty"`
 }
 
 // LoadConfig is the load model.
@@ -209,6 +217,9 @@ func (c *Config) Normalize() error {
 	}
 	if err := c.normalizeStreaming(); err != nil {
 		return err
+	}
+	if c.Streaming != nil && c.Inputs.SharedMemory == SharedMemorySystem {
+		return configErr("--shared-memory system applies to single requests; --streaming sends its inputs in each streamed request")
 	}
 	if err := c.Load.normalize(c.SLO != nil); err != nil {
 		return err
@@ -375,6 +386,24 @@ func (in *InputConfig) normalize() error {
 	}
 	if _, err := parseShapes(in.Shapes); err != nil {
 		return err
+	}
+	switch in.SharedMemory {
+	case "":
+		in.SharedMemory = SharedMemoryNone
+	case SharedMemoryNone, SharedMemorySystem:
+	case SharedMemoryCUDA:
+		return configErr("--shared-memory cuda is not supported (no GPU support); use system or none")
+	default:
+		return configErr("unknown --shared-memory %q (want none or system)", in.SharedMemory)
+	}
+	switch {
+	case in.OutputSharedMemorySize < 0:
+		return configErr("--output-shared-memory-size must be positive, got %d", in.OutputSharedMemorySize)
+	case in.OutputSharedMemorySize == 0:
+		in.OutputSharedMemorySize = DefaultOutputSharedMemorySize
+	}
+	if in.SharedMemory == SharedMemorySystem && in.Validate {
+		return configErr("--validate checks the outputs in each response; with --shared-memory system they are written to regions that concurrent requests share, so the two cannot be combined")
 	}
 	return nil
 }

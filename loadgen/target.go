@@ -35,7 +35,8 @@ type OIPTarget struct {
 	payloads []payload
 	validate bool
 	info     TargetInfo
-	tls      *tls.Config // nil for plaintext
+	tls      *tls.Config   // nil for plaintext
+	shm      *sharedMemory // --shared-memory system; nil otherwise
 
 	streaming *StreamConfig  // nil unless --streaming
 	pool      streamPool     // idle gRPC streams
@@ -183,8 +184,13 @@ func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
 	for _, in := range sets[0].inputs {
 		t.info.Inputs = append(t.info.Inputs, TensorInfo{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape})
 	}
+	if cfg.Inputs.SharedMemory == SharedMemorySystem {
+		if t.shm, err = newSharedMemory(t.ctl); err != nil {
+			return err
+		}
+	}
 	for i, set := range sets {
-		p, err := t.encode(set, params)
+		p, err := t.encode(ctx, i, set, params, cfg.Inputs.OutputSharedMemorySize)
 		if err != nil {
 			return configErr("request %d: %v", i, err)
 		}
@@ -200,10 +206,16 @@ func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
 }
 
 // encode serializes one request for the target's protocol.
-func (t *OIPTarget) encode(set inputSet, params oip.Parameters) (payload, error) {
+// With shared memory, request i's inputs are placed in its regions first.
+func (t *OIPTarget) encode(ctx context.Context, i int, set inputSet, params oip.Parameters, outSize int) (payload, error) {
 	req := &oip.InferRequest{Model: t.cfg.Model, Version: t.cfg.ModelVersion, Parameters: params}
 	for _, in := range set.inputs {
 		req.Inputs = append(req.Inputs, oip.InferInput{Tensor: in})
+	}
+	if t.shm != nil {
+		if err := t.shm.place(ctx, i, req, t.info.Model.Outputs, outSize); err != nil {
+			return payload{}, fmt.Errorf("--shared-memory system: %w", err)
+		}
 	}
 	p := payload{expect: set.expect, inputs: set.inputs}
 	for _, e := range set.expect {
@@ -313,6 +325,10 @@ func (t *OIPTarget) checkREST(p *payload, a client.InferAnswer) error {
 func (t *OIPTarget) Close() error {
 	t.pool.close()
 	var err error
+	if t.shm != nil {
+		// Before the clients close: unregistering needs one.
+		err = t.shm.Close()
+	}
 	for _, c := range []client.Client{t.ctl, t.data} {
 		if c != nil {
 			err = errors.Join(err, c.Close())

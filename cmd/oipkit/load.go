@@ -120,6 +120,8 @@ by the generator). 4 outranks 3.`)
 	fs.IntVar(&f.sequences, "num-of-sequences", 0, "open loop with --sequence-length: `N` sequences live at once (default 4)")
 	fs.BoolVar(&in.Validate, "validate", false, "check every response against validation_data or the fixture's computed outputs")
 	fs.Uint64Var(&in.Seed, "seed", 1, "`seed` for random data and Poisson arrivals")
+	fs.StringVar(&in.SharedMemory, "shared-memory", loadgen.SharedMemoryNone, "`mode` of passing tensors, as perf_analyzer: none, or system (inputs placed once in registered POSIX shared memory, outputs written there; the server must be on this host)")
+	fs.IntVar(&in.OutputSharedMemorySize, "output-shared-memory-size", loadgen.DefaultOutputSharedMemorySize, "`bytes` of shared memory given to each output with --shared-memory system")
 
 	l := &cfg.Load
 	fs.IntVar(&l.Concurrency, "concurrency", 0, "closed loop: `N` workers sending back to back (default 1 without --rate)")
