@@ -189,6 +189,15 @@ func (r *runner) run(ctx context.Context) *Result {
 		}
 	}
 
+	// The server's statistics before the window (read before the window
+	// starts, so the read does not delay the first requests; with a shared
+	// start the window cannot wait for it and the breakdown is left out).
+	var statsBefore *ServerBreakdown
+	if l.StartAt.IsZero() {
+		if statsBefore = readServerStats(ctx, r.target); statsBefore != nil {
+			origin = r.now()
+		}
+	}
 	r.resetStop()
 	res.Start = time.Now().Add(time.Duration(origin - r.now()))
 	if !l.StartAt.IsZero() && l.WarmupRequests == 0 {
@@ -213,6 +222,9 @@ func (r *runner) run(ctx context.Context) *Result {
 		}
 	} else if col.abortWhy != "" {
 		res.EndReason, res.Error = EndAborted, col.abortWhy+" (--abort-on-fail)"
+	}
+	if statsBefore != nil && ctx.Err() == nil {
+		res.Server = readServerStats(ctx, r.target).delta(statsBefore)
 	}
 	res.Duration = Duration(max(ph.windowEnd-t0, 0))
 	res.Elapsed = Duration(max(end-t0, 0))
