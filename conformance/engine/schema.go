@@ -362,6 +362,9 @@ func (e *Exchange) schemaProblems() []SchemaProblem {
 		e.schemaDone = true
 		if component, body, ok := e.schemaBody(); ok {
 			e.schema = CheckSchema(component, body)
+			if component == SchemaInferResponse {
+				e.schema = e.withoutSharedMemoryOutputs(body, e.schema)
+			}
 		}
 	}
 	return e.schema
@@ -498,4 +501,45 @@ func (t *Target) checkReceived(notRun bool) {
 			}
 		}
 	}
+}
+
+// withoutSharedMemoryOutputs drops the "no data" problems of response
+// outputs the request asked for in a shared-memory region: the extension
+// says such an output "must not define the data field" and puts nothing in
+// its place (Triton answers {"name", "datatype", "shape"}), so the
+// response alone cannot say why data is missing; the request can.
+func (e *Exchange) withoutSharedMemoryOutputs(body []byte, probs []SchemaProblem) []SchemaProblem {
+	var req struct {
+		Outputs []struct {
+			Name       string         `json:"name"`
+			Parameters map[string]any `json:"parameters"`
+		} `json:"outputs"`
+	}
+	var resp struct {
+		Outputs []struct {
+			Name string `json:"name"`
+		} `json:"outputs"`
+	}
+	if len(probs) == 0 || json.Unmarshal(e.ReqBody, &req) != nil || json.Unmarshal(body, &resp) != nil {
+		return probs
+	}
+	inRegion := map[string]bool{}
+	for _, o := range req.Outputs {
+		if _, ok := o.Parameters["shared_memory_region"]; ok {
+			inRegion[o.Name] = true
+		}
+	}
+	if len(inRegion) == 0 {
+		return probs
+	}
+	out := probs[:0:0]
+	for _, p := range probs {
+		var i int
+		if n, err := fmt.Sscanf(p.Where, "/outputs/%d", &i); err == nil && n == 1 && p.Where == fmt.Sprintf("/outputs/%d", i) &&
+			i < len(resp.Outputs) && inRegion[resp.Outputs[i].Name] && strings.HasPrefix(p.Message, `has no "data"`) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }

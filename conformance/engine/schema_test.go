@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -111,5 +113,29 @@ func TestCheckSchemaDepthBounded(t *testing.T) {
 	probs := CheckSchema(SchemaInferResponse, []byte(body))
 	if len(probs) != 1 || !strings.Contains(probs[0].Message, "nested deeper") {
 		t.Errorf("problems %v, want one about nesting", probs)
+	}
+}
+
+// An output the request put in a shared-memory region may come back
+// without data and without parameters (Triton does); any other output
+// without data is still a schema problem.
+func TestSchemaSharedMemoryOutputs(t *testing.T) {
+	resp := `{"model_name":"add_sub","outputs":[{"name":"OUTPUT0","datatype":"INT32","shape":[1,16]},{"name":"OUTPUT1","datatype":"INT32","shape":[1,16]}]}`
+	for _, c := range []struct {
+		req  string
+		want []string
+	}{
+		{`{"inputs":[],"outputs":[{"name":"OUTPUT0","parameters":{"shared_memory_region":"r","shared_memory_byte_size":64}},{"name":"OUTPUT1"}]}`, []string{"/outputs/1"}},
+		{`{"inputs":[]}`, []string{"/outputs/0", "/outputs/1"}},
+	} {
+		e := &Exchange{Method: "POST", Path: "/v2/models/add_sub/infer", ReqBody: []byte(c.req), Status: 200,
+			Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(resp)}
+		var got []string
+		for _, p := range e.schemaProblems() {
+			got = append(got, p.Where)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("request %s: problems at %q, want %q", c.req, got, c.want)
+		}
 	}
 }
