@@ -52,6 +52,7 @@ type routeParams struct{ model, version string }
 // it advertises them.
 var extensionRegistry = []*extension{
 	&extBinaryTensorData,
+	&extClassification,
 	&extModelConfiguration,
 	&extStatistics,
 	&extModelRepository,

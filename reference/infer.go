@@ -49,14 +49,15 @@ func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMet
 	if err != nil {
 		return nil, inputDone, inferDone, err
 	}
-	resp, err = response(md, version, req, outs)
+	resp, err = response(md, labelsOf(m), version, req, outs)
 	return resp, inputDone, inferDone, err
 }
 
 // response builds the response to req from the model's outputs: the
 // requested outputs in the requested order, or every output in metadata
-// order when none was requested.
-func response(md *oip.ModelMetadata, version string, req *oip.InferRequest, outs []tensor.Tensor) (*oip.InferResponse, error) {
+// order when none was requested. A requested output with the classification
+// parameter is replaced by its top classes, labelled by labels (may be nil).
+func response(md *oip.ModelMetadata, labels labeler, version string, req *oip.InferRequest, outs []tensor.Tensor) (*oip.InferResponse, error) {
 	n := len(req.Outputs)
 	if n == 0 {
 		n = len(md.Outputs)
@@ -72,6 +73,17 @@ func response(md *oip.ModelMetadata, version string, req *oip.InferRequest, outs
 		t, err := producedOutput(md, outs, outputName(i))
 		if err != nil {
 			return nil, err
+		}
+		if len(req.Outputs) > 0 {
+			if k, ok, _ := classificationCount(md, &req.Outputs[i]); ok {
+				var l []string
+				if labels != nil {
+					l = labels.Labels(t.Name)
+				}
+				if t, err = classify(t, k, l); err != nil {
+					return nil, err
+				}
+			}
 		}
 		resp.Outputs = append(resp.Outputs, oip.InferOutput{Tensor: t})
 	}

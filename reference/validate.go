@@ -66,6 +66,9 @@ func validateRequest(md *oip.ModelMetadata, req *oip.InferRequest) (map[string]t
 		if err := wantBool(out.Parameters, oip.ParamBinaryData); err != nil {
 			return nil, invalidf("output %q parameters: %v", out.Name, err)
 		}
+		if _, _, err := classificationCount(md, &req.Outputs[i]); err != nil {
+			return nil, invalidf("output %q parameters: %v", out.Name, err)
+		}
 	}
 	return inputs, nil
 }
