@@ -58,6 +58,7 @@ var extensionRegistry = []*extension{
 	&extModelRepository,
 	&extSequence,
 	&extGenerate,
+	&extLogging,
 }
 
 // Extensions lists the protocol extensions the server advertises in its

@@ -54,6 +54,8 @@ type Server struct {
 	streams   streamLimits // ModelStreamInfer bookkeeping (ext_stream.go)
 	sequences *sequences   // live sequences of stateful models (ext_sequence.go)
 
+	logSettings *logSettings // the logging extension's settings, which gate log (ext_logging.go)
+
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -73,17 +75,19 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference server repository: %w", err)
 	}
+	logs := newLogSettings()
 	s := &Server{
-		cfg:       cfg,
-		repo:      repo,
-		log:       cfg.Logger,
-		metrics:   newMetrics(),
-		stats:     newStatistics(),
-		streams:   newStreamLimits(cfg.MaxStreams),
-		sequences: newSequences(cfg.MaxSequences, cfg.SequenceIdleTimeout),
-		catalog:   catalog,
-		health:    health.NewServer(),
-		serveErr:  make(chan error, 2),
+		cfg:         cfg,
+		repo:        repo,
+		log:         slog.New(logGate{Handler: cfg.Logger.Handler(), settings: logs}),
+		logSettings: logs,
+		metrics:     newMetrics(),
+		stats:       newStatistics(),
+		streams:     newStreamLimits(cfg.MaxStreams),
+		sequences:   newSequences(cfg.MaxSequences, cfg.SequenceIdleTimeout),
+		catalog:     catalog,
+		health:      health.NewServer(),
+		serveErr:    make(chan error, 2),
 		serverMeta: oip.ServerMetadata{
 			Name:       ServerName,
 			Version:    version.Version,
