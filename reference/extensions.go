@@ -59,6 +59,7 @@ var extensionRegistry = []*extension{
 	&extSequence,
 	&extGenerate,
 	&extLogging,
+	&extTrace,
 }
 
 // Extensions lists the protocol extensions the server advertises in its

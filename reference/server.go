@@ -54,7 +54,8 @@ type Server struct {
 	streams   streamLimits // ModelStreamInfer bookkeeping (ext_stream.go)
 	sequences *sequences   // live sequences of stateful models (ext_sequence.go)
 
-	logSettings *logSettings // the logging extension's settings, which gate log (ext_logging.go)
+	logSettings *logSettings   // the logging extension's settings, which gate log (ext_logging.go)
+	trace       *traceSettings // the trace extension's settings (ext_trace.go)
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -81,6 +82,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		repo:        repo,
 		log:         slog.New(logGate{Handler: cfg.Logger.Handler(), settings: logs}),
 		logSettings: logs,
+		trace:       newTraceSettings(),
 		metrics:     newMetrics(),
 		stats:       newStatistics(),
 		streams:     newStreamLimits(cfg.MaxStreams),
