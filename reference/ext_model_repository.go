@@ -79,11 +79,11 @@ type modelCatalog struct {
 }
 
 // newModelCatalog lists every model of repo as loaded; with fixtures, it
-// adds the extension fixtures repo_target, broken and classifier.
+// adds the extension fixtures repo_target, broken, classifier and param_echo.
 func newModelCatalog(repo *model.Repository, fixtures bool) (*modelCatalog, error) {
 	c := &modelCatalog{repo: repo, entries: map[string]*catalogEntry{}}
 	if fixtures {
-		for _, m := range []model.Model{repoTarget(), newClassifier()} {
+		for _, m := range []model.Model{repoTarget(), newClassifier(), newParamEcho()} {
 			if err := repo.Add(m); err != nil {
 				return nil, err
 			}

@@ -60,6 +60,8 @@ var extensionRegistry = []*extension{
 	&extGenerate,
 	&extLogging,
 	&extTrace,
+	&extParameters,
+	&extSchedulePolicy,
 }
 
 // Extensions lists the protocol extensions the server advertises in its

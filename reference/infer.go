@@ -39,6 +39,8 @@ func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMet
 		return nil, inputDone, inferDone, err
 	}
 	inputDone = time.Now()
+	ctx, cancel := scheduleContext(ctx, req.Parameters)
+	defer cancel()
 	var outs []tensor.Tensor
 	if st, ok := m.(model.Stateful); ok {
 		outs, err = s.sequences.run(ctx, s, st, md.Name, inputs, req.Parameters)
