@@ -14,7 +14,8 @@ import (
 // parameters priority (int64; 0 the default, 1 the highest) and timeout
 // (int64 microseconds). Both are optional. The order in which a server
 // schedules is not observable from one request, so the specs check that a
-// request carrying them is served, and that one without them is too. A
+// request carrying them is served (the outputs are the core specs' concern),
+// and that one without them is too. A
 // request that cannot finish within its timeout may fail: that is a
 // model-specific action the catalog does not fix, so it is not checked.
 // There is no probe: a server that ignores the parameters answers the same.
@@ -52,22 +53,17 @@ var _ = Describe("REST schedule policy", Over(TransportREST), Needs(specs.ExtSch
 
 	It("serves a request with priority 1, the highest", Req("OIP-EXT-SCHED-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		b := schedREST(Obj{"priority": 1})
-		_, out0, out1 := addSubRequest()
-		Verify("OIP-EXT-SCHED-002", Post(ctx, "add_sub", "", b)).To(All(HaveStatus(http.StatusOK), HaveOutputs(out0, out1)))
+		Verify("OIP-EXT-SCHED-002", Post(ctx, "add_sub", "", schedREST(Obj{"priority": 1}))).To(HaveStatus(http.StatusOK))
 	})
 
 	It("serves a request whose timeout leaves ample time", Req("OIP-EXT-SCHED-003"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		b := schedREST(Obj{"timeout": 10000000})
-		_, out0, out1 := addSubRequest()
-		Verify("OIP-EXT-SCHED-003", Post(ctx, "add_sub", "", b)).To(All(HaveStatus(http.StatusOK), HaveOutputs(out0, out1)))
+		Verify("OIP-EXT-SCHED-003", Post(ctx, "add_sub", "", schedREST(Obj{"timeout": 10000000}))).To(HaveStatus(http.StatusOK))
 	})
 
 	It("serves a request without priority and timeout", Req("OIP-EXT-SCHED-004"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		b := schedREST(nil)
-		Verify("OIP-EXT-SCHED-004", Post(ctx, "add_sub", "", b)).To(HaveStatus(http.StatusOK))
+		Verify("OIP-EXT-SCHED-004", Post(ctx, "add_sub", "", schedREST(nil))).To(HaveStatus(http.StatusOK))
 	})
 })
 
@@ -81,16 +77,14 @@ var _ = Describe("gRPC schedule policy", Over(TransportGRPC), Needs(specs.ExtSch
 
 	It("serves a request with an int64 priority 1, the highest", Req("OIP-EXT-SCHED-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		_, out0, out1 := addSubPB(false)
 		_, c := Infer(ctx, schedPB(map[string]int64{"priority": 1}))
-		Verify("OIP-EXT-SCHED-002", c).To(HaveOutputs(out0, out1))
+		Verify("OIP-EXT-SCHED-002", c).To(BeOK())
 	})
 
 	It("serves a request whose int64 timeout leaves ample time", Req("OIP-EXT-SCHED-003"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		_, out0, out1 := addSubPB(false)
 		_, c := Infer(ctx, schedPB(map[string]int64{"timeout": 10000000}))
-		Verify("OIP-EXT-SCHED-003", c).To(HaveOutputs(out0, out1))
+		Verify("OIP-EXT-SCHED-003", c).To(BeOK())
 	})
 
 	It("serves a request without priority and timeout", Req("OIP-EXT-SCHED-004"), func(ctx SpecContext) {
