@@ -85,6 +85,10 @@ func (t *traceSettings) update(model string, u oip.TraceSettings) (oip.TraceSett
 			return nil, err
 		}
 	}
+	if levels, ok := u[oip.TraceLevel]; ok {
+		// Levels are a set: a level named twice is kept once.
+		u[oip.TraceLevel] = uniqueLevels(levels)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if model == "" {
@@ -222,4 +226,15 @@ func (g *grpcService) TraceSetting(_ context.Context, req *inferencepb.TraceSett
 		return nil, toStatus(err)
 	}
 	return oip.TraceSettingsToProto(now), nil
+}
+
+// uniqueLevels drops repeated levels, keeping the first of each.
+func uniqueLevels(v []string) []string {
+	var out []string
+	for _, l := range v {
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package reference_test
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -67,4 +68,31 @@ func TestTraceSettings(t *testing.T) {
 	wantCode(t, err, codes.InvalidArgument)
 	_, err = c.TraceSetting(ctxT(t), &inferencepb.TraceSettingRequest{ModelName: "does_not_exist"})
 	wantCode(t, err, codes.NotFound)
+}
+
+// Malformed settings bodies are refused with 4xx, never a crash: deep
+// nesting, long arrays, wrong shapes, on every settings route.
+func TestSettingsRoutesHostile(t *testing.T) {
+	srv := referencetest.Start(t)
+	base := srv.HTTPURL()
+	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+	long := `["TIMESTAMPS"` + strings.Repeat(`,"TIMESTAMPS"`, 50000) + `]`
+	for _, path := range []string{"/v2/logging", "/v2/trace/setting", "/v2/models/add_sub/trace/setting"} {
+		for _, body := range []string{deep, `{"trace_level":` + deep + `}`, `{"log_info":` + deep + `}`, `{"x":` + long + `}`,
+			`null`, `"s"`, `{"a":1,`, strings.Repeat(" ", 1000)} {
+			r := post(t, base+path, body)
+			if r.status < 400 && !(strings.TrimSpace(body) == "" || body == "null") {
+				t.Errorf("POST %s with %.40q: %d %s", path, body, r.status, r.body)
+			}
+			if r.status >= 500 {
+				t.Errorf("POST %s with %.40q: %d %s", path, body, r.status, r.body)
+			}
+		}
+	}
+	// A long but valid level list is one level named many times, kept once.
+	var s oip.TraceSettings
+	wantJSON(t, post(t, base+"/v2/trace/setting", `{"trace_level":`+long+`}`), http.StatusOK, &s)
+	if !slices.Equal(s[oip.TraceLevel], []string{"TIMESTAMPS"}) {
+		t.Errorf("trace_level after a long list: %.80q", s[oip.TraceLevel])
+	}
 }
