@@ -146,7 +146,7 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 	if !stream {
 		var text []byte
 		collect := func(outs []tensor.Tensor, _ bool) error {
-			resp, err := response(&md, version, req, outs)
+			resp, err := response(&md, labelsOf(m), version, req, outs)
 			if err != nil {
 				return err
 			}
@@ -186,7 +186,7 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 		return nil
 	}
 	err = s.generate(r, m, &md, inputs, req, func(outs []tensor.Tensor, _ bool) error {
-		resp, err := response(&md, version, req, outs)
+		resp, err := response(&md, labelsOf(m), version, req, outs)
 		if err != nil {
 			return err
 		}

@@ -79,12 +79,14 @@ type modelCatalog struct {
 }
 
 // newModelCatalog lists every model of repo as loaded; with fixtures, it
-// adds the extension's fixtures repo_target and broken.
+// adds the extension fixtures repo_target, broken, classifier and param_echo.
 func newModelCatalog(repo *model.Repository, fixtures bool) (*modelCatalog, error) {
 	c := &modelCatalog{repo: repo, entries: map[string]*catalogEntry{}}
 	if fixtures {
-		if err := repo.Add(repoTarget()); err != nil {
-			return nil, err
+		for _, m := range []model.Model{repoTarget(), newClassifier(), newParamEcho()} {
+			if err := repo.Add(m); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, name := range repo.Names() {

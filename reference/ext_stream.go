@@ -269,7 +269,7 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest) (string, error) {
 	emptyFinal, _ := req.Parameters.Bool(oip.ParamTritonEnableEmptyFinalResponse)
 	sentFinal := false
 	err = d.InferStream(sc.ctx, inputs, req.Parameters, func(outs []tensor.Tensor, final bool) error {
-		resp, err := response(&md, version, req, outs)
+		resp, err := response(&md, labelsOf(m), version, req, outs)
 		if err != nil {
 			return err
 		}

@@ -52,6 +52,7 @@ type routeParams struct{ model, version string }
 // it advertises them.
 var extensionRegistry = []*extension{
 	&extBinaryTensorData,
+	&extClassification,
 	&extModelConfiguration,
 	&extStatistics,
 	&extModelRepository,
@@ -59,6 +60,10 @@ var extensionRegistry = []*extension{
 	&extGenerate,
 	&extSystemSharedMemory,
 	&extCUDASharedMemory,
+	&extLogging,
+	&extTrace,
+	&extParameters,
+	&extSchedulePolicy,
 }
 
 // Extensions lists the protocol extensions the server advertises in its

@@ -45,6 +45,8 @@ func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMet
 		return nil, inputDone, inferDone, err
 	}
 	inputDone = time.Now()
+	ctx, cancel := scheduleContext(ctx, req.Parameters)
+	defer cancel()
 	var outs []tensor.Tensor
 	if st, ok := m.(model.Stateful); ok {
 		outs, err = s.sequences.run(ctx, s, st, md.Name, inputs, req.Parameters)
@@ -55,7 +57,7 @@ func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMet
 	if err != nil {
 		return nil, inputDone, inferDone, err
 	}
-	if resp, err = response(md, version, req, outs); err != nil {
+	if resp, err = response(md, labelsOf(m), version, req, outs); err != nil {
 		return nil, inputDone, inferDone, err
 	}
 	if err := s.writeSHMOutputs(req, resp); err != nil {
@@ -66,8 +68,9 @@ func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMet
 
 // response builds the response to req from the model's outputs: the
 // requested outputs in the requested order, or every output in metadata
-// order when none was requested.
-func response(md *oip.ModelMetadata, version string, req *oip.InferRequest, outs []tensor.Tensor) (*oip.InferResponse, error) {
+// order when none was requested. A requested output with the classification
+// parameter is replaced by its top classes, labelled by labels (may be nil).
+func response(md *oip.ModelMetadata, labels labeler, version string, req *oip.InferRequest, outs []tensor.Tensor) (*oip.InferResponse, error) {
 	n := len(req.Outputs)
 	if n == 0 {
 		n = len(md.Outputs)
@@ -83,6 +86,17 @@ func response(md *oip.ModelMetadata, version string, req *oip.InferRequest, outs
 		t, err := producedOutput(md, outs, outputName(i))
 		if err != nil {
 			return nil, err
+		}
+		if len(req.Outputs) > 0 {
+			if k, ok, _ := classificationCount(md, &req.Outputs[i]); ok {
+				var l []string
+				if labels != nil {
+					l = labels.Labels(t.Name)
+				}
+				if t, err = classify(t, k, l); err != nil {
+					return nil, err
+				}
+			}
 		}
 		resp.Outputs = append(resp.Outputs, oip.InferOutput{Tensor: t})
 	}

@@ -55,6 +55,9 @@ type Server struct {
 	sequences *sequences   // live sequences of stateful models (ext_sequence.go)
 	shm       *shmRegions  // registered system shared memory (ext_system_shared_memory.go)
 
+	logSettings *logSettings   // the logging extension's settings, which gate log (ext_logging.go)
+	trace       *traceSettings // the trace extension's settings (ext_trace.go)
+
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -74,18 +77,21 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference server repository: %w", err)
 	}
+	logs := newLogSettings()
 	s := &Server{
-		cfg:       cfg,
-		repo:      repo,
-		log:       cfg.Logger,
-		metrics:   newMetrics(),
-		stats:     newStatistics(),
-		streams:   newStreamLimits(cfg.MaxStreams),
-		sequences: newSequences(cfg.MaxSequences, cfg.SequenceIdleTimeout),
-		shm:       newSHMRegions(cfg.MaxSharedMemoryRegions, cfg.MaxSharedMemoryBytes),
-		catalog:   catalog,
-		health:    health.NewServer(),
-		serveErr:  make(chan error, 2),
+		cfg:         cfg,
+		repo:        repo,
+		log:         slog.New(logGate{Handler: cfg.Logger.Handler(), settings: logs}),
+		logSettings: logs,
+		trace:       newTraceSettings(),
+		metrics:     newMetrics(),
+		stats:       newStatistics(),
+		streams:     newStreamLimits(cfg.MaxStreams),
+		sequences:   newSequences(cfg.MaxSequences, cfg.SequenceIdleTimeout),
+		shm:         newSHMRegions(cfg.MaxSharedMemoryRegions, cfg.MaxSharedMemoryBytes),
+		catalog:     catalog,
+		health:      health.NewServer(),
+		serveErr:    make(chan error, 2),
 		serverMeta: oip.ServerMetadata{
 			Name:       ServerName,
 			Version:    version.Version,

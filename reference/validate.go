@@ -17,6 +17,12 @@ func validateRequest(md *oip.ModelMetadata, req *oip.InferRequest) (map[string]t
 	if err := wantBool(req.Parameters, oip.ParamBinaryDataOutput); err != nil {
 		return nil, invalidf("request parameters: %v", err)
 	}
+	if err := checkReserved(req.Parameters); err != nil {
+		return nil, err
+	}
+	if err := checkSchedule(req.Parameters); err != nil {
+		return nil, err
+	}
 	inputs := make(map[string]tensor.Tensor, len(req.Inputs))
 	for _, in := range req.Inputs {
 		meta := findTensor(md.Inputs, in.Name)
@@ -64,6 +70,9 @@ func validateRequest(md *oip.ModelMetadata, req *oip.InferRequest) (map[string]t
 			return nil, invalidf("output %q parameters: %v", out.Name, err)
 		}
 		if err := wantBool(out.Parameters, oip.ParamBinaryData); err != nil {
+			return nil, invalidf("output %q parameters: %v", out.Name, err)
+		}
+		if _, _, err := classificationCount(md, &req.Outputs[i]); err != nil {
 			return nil, invalidf("output %q parameters: %v", out.Name, err)
 		}
 	}

@@ -1,0 +1,294 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	. "github.com/onsi/ginkgo/v2"
+	"google.golang.org/protobuf/proto"
+
+	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+)
+
+// OIP-EXT-LOG: the logging extension (Triton's): the server's log settings,
+// GET/POST /v2/logging over REST and LogSettings over gRPC.
+//
+// Specs that change a setting put back the value they read first when they
+// end (DeferCleanup), whatever happened: the suite also runs against
+// production servers. Only log_verbose_level is changed on purpose; the
+// specs that send a refused value restore the setting they tried in case
+// the server took it.
+
+// logKeys are the six settings every answer carries.
+var logKeys = []string{"log_file", "log_info", "log_warning", "log_error", "log_verbose_level", "log_format"}
+
+// The probe reads the settings over REST, then over gRPC.
+var _ = RegisterProbe(specs.ExtLogging, func(ctx context.Context, p *Prober) ProbeResult {
+	var absent *ProbeResult
+	if p.Targeted(TransportREST) {
+		e := p.Get(ctx, "/v2/logging")
+		switch {
+		case e.Err != nil:
+		case logSettingsErr(e) == nil:
+			return Observed(e, "GET /v2/logging answered the log settings")
+		default:
+			r := Absent(e, "GET /v2/logging: %s", clipped(e.Got(), 160))
+			absent = &r
+		}
+	}
+	if p.Targeted(TransportGRPC) {
+		resp := &pb.LogSettingsResponse{}
+		c := p.Call(ctx, "LogSettings", &pb.LogSettingsRequest{}, resp)
+		switch {
+		case GRPCNoAnswer(c.Err) != nil:
+		case c.Err == nil && resp.GetSettings()["log_verbose_level"] != nil:
+			return Observed(c, "LogSettings answered the log settings")
+		case absent == nil:
+			r := Absent(c, "LogSettings{}: %s", clipped(c.Got(), 160))
+			absent = &r
+		}
+	}
+	if absent != nil {
+		return *absent
+	}
+	return Inconclusive(nil, "no answer to the log settings")
+})
+
+// restLog is a REST log settings answer, read as sent.
+type restLog struct {
+	members map[string]json.RawMessage
+	verbose uint64
+}
+
+// readLogSettings checks OIP-EXT-LOG-002's shapes in a 200 answer.
+func readLogSettings(e *Exchange) (restLog, error) {
+	if e.Status != http.StatusOK {
+		return restLog{}, fmt.Errorf("%s: %s, want 200 with the log settings", e.What(), e.Got())
+	}
+	m, err := DecodeObject(e.Body)
+	if err != nil {
+		return restLog{}, fmt.Errorf("%s: %v", e.What(), err)
+	}
+	var list []error
+	if _, err := StringField(m, "log_file"); err != nil {
+		list = append(list, err)
+	}
+	for _, k := range []string{"log_info", "log_warning", "log_error"} {
+		var b bool
+		if raw, ok := m[k]; !ok {
+			list = append(list, fmt.Errorf("%q is missing", k))
+		} else if string(raw) == "null" || json.Unmarshal(raw, &b) != nil {
+			list = append(list, fmt.Errorf("%q is %s, want a boolean", k, clipped(string(raw), 40)))
+		}
+	}
+	verbose, err := countField(m, "log_verbose_level")
+	if err != nil {
+		list = append(list, err)
+	}
+	if f, err := StringField(m, "log_format"); err != nil {
+		list = append(list, err)
+	} else if f != "default" && f != "ISO8601" {
+		list = append(list, fmt.Errorf("\"log_format\" is %q, want \"default\" or \"ISO8601\"", f))
+	}
+	return restLog{members: m, verbose: verbose}, errors.Join(list...)
+}
+
+func logSettingsErr(e *Exchange) error {
+	_, err := readLogSettings(e)
+	return err
+}
+
+// postLog sends POST /v2/logging with body.
+func postLog(ctx context.Context, body string) *Exchange {
+	return Do(ctx, http.MethodPost, "/v2/logging", jsonHeader(), []byte(body))
+}
+
+// restoreLog puts setting back to its value in before when the spec ends.
+func restoreLog(before restLog, setting string) {
+	raw, ok := before.members[setting]
+	if !ok {
+		return
+	}
+	DeferCleanup(func(ctx SpecContext) {
+		postLog(ctx, fmt.Sprintf(`{%q: %s}`, setting, raw))
+	})
+}
+
+// readLogOrStop reads the settings; ok is false (finding recorded under
+// req) when they cannot be read.
+func readLogOrStop(ctx context.Context, req string) (restLog, bool) {
+	var s restLog
+	ok := Verify(req, Get(ctx, "/v2/logging")).To(Satisfy(func(e *Exchange) error {
+		var err error
+		s, err = readLogSettings(e)
+		return err
+	}), "the log settings must be readable for the update to be checked")
+	return s, ok
+}
+
+// otherLevel is a verbose level different from the current one.
+func otherLevel(cur uint64) uint64 {
+	if cur == 1 {
+		return 2
+	}
+	return 1
+}
+
+var _ = Describe("REST logging", Over(TransportREST), Needs(specs.ExtLogging), func() {
+	It("advertises logging in server metadata", Req("OIP-EXT-LOG-001"), func(ctx SpecContext) {
+		Verify("OIP-EXT-LOG-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+			exts, err := extensionsField(o.Members)
+			if err != nil {
+				return err
+			}
+			return advertisedErr(exts, specs.ExtLogging)
+		}))
+	})
+
+	It("answers GET /v2/logging with the six log settings and their types", Req("OIP-EXT-LOG-002"), func(ctx SpecContext) {
+		Verify("OIP-EXT-LOG-002", Get(ctx, "/v2/logging")).To(Satisfy(logSettingsErr))
+	})
+
+	It("changes only the settings a POST names and answers with all of them", Req("OIP-EXT-LOG-003"), func(ctx SpecContext) {
+		before, ok := readLogOrStop(ctx, "OIP-EXT-LOG-003")
+		if !ok {
+			return
+		}
+		restoreLog(before, "log_verbose_level")
+		want := otherLevel(before.verbose)
+		check := func(e *Exchange) error {
+			after, err := readLogSettings(e)
+			if err != nil {
+				return err
+			}
+			var list []error
+			if after.verbose != want {
+				list = append(list, fmt.Errorf("log_verbose_level is %d after setting it to %d", after.verbose, want))
+			}
+			for _, k := range logKeys {
+				if k != "log_verbose_level" && !bytes.Equal(after.members[k], before.members[k]) {
+					list = append(list, fmt.Errorf("%s changed from %s to %s, but the update named only log_verbose_level", k, before.members[k], after.members[k]))
+				}
+			}
+			return errors.Join(list...)
+		}
+		if Verify("OIP-EXT-LOG-003", postLog(ctx, fmt.Sprintf(`{"log_verbose_level": %d}`, want))).To(Satisfy(check)) {
+			Verify("OIP-EXT-LOG-003", Get(ctx, "/v2/logging")).To(Satisfy(check), "a later GET must agree with the update")
+		}
+	})
+
+	It("refuses to change log_file", Req("OIP-EXT-LOG-004"), func(ctx SpecContext) {
+		before, ok := readLogOrStop(ctx, "OIP-EXT-LOG-004")
+		if !ok {
+			return
+		}
+		restoreLog(before, "log_file")
+		AfterNegative()
+		Verify("OIP-EXT-LOG-004", postLog(ctx, `{"log_file": "/var/log/oipkit-conformance.log"}`)).To(BeRejected())
+	})
+
+	It("refuses a negative log_verbose_level", Req("OIP-EXT-LOG-005"), func(ctx SpecContext) {
+		before, ok := readLogOrStop(ctx, "OIP-EXT-LOG-005")
+		if !ok {
+			return
+		}
+		restoreLog(before, "log_verbose_level")
+		AfterNegative()
+		Verify("OIP-EXT-LOG-005", postLog(ctx, `{"log_verbose_level": -1}`)).To(BeRejected())
+	})
+
+	It("answers a refused update with an error status and {\"error\": string}", Req("OIP-EXT-LOG-006"), func(ctx SpecContext) {
+		before, ok := readLogOrStop(ctx, "OIP-EXT-LOG-006")
+		if !ok {
+			return
+		}
+		restoreLog(before, "log_format")
+		AfterNegative()
+		Verify("OIP-EXT-LOG-006", postLog(ctx, `{"log_format": "xml"}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
+	})
+})
+
+// grpcLogLevel reads log_verbose_level from a LogSettings answer after
+// checking that it carries all six settings with their types.
+func grpcLogLevel(r *pb.LogSettingsResponse) (uint32, error) {
+	m := r.GetSettings()
+	var list []error
+	kind := func(k, want string, ok bool) {
+		if _, present := m[k]; !present {
+			list = append(list, fmt.Errorf("settings[%q] is missing", k))
+		} else if !ok {
+			list = append(list, fmt.Errorf("settings[%q] is %v, want a %s", k, m[k], want))
+		}
+	}
+	for _, k := range []string{"log_file", "log_format"} {
+		_, ok := m[k].GetParameterChoice().(*pb.LogSettingsResponse_SettingValue_StringParam)
+		kind(k, "string_param", ok)
+	}
+	for _, k := range []string{"log_info", "log_warning", "log_error"} {
+		_, ok := m[k].GetParameterChoice().(*pb.LogSettingsResponse_SettingValue_BoolParam)
+		kind(k, "bool_param", ok)
+	}
+	level, ok := m["log_verbose_level"].GetParameterChoice().(*pb.LogSettingsResponse_SettingValue_Uint32Param)
+	kind("log_verbose_level", "uint32_param", ok)
+	if err := errors.Join(list...); err != nil {
+		return 0, err
+	}
+	return level.Uint32Param, nil
+}
+
+var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), func() {
+	It("advertises logging in server metadata", Req("OIP-EXT-LOG-001"), func(ctx SpecContext) {
+		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
+		Verify("OIP-EXT-LOG-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+			return advertisedErr(m.GetExtensions(), specs.ExtLogging)
+		}))
+	})
+
+	It("changes log_verbose_level with a uint32_param and answers every setting", Req("OIP-EXT-LOG-007"), func(ctx SpecContext) {
+		first, c := Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{}, Stub().LogSettings)
+		var before uint32
+		if !Verify("OIP-EXT-LOG-007", c).To(Satisfy(func(r *pb.LogSettingsResponse) error {
+			var err error
+			before, err = grpcLogLevel(r)
+			return err
+		}), "an empty LogSettings request must answer the current settings") {
+			return
+		}
+		DeferCleanup(func(ctx SpecContext) {
+			Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{Settings: map[string]*pb.LogSettingsRequest_SettingValue{
+				"log_verbose_level": {ParameterChoice: &pb.LogSettingsRequest_SettingValue_Uint32Param{Uint32Param: before}}}}, Stub().LogSettings)
+		})
+		want := uint32(otherLevel(uint64(before)))
+		check := func(r *pb.LogSettingsResponse) error {
+			level, err := grpcLogLevel(r)
+			if err != nil {
+				return err
+			}
+			if level != want {
+				return fmt.Errorf("log_verbose_level is %d after setting it to %d", level, want)
+			}
+			for _, k := range slices.Sorted(maps.Keys(first.GetSettings())) {
+				if k != "log_verbose_level" && !equalSetting(first.GetSettings()[k], r.GetSettings()[k]) {
+					return fmt.Errorf("settings[%q] changed from %v to %v, but the update named only log_verbose_level", k, first.GetSettings()[k], r.GetSettings()[k])
+				}
+			}
+			return nil
+		}
+		_, c = Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{Settings: map[string]*pb.LogSettingsRequest_SettingValue{
+			"log_verbose_level": {ParameterChoice: &pb.LogSettingsRequest_SettingValue_Uint32Param{Uint32Param: want}}}}, Stub().LogSettings)
+		if Verify("OIP-EXT-LOG-007", c).To(Satisfy(check)) {
+			_, c = Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{}, Stub().LogSettings)
+			Verify("OIP-EXT-LOG-007", c).To(Satisfy(check), "a later read must agree with the update")
+		}
+	})
+})
+
+func equalSetting(a, b *pb.LogSettingsResponse_SettingValue) bool { return proto.Equal(a, b) }

@@ -1,0 +1,113 @@
+package suite
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
+)
+
+// OIP-EXT-PARAM: the parameters extension (Triton's): custom request
+// parameters reach the model. The param_echo fixture answers the custom
+// parameter "echo" as its one BYTES output, so what the model received is
+// visible. Keys Triton reserves (any triton_ prefix) are not custom
+// parameters: sending one breaks a rule on clients, so a server that
+// accepts it is lenient.
+
+// echoValue is the custom parameter sent; the model must answer it.
+const echoValue = "oipkit custom parameter ✓"
+
+func echoInput() tensor.Tensor { return int32s("INPUT0", []int64{1}, 0) }
+
+func echoOutput() tensor.Tensor {
+	return tensor.Tensor{Name: "OUTPUT0", Datatype: tensor.Bytes, Shape: []int64{1}, Data: [][]byte{[]byte(echoValue)}}
+}
+
+func echoBody() Body {
+	b := Request(JSONInput(echoInput()))
+	b.JSON["parameters"] = Obj{"echo": echoValue}
+	return b
+}
+
+func echoPB() *pb.ModelInferRequest {
+	req := PBRequest("param_echo", false, echoInput())
+	req.Parameters = map[string]*pb.InferParameter{"echo": {ParameterChoice: &pb.InferParameter_StringParam{StringParam: echoValue}}}
+	return req
+}
+
+// The probe sends param_echo its parameter over REST, then gRPC: the value
+// coming back is the extension at work. Extension fixtures are looked for
+// after the probes, so an error answer (param_echo may not be deployed) is
+// inconclusive.
+var _ = RegisterProbe(specs.ExtParameters, func(ctx context.Context, p *Prober) ProbeResult {
+	if p.Targeted(TransportREST) {
+		e := p.Post(ctx, "param_echo", "", echoBody())
+		if ok, _ := HaveOutputs(echoOutput()).Match(e); ok {
+			return Observed(e, "param_echo answered its custom parameter")
+		}
+	}
+	if p.Targeted(TransportGRPC) {
+		resp := &pb.ModelInferResponse{}
+		c := p.Call(ctx, "ModelInfer", echoPB(), resp)
+		if c.Err == nil {
+			if got, err := PBOutput(resp, "OUTPUT0"); err == nil && compareEcho(got) {
+				return Observed(c, "param_echo answered its custom parameter")
+			}
+		}
+	}
+	return Inconclusive(nil, "param_echo did not answer its custom parameter (not deployed?)")
+})
+
+func compareEcho(t tensor.Tensor) bool {
+	b, ok := t.Data.([][]byte)
+	return ok && len(b) == 1 && string(b[0]) == echoValue
+}
+
+var _ = Describe("REST parameters", Over(TransportREST), Needs(specs.ExtParameters), func() {
+	It("advertises parameters and passes a custom parameter to the model", Req("OIP-EXT-PARAM-001"), func(ctx SpecContext) {
+		Verify("OIP-EXT-PARAM-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+			exts, err := extensionsField(o.Members)
+			if err != nil {
+				return err
+			}
+			return advertisedErr(exts, specs.ExtParameters)
+		}))
+		NeedFixture("param_echo")
+		Verify("OIP-EXT-PARAM-001", Post(ctx, "param_echo", "", echoBody())).To(HaveOutputs(echoOutput()))
+	})
+
+	It("refuses a custom parameter with the reserved prefix triton_", Req("OIP-EXT-PARAM-002"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		AfterNegative()
+		b, _, _ := addSubRequest()
+		b.JSON["parameters"] = Obj{"triton_oipkit_custom": 1}
+		Verify("OIP-EXT-PARAM-002", Post(ctx, "add_sub", "", b)).To(BeRejected())
+	})
+})
+
+var _ = Describe("gRPC parameters", Over(TransportGRPC), Needs(specs.ExtParameters), func() {
+	It("advertises parameters and passes a custom parameter to the model", Req("OIP-EXT-PARAM-001"), func(ctx SpecContext) {
+		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
+		Verify("OIP-EXT-PARAM-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+			return advertisedErr(m.GetExtensions(), specs.ExtParameters)
+		}))
+		NeedFixture("param_echo")
+		_, c = Infer(ctx, echoPB())
+		Verify("OIP-EXT-PARAM-001", c).To(HaveOutputs(echoOutput()))
+	})
+
+	It("refuses a custom parameter with the reserved prefix triton_", Req("OIP-EXT-PARAM-002"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		AfterNegative()
+		req, _, _ := addSubPB(false)
+		req.Parameters = map[string]*pb.InferParameter{"triton_oipkit_custom": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: 1}}}
+		_, c := Infer(ctx, req)
+		if Answered(c) {
+			Verify("OIP-EXT-PARAM-002", c).To(BeRejected())
+		}
+	})
+})

@@ -1,0 +1,345 @@
+package suite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+)
+
+// OIP-EXT-TRACE: the trace extension (Triton's): trace settings of the
+// server (/v2/trace/setting) and of a model (/v2/models/{m}/trace/setting)
+// over REST, TraceSetting over gRPC. Values are strings, trace_level an
+// array of strings.
+//
+// Only trace_rate is changed on purpose, on the server and on add_sub; the
+// specs put it back when they end (DeferCleanup): the value read first on
+// the server, and null (follow the server) on add_sub.
+
+// traceKeys are the settings every answer carries.
+var traceKeys = []string{"trace_file", "trace_level", "trace_rate", "trace_count", "log_frequency"}
+
+const traceGlobal = "/v2/trace/setting"
+
+func traceModelPath(m string) string { return "/v2/models/" + PathEscape(m) + "/trace/setting" }
+
+// The probe reads the server's settings over REST, then over gRPC.
+var _ = RegisterProbe(specs.ExtTrace, func(ctx context.Context, p *Prober) ProbeResult {
+	var absent *ProbeResult
+	if p.Targeted(TransportREST) {
+		e := p.Get(ctx, traceGlobal)
+		switch {
+		case e.Err != nil:
+		case traceSettingsErr(e) == nil:
+			return Observed(e, "GET /v2/trace/setting answered the trace settings")
+		default:
+			r := Absent(e, "GET /v2/trace/setting: %s", clipped(e.Got(), 160))
+			absent = &r
+		}
+	}
+	if p.Targeted(TransportGRPC) {
+		resp := &pb.TraceSettingResponse{}
+		c := p.Call(ctx, "TraceSetting", &pb.TraceSettingRequest{}, resp)
+		switch {
+		case GRPCNoAnswer(c.Err) != nil:
+		case c.Err == nil && resp.GetSettings()["trace_level"] != nil:
+			return Observed(c, "TraceSetting answered the trace settings")
+		case absent == nil:
+			r := Absent(c, "TraceSetting{}: %s", clipped(c.Got(), 160))
+			absent = &r
+		}
+	}
+	if absent != nil {
+		return *absent
+	}
+	return Inconclusive(nil, "no answer to the trace settings")
+})
+
+// traceSettings are settings as values: each a list of strings.
+type traceSettings map[string][]string
+
+// readTraceSettings checks OIP-EXT-TRACE-002's shapes in a 200 answer.
+func readTraceSettings(e *Exchange) (traceSettings, error) {
+	if e.Status != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s, want 200 with the trace settings", e.What(), e.Got())
+	}
+	m, err := DecodeObject(e.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", e.What(), err)
+	}
+	out := traceSettings{}
+	var list []error
+	for _, k := range traceKeys {
+		raw, ok := m[k]
+		if !ok {
+			list = append(list, fmt.Errorf("%q is missing", k))
+			continue
+		}
+		var one string
+		var many []string
+		switch {
+		case json.Unmarshal(raw, &one) == nil && k != "trace_level":
+			out[k] = []string{one}
+		case json.Unmarshal(raw, &many) == nil && many != nil:
+			out[k] = many
+		default:
+			list = append(list, fmt.Errorf("%q is %s, want a string or an array of strings", k, clipped(string(raw), 60)))
+		}
+	}
+	if levels, ok := out["trace_level"]; ok {
+		for _, l := range levels {
+			if l != "OFF" && l != "TIMESTAMPS" && l != "TENSORS" {
+				list = append(list, fmt.Errorf("trace_level %q holds %q, want OFF, TIMESTAMPS or TENSORS", levels, l))
+			}
+		}
+	}
+	return out, errors.Join(list...)
+}
+
+func traceSettingsErr(e *Exchange) error {
+	_, err := readTraceSettings(e)
+	return err
+}
+
+func postTrace(ctx context.Context, path, body string) *Exchange {
+	return Do(ctx, http.MethodPost, path, jsonHeader(), []byte(body))
+}
+
+// readTraceOrStop reads the settings at path; ok is false (finding
+// recorded under req) when they cannot be read.
+func readTraceOrStop(ctx context.Context, req, path string) (traceSettings, bool) {
+	var s traceSettings
+	ok := Verify(req, Get(ctx, path)).To(Satisfy(func(e *Exchange) error {
+		var err error
+		s, err = readTraceSettings(e)
+		return err
+	}), "the trace settings must be readable for the update to be checked")
+	return s, ok
+}
+
+// otherRate is a trace_rate different from cur.
+func otherRate(cur []string) string {
+	if slices.Equal(cur, []string{"1000"}) {
+		return "999"
+	}
+	return "1000"
+}
+
+// sameExcept checks that only key differs between before and after.
+func (after traceSettings) sameExcept(before traceSettings, key string) error {
+	var list []error
+	for _, k := range traceKeys {
+		if k != key && !slices.Equal(before[k], after[k]) {
+			list = append(list, fmt.Errorf("%s changed from %q to %q, but the update named only %s", k, before[k], after[k], key))
+		}
+	}
+	return errors.Join(list...)
+}
+
+// restoreGlobalRate puts the server's trace_rate back when the spec ends.
+func restoreGlobalRate(before traceSettings) {
+	if len(before["trace_rate"]) != 1 {
+		return
+	}
+	DeferCleanup(func(ctx SpecContext) {
+		if Targeted(TransportREST) {
+			postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_rate": %q}`, before["trace_rate"][0]))
+			return
+		}
+		Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{Settings: map[string]*pb.TraceSettingRequest_SettingValue{
+			"trace_rate": {Value: before["trace_rate"]}}}, Stub().TraceSetting)
+	})
+}
+
+// clearModelRate lets add_sub's trace_rate follow the server's again when
+// the spec ends.
+func clearModelRate() {
+	DeferCleanup(func(ctx SpecContext) {
+		if Targeted(TransportREST) {
+			postTrace(ctx, traceModelPath("add_sub"), `{"trace_rate": null}`)
+			return
+		}
+		Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{ModelName: "add_sub", Settings: map[string]*pb.TraceSettingRequest_SettingValue{
+			"trace_rate": {}}}, Stub().TraceSetting)
+	})
+}
+
+var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func() {
+	It("advertises trace in server metadata", Req("OIP-EXT-TRACE-001"), func(ctx SpecContext) {
+		Verify("OIP-EXT-TRACE-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+			exts, err := extensionsField(o.Members)
+			if err != nil {
+				return err
+			}
+			return advertisedErr(exts, specs.ExtTrace)
+		}))
+	})
+
+	It("answers the server's and a model's trace settings with string values", Req("OIP-EXT-TRACE-002"), func(ctx SpecContext) {
+		Verify("OIP-EXT-TRACE-002", Get(ctx, traceGlobal)).To(Satisfy(traceSettingsErr))
+		NeedFixture("add_sub")
+		Verify("OIP-EXT-TRACE-002", Get(ctx, traceModelPath("add_sub"))).To(Satisfy(traceSettingsErr))
+	})
+
+	It("changes only the settings a POST names and answers with the settings", Req("OIP-EXT-TRACE-003"), func(ctx SpecContext) {
+		before, ok := readTraceOrStop(ctx, "OIP-EXT-TRACE-003", traceGlobal)
+		if !ok {
+			return
+		}
+		restoreGlobalRate(before)
+		want := otherRate(before["trace_rate"])
+		check := func(e *Exchange) error {
+			after, err := readTraceSettings(e)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(after["trace_rate"], []string{want}) {
+				return fmt.Errorf("trace_rate is %q after setting it to %q", after["trace_rate"], want)
+			}
+			return after.sameExcept(before, "trace_rate")
+		}
+		if Verify("OIP-EXT-TRACE-003", postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_rate": %q}`, want))).To(Satisfy(check)) {
+			Verify("OIP-EXT-TRACE-003", Get(ctx, traceGlobal)).To(Satisfy(check), "a later GET must agree with the update")
+		}
+	})
+
+	It("clears a model setting with null, so that the server's applies", Req("OIP-EXT-TRACE-004"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		global, ok := readTraceOrStop(ctx, "OIP-EXT-TRACE-004", traceGlobal)
+		if !ok {
+			return
+		}
+		before, ok := readTraceOrStop(ctx, "OIP-EXT-TRACE-004", traceModelPath("add_sub"))
+		if !ok {
+			return
+		}
+		clearModelRate()
+		own := "5"
+		if slices.Equal(global["trace_rate"], []string{own}) {
+			own = "6"
+		}
+		set := postTrace(ctx, traceModelPath("add_sub"), fmt.Sprintf(`{"trace_rate": %q}`, own))
+		if !Verify("OIP-EXT-TRACE-004", set).To(Satisfy(func(e *Exchange) error {
+			after, err := readTraceSettings(e)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(after["trace_rate"], []string{own}) {
+				return fmt.Errorf("add_sub's trace_rate is %q after setting it to %q", after["trace_rate"], own)
+			}
+			// The other settings are the model's own or, at a first
+			// update, copied from the server's: unchanged either way.
+			return after.sameExcept(before, "trace_rate")
+		})) {
+			return
+		}
+		Verify("OIP-EXT-TRACE-004", postTrace(ctx, traceModelPath("add_sub"), `{"trace_rate": null}`)).To(Satisfy(func(e *Exchange) error {
+			after, err := readTraceSettings(e)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(after["trace_rate"], global["trace_rate"]) {
+				return fmt.Errorf("add_sub's trace_rate is %q after clearing it, want the server's %q", after["trace_rate"], global["trace_rate"])
+			}
+			return nil
+		}))
+	})
+
+	It("answers a refused update with an error status and {\"error\": string}", Req("OIP-EXT-TRACE-005"), func(ctx SpecContext) {
+		before, ok := readTraceOrStop(ctx, "OIP-EXT-TRACE-005", traceGlobal)
+		if !ok {
+			return
+		}
+		if levels, err := json.Marshal(before["trace_level"]); err == nil {
+			DeferCleanup(func(ctx SpecContext) { postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_level": %s}`, levels)) })
+		}
+		AfterNegative()
+		Verify("OIP-EXT-TRACE-005", postTrace(ctx, traceGlobal, `{"trace_level": ["BOGUS"]}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
+	})
+})
+
+// grpcTrace reads a TraceSetting answer.
+func grpcTrace(r *pb.TraceSettingResponse) (traceSettings, error) {
+	out := traceSettings{}
+	for k, v := range r.GetSettings() {
+		out[k] = v.GetValue()
+	}
+	if _, ok := out["trace_rate"]; !ok {
+		return out, fmt.Errorf("settings[\"trace_rate\"] is missing (settings: %v)", out)
+	}
+	return out, nil
+}
+
+var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func() {
+	It("advertises trace in server metadata", Req("OIP-EXT-TRACE-001"), func(ctx SpecContext) {
+		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
+		Verify("OIP-EXT-TRACE-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+			return advertisedErr(m.GetExtensions(), specs.ExtTrace)
+		}))
+	})
+
+	It("changes a setting with TraceSetting and clears a model's with an empty value", Req("OIP-EXT-TRACE-006"), func(ctx SpecContext) {
+		var before traceSettings
+		_, c := Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{}, Stub().TraceSetting)
+		if !Verify("OIP-EXT-TRACE-006", c).To(Satisfy(func(r *pb.TraceSettingResponse) error {
+			var err error
+			before, err = grpcTrace(r)
+			return err
+		}), "an empty TraceSetting request must answer the server's settings") {
+			return
+		}
+		restoreGlobalRate(before)
+		want := otherRate(before["trace_rate"])
+		check := func(r *pb.TraceSettingResponse) error {
+			after, err := grpcTrace(r)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(after["trace_rate"], []string{want}) {
+				return fmt.Errorf("trace_rate is %q after setting it to %q", after["trace_rate"], want)
+			}
+			return after.sameExcept(before, "trace_rate")
+		}
+		_, c = Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{Settings: map[string]*pb.TraceSettingRequest_SettingValue{
+			"trace_rate": {Value: []string{want}}}}, Stub().TraceSetting)
+		if !Verify("OIP-EXT-TRACE-006", c).To(Satisfy(check)) {
+			return
+		}
+		_, c = Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{}, Stub().TraceSetting)
+		Verify("OIP-EXT-TRACE-006", c).To(Satisfy(check), "a later read must agree with the update")
+
+		if !Current().Deployed("add_sub") {
+			return
+		}
+		clearModelRate()
+		model := func(v ...string) *pb.TraceSettingRequest {
+			return &pb.TraceSettingRequest{ModelName: "add_sub", Settings: map[string]*pb.TraceSettingRequest_SettingValue{"trace_rate": {Value: v}}}
+		}
+		_, c = Invoke(ctx, "TraceSetting", model("5"), Stub().TraceSetting)
+		if !Verify("OIP-EXT-TRACE-006", c).To(Satisfy(func(r *pb.TraceSettingResponse) error {
+			s, err := grpcTrace(r)
+			if err == nil && !slices.Equal(s["trace_rate"], []string{"5"}) {
+				err = fmt.Errorf("add_sub's trace_rate is %q after setting it to \"5\"", s["trace_rate"])
+			}
+			return err
+		})) {
+			return
+		}
+		_, c = Invoke(ctx, "TraceSetting", model(), Stub().TraceSetting)
+		Verify("OIP-EXT-TRACE-006", c).To(Satisfy(func(r *pb.TraceSettingResponse) error {
+			s, err := grpcTrace(r)
+			if err == nil && !slices.Equal(s["trace_rate"], []string{want}) {
+				err = fmt.Errorf("add_sub's trace_rate is %q after clearing it with an empty value, want the server's %q", s["trace_rate"], want)
+			}
+			return err
+		}))
+	})
+})

@@ -1,0 +1,52 @@
+package reference
+
+import (
+	"context"
+	"time"
+
+	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/specs"
+)
+
+// The schedule_policy extension (Triton's): the request parameters priority
+// (0 the default, 1 the highest) and timeout (microseconds). The reference
+// server has no scheduler queue, every request runs on arrival, so priority
+// is checked and has nothing to reorder; timeout bounds the model's run:
+// a model still running when it expires is cancelled and the request fails
+// (504 over REST, DEADLINE_EXCEEDED over gRPC).
+
+var extSchedulePolicy = extension{name: specs.ExtSchedulePolicy, advertised: true}
+
+// Request parameters of the extension.
+const (
+	paramPriority = "priority"
+	paramTimeout  = "timeout"
+)
+
+// maxRequestTimeout bounds timeout so that the conversion cannot overflow.
+const maxRequestTimeout = 365 * 24 * time.Hour
+
+// checkSchedule checks priority and timeout, when present: non-negative
+// integers.
+func checkSchedule(p oip.Parameters) error {
+	for _, k := range []string{paramPriority, paramTimeout} {
+		v, present := p[k]
+		if !present {
+			continue
+		}
+		if n, ok := p.Int(k); !ok || n < 0 {
+			return invalidf("request parameter %q is %v; want an integer of at least 0", k, v)
+		}
+	}
+	return nil
+}
+
+// scheduleContext bounds ctx by the request's timeout, when it has one.
+func scheduleContext(ctx context.Context, p oip.Parameters) (context.Context, context.CancelFunc) {
+	us, ok := p.Int(paramTimeout)
+	if !ok || us <= 0 {
+		return ctx, func() {}
+	}
+	d := min(time.Duration(min(us, int64(maxRequestTimeout/time.Microsecond)))*time.Microsecond, maxRequestTimeout)
+	return context.WithTimeout(ctx, d)
+}
