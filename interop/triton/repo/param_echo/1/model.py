@@ -1,0 +1,1 @@
+../../../models/param_echo.py
