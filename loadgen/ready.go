@@ -37,9 +37,10 @@ const (
 func controlClient(addr string, p client.Protocol, opts client.Options) (client.Client, error) {
 	opts.MaxResponseBytes = maxControlBytes
 	opts.Connections = 1
-	if opts.Timeout <= 0 || opts.Timeout > probeTimeout {
-		opts.Timeout = probeTimeout
-	}
+	// Control calls get their own budget: a request timeout set for the
+	// model's answers (--timeout 2ms to count timeouts) must not make a
+	// loaded machine's readiness probe fail.
+	opts.Timeout = probeTimeout
 	return client.New(addr, p, opts)
 }
 
@@ -163,7 +164,7 @@ func notFound(err error) bool {
 // describe reads the server and model metadata through the bounded
 // control client and refuses metadata beyond the generator's caps.
 func (t *OIPTarget) describe(ctx context.Context) (*oip.ServerMetadata, *oip.ModelMetadata, error) {
-	mctx, cancel := context.WithTimeout(ctx, min(t.cfg.Timeout.D(), probeTimeout))
+	mctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	sm, err := t.ctl.ServerMetadata(mctx)
 	if err != nil {
