@@ -12,14 +12,7 @@ import (
 func (c *REST) LogSettings(ctx context.Context) (*oip.LogSettings, error) {
 	const op = "LogSettings"
 	raw, err := c.get(ctx, op, "/v2/logging")
-	if err != nil {
-		return nil, err
-	}
-	s := new(oip.LogSettings)
-	if err := decodeJSON(op, raw, "log settings", s); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return jsonAnswer[oip.LogSettings](op, "log settings", raw, err)
 }
 
 // UpdateLogSettings changes the settings u sets (POST /v2/logging) and
@@ -27,14 +20,7 @@ func (c *REST) LogSettings(ctx context.Context) (*oip.LogSettings, error) {
 func (c *REST) UpdateLogSettings(ctx context.Context, u oip.LogSettingsUpdate) (*oip.LogSettings, error) {
 	const op = "UpdateLogSettings"
 	raw, err := c.post(ctx, op, "/v2/logging", u)
-	if err != nil {
-		return nil, err
-	}
-	s := new(oip.LogSettings)
-	if err := decodeJSON(op, raw, "log settings", s); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return jsonAnswer[oip.LogSettings](op, "log settings", raw, err)
 }
 
 // LogSettings calls LogSettings with no change.

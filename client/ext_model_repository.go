@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/url"
 
 	"github.com/oipkit/oipkit/oip"
@@ -11,28 +10,6 @@ import (
 )
 
 // Calls of the model repository extension.
-
-// post sends a JSON body to path and turns a non-2xx answer into an *Error.
-func (c *REST) post(ctx context.Context, op, path string, body any) (*RawResponse, error) {
-	u, err := url.Parse(c.base + path)
-	if err != nil {
-		return nil, &Error{Op: op, Err: err}
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return nil, &Error{Op: op, Err: err}
-	}
-	h := c.getHeader.Clone()
-	h.Set("Content-Type", "application/json")
-	raw, err := c.send(ctx, op, http.MethodPost, u, h, c.opts.Host, b)
-	if err != nil {
-		return nil, err
-	}
-	if raw.Status < 200 || raw.Status > 299 {
-		return raw, statusError(op, raw)
-	}
-	return raw, nil
-}
 
 // RepositoryIndex lists the models of the repository (POST
 // /v2/repository/index); readyOnly keeps those ready for inference.

@@ -18,14 +18,7 @@ func (c *REST) ModelStatistics(ctx context.Context, model, version string) (*oip
 		path = modelPath(model, version) + "/stats"
 	}
 	raw, err := c.get(ctx, op, path)
-	if err != nil {
-		return nil, err
-	}
-	r := new(oip.StatisticsResponse)
-	if err := decodeJSON(op, raw, "statistics", r); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return jsonAnswer[oip.StatisticsResponse](op, "statistics", raw, err)
 }
 
 // ModelStatistics calls ModelStatistics.

@@ -21,14 +21,11 @@ func tracePath(model string) string {
 func (c *REST) TraceSettings(ctx context.Context, model string) (oip.TraceSettings, error) {
 	const op = "TraceSettings"
 	raw, err := c.get(ctx, op, tracePath(model))
+	s, err := jsonAnswer[oip.TraceSettings](op, "trace settings", raw, err)
 	if err != nil {
 		return nil, err
 	}
-	var s oip.TraceSettings
-	if err := decodeJSON(op, raw, "trace settings", &s); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return *s, nil
 }
 
 // UpdateTraceSettings changes the settings u names (POST
@@ -36,14 +33,11 @@ func (c *REST) TraceSettings(ctx context.Context, model string) (oip.TraceSettin
 func (c *REST) UpdateTraceSettings(ctx context.Context, model string, u oip.TraceSettings) (oip.TraceSettings, error) {
 	const op = "UpdateTraceSettings"
 	raw, err := c.post(ctx, op, tracePath(model), u)
+	s, err := jsonAnswer[oip.TraceSettings](op, "trace settings", raw, err)
 	if err != nil {
 		return nil, err
 	}
-	var s oip.TraceSettings
-	if err := decodeJSON(op, raw, "trace settings", &s); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return *s, nil
 }
 
 // TraceSettings calls TraceSetting with no change.

@@ -349,6 +349,28 @@ func (c *REST) get(ctx context.Context, op, path string) (*RawResponse, error) {
 	return raw, nil
 }
 
+// post sends a JSON body to path and turns a non-2xx answer into an *Error.
+func (c *REST) post(ctx context.Context, op, path string, body any) (*RawResponse, error) {
+	u, err := url.Parse(c.base + path)
+	if err != nil {
+		return nil, &Error{Op: op, Err: err}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, &Error{Op: op, Err: err}
+	}
+	h := c.getHeader.Clone()
+	h.Set("Content-Type", "application/json")
+	raw, err := c.send(ctx, op, http.MethodPost, u, h, c.opts.Host, b)
+	if err != nil {
+		return nil, err
+	}
+	if raw.Status < 200 || raw.Status > 299 {
+		return raw, statusError(op, raw)
+	}
+	return raw, nil
+}
+
 // health is a GET whose answer is 200 (true) or anything else (false).
 func (c *REST) health(ctx context.Context, op, path string) (bool, error) {
 	raw, err := c.get(ctx, op, path)
@@ -399,6 +421,19 @@ func bodyText(b []byte) string {
 	return strings.ToValidUTF8(string(b[:n]), "\uFFFD") + fmt.Sprintf("… (%d bytes)", len(b))
 }
 
+// jsonAnswer decodes the answer of a get or post (raw, err as they
+// returned) into a new T with decodeJSON.
+func jsonAnswer[T any](op, what string, raw *RawResponse, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	v := new(T)
+	if err := decodeJSON(op, raw, what, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // decodeJSON decodes a 2xx metadata answer; a body that is not a JSON object
 // of the expected shape is an *Error carrying the status and the body.
 func decodeJSON(op string, raw *RawResponse, what string, v any) error {
@@ -437,27 +472,13 @@ func (c *REST) ModelReady(ctx context.Context, model, version string) (bool, err
 func (c *REST) ServerMetadata(ctx context.Context) (*oip.ServerMetadata, error) {
 	const op = "ServerMetadata"
 	raw, err := c.get(ctx, op, "/v2")
-	if err != nil {
-		return nil, err
-	}
-	m := new(oip.ServerMetadata)
-	if err := decodeJSON(op, raw, "server metadata", m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return jsonAnswer[oip.ServerMetadata](op, "server metadata", raw, err)
 }
 
 func (c *REST) ModelMetadata(ctx context.Context, model, version string) (*oip.ModelMetadata, error) {
 	const op = "ModelMetadata"
 	raw, err := c.get(ctx, op, modelPath(model, version))
-	if err != nil {
-		return nil, err
-	}
-	m := new(oip.ModelMetadata)
-	if err := decodeJSON(op, raw, "model metadata", m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return jsonAnswer[oip.ModelMetadata](op, "model metadata", raw, err)
 }
 
 func (c *REST) Infer(ctx context.Context, req *oip.InferRequest) (*oip.InferResponse, error) {

@@ -144,6 +144,20 @@ else
   record skip tritonclient "no tritonclient venv"
 fi
 
+# load_check NAME ARGS...: one short closed-loop oipkit load run (ARGS name the target, model and
+# mode), recorded as check NAME with its rates; the result goes to $OUT/NAME.json.
+load_check() {
+  local name=$1
+  shift
+  timeout --foreground 120 "$OIPKIT" load "$@" --concurrency "$LOAD_CONCURRENCY" --duration "$LOAD_DURATION" \
+    --warmup 1s --progress never --threshold 'errors==0' --threshold 'timeouts==0' \
+    --output "$OUT/$name.json" > "$HOME_DIR/run/$RUNTIME-$name.txt" 2>&1
+  local rc=$?
+  local line
+  line=$(grep -m1 '^rates:' "$HOME_DIR/run/$RUNTIME-$name.txt")
+  if (( rc == 0 )); then record pass "$name" "${line#rates:    }"; else record fail "$name" "exit $rc; see $HOME_DIR/run/$RUNTIME-$name.txt"; fi
+}
+
 # load: the same short closed-loop run per protocol.
 # LOAD_PROTOCOLS (runtime.env) leaves out a protocol the runtime cannot be loaded over; why is
 # LOAD_SKIPPED_WHY, recorded as a skip.
@@ -153,24 +167,13 @@ done
 for proto in $LOAD_PROTOCOLS; do
   target=(--grpc "127.0.0.1:$GRPC_PORT")
   [[ $proto != http ]] || target=(--http "http://127.0.0.1:$HTTP_PORT")
-  timeout --foreground 120 "$OIPKIT" load "${target[@]}" --protocol "$proto" --model add_sub --concurrency "$LOAD_CONCURRENCY" \
-    --duration "$LOAD_DURATION" --warmup 1s --validate --progress never --threshold 'errors==0' --threshold 'timeouts==0' \
-    --output "$OUT/load-$proto.json" > "$HOME_DIR/run/$RUNTIME-load-$proto.txt" 2>&1
-  rc=$?
-  line=$(grep -m1 '^rates:' "$HOME_DIR/run/$RUNTIME-load-$proto.txt")
-  if (( rc == 0 )); then record pass "load-$proto" "${line#rates:    }"; else record fail "load-$proto" "exit $rc; see $HOME_DIR/run/$RUNTIME-load-$proto.txt"; fi
+  load_check "load-$proto" "${target[@]}" --protocol "$proto" --model add_sub --validate
 done
 
 # load-stream: streaming over gRPC ModelStreamInfer to the decoupled fixture stream_count (8
 # responses a request), for runtimes that deploy it (STREAM_LOAD=1 in runtime.env): time to first
 # response, gaps between responses, time to the last.
 if (( STREAM_LOAD )); then
-  timeout --foreground 120 "$OIPKIT" load --grpc "127.0.0.1:$GRPC_PORT" --model stream_count --streaming \
-    --input-data "$HERE/stream-count-8.json" --concurrency "$LOAD_CONCURRENCY" --duration "$LOAD_DURATION" --warmup 1s \
-    --progress never --threshold 'errors==0' --threshold 'timeouts==0' \
-    --output "$OUT/load-stream.json" > "$HOME_DIR/run/$RUNTIME-load-stream.txt" 2>&1
-  rc=$?
-  line=$(grep -m1 '^rates:' "$HOME_DIR/run/$RUNTIME-load-stream.txt")
-  if (( rc == 0 )); then record pass load-stream "${line#rates:    }"; else record fail load-stream "exit $rc; see $HOME_DIR/run/$RUNTIME-load-stream.txt"; fi
+  load_check load-stream --grpc "127.0.0.1:$GRPC_PORT" --model stream_count --streaming --input-data "$HERE/stream-count-8.json"
 fi
 exit $failed

@@ -81,6 +81,26 @@ func (t *OIPTarget) waitReady(ctx context.Context, timeout time.Duration, progre
 	wait := 50 * time.Millisecond
 	lastTold := start.Add(-readyProgressEvery / 2) // the first word after a second
 	var last error
+	// retryAfter records why the target is not ready yet, tells progress
+	// now and then, and waits (backing off) before the next attempt; it
+	// returns the error to end with when the wait is over.
+	retryAfter := func(why error) error {
+		last = why
+		if progress != nil && time.Since(lastTold) >= readyProgressEvery {
+			progress(time.Since(start), last.Error())
+			lastTold = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.Canceled {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w after %v: %v", ErrNotReady, timeout, last)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+		return nil
+	}
 	for {
 		if !identified {
 			err := t.identify(ctx)
@@ -95,20 +115,9 @@ func (t *OIPTarget) waitReady(ctx context.Context, timeout time.Duration, progre
 				return err
 			}
 			if !identified {
-				last = err
-				if progress != nil && time.Since(lastTold) >= readyProgressEvery {
-					progress(time.Since(start), last.Error())
-					lastTold = time.Now()
+				if err := retryAfter(err); err != nil {
+					return err
 				}
-				select {
-				case <-ctx.Done():
-					if ctx.Err() == context.Canceled {
-						return ctx.Err()
-					}
-					return fmt.Errorf("%w after %v: %v", ErrNotReady, timeout, last)
-				case <-time.After(wait):
-				}
-				wait = min(2*wait, time.Second)
 				continue
 			}
 		}
@@ -137,20 +146,9 @@ func (t *OIPTarget) waitReady(ctx context.Context, timeout time.Duration, progre
 		if terr := client.TLSError(err, t.tls); terr != nil {
 			return fmt.Errorf("%w: %w", ErrNotReady, terr)
 		}
-		last = err
-		if progress != nil && time.Since(lastTold) >= readyProgressEvery {
-			progress(time.Since(start), last.Error())
-			lastTold = time.Now()
+		if err := retryAfter(err); err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			if ctx.Err() == context.Canceled {
-				return ctx.Err()
-			}
-			return fmt.Errorf("%w after %v: %v", ErrNotReady, timeout, last)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
 	}
 }
 

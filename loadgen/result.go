@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -334,6 +335,21 @@ func (r *Result) WriteJSON(w io.Writer) error {
 // bounded error samples and per-interval summaries, so even a day-long run
 // with a sweep stays far below it.
 const MaxResultBytes = 256 << 20
+
+// ReadResultFile reads the result in the file at path (see ReadResult);
+// errors name the file.
+func ReadResultFile(path string) (*Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := ReadResult(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
 
 // ReadResult reads a result written by WriteJSON, by this or an earlier
 // version of oipkit (results of apiVersion loadgen.oipkit.dev/v1alpha1

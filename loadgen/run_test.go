@@ -3,7 +3,6 @@ package loadgen
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -135,24 +134,7 @@ func startGatedServer(t *testing.T, g *gate) string {
 	if err := repo.Add(gatedModel{model.NewAddSub(), g}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := reference.DefaultConfig()
-	cfg.HTTPAddr, cfg.GRPCAddr = "", "127.0.0.1:0"
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	srv, err := reference.New(cfg, repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return srv.GRPCAddr()
+	return referencetest.StartRepo(t, repo, func(c *reference.Config) { c.HTTPAddr = "" }).GRPCAddr()
 }
 
 // TestCoordinatedOmission stalls the server for 1s in the middle of a run.

@@ -188,27 +188,11 @@ const (
 // ModelInferRequest as map entries (a later entry of a key replaces an
 // earlier one, so this also overrides any the payload had).
 func appendSequenceParams(b []byte, step SequenceStep) []byte {
-	entry := func(b []byte, key string, value []byte) []byte {
-		n := protowire.SizeTag(fieldMapKey) + protowire.SizeBytes(len(key)) + protowire.SizeTag(fieldMapValue) + protowire.SizeBytes(len(value))
-		b = protowire.AppendTag(b, fieldRequestParameters, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(n))
-		b = protowire.AppendTag(b, fieldMapKey, protowire.BytesType)
-		b = protowire.AppendString(b, key)
-		b = protowire.AppendTag(b, fieldMapValue, protowire.BytesType)
-		return protowire.AppendBytes(b, value)
-	}
 	var v [16]byte
 	id := protowire.AppendVarint(protowire.AppendTag(v[:0], fieldParamInt64, protowire.VarintType), step.ID)
-	b = entry(b, paramSequenceID, id)
-	for _, f := range []struct {
-		key string
-		on  bool
-	}{{paramSequenceStart, step.Start}, {paramSequenceEnd, step.End}} {
-		var w [4]byte
-		flag := protowire.AppendVarint(protowire.AppendTag(w[:0], fieldParamBool, protowire.VarintType), protowire.EncodeBool(f.on))
-		b = entry(b, f.key, flag)
-	}
-	return b
+	b = appendParam(b, paramSequenceID, id)
+	b = appendBoolParam(b, paramSequenceStart, step.Start)
+	return appendBoolParam(b, paramSequenceEnd, step.End)
 }
 
 // DoSequence sends request seq as step of its sequence: over a stream when

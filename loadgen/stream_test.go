@@ -5,7 +5,6 @@ import (
 
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -260,24 +259,7 @@ func startMisbehaving(t *testing.T, models ...model.Model) string {
 			t.Fatal(err)
 		}
 	}
-	cfg := reference.DefaultConfig()
-	cfg.HTTPAddr, cfg.GRPCAddr = "", "127.0.0.1:0"
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	srv, err := reference.New(cfg, repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return srv.GRPCAddr()
+	return referencetest.StartRepo(t, repo, func(c *reference.Config) { c.HTTPAddr = "" }).GRPCAddr()
 }
 
 // TestStreamingNeverEnding: a stream that drips, floods or stays silent
@@ -486,9 +468,9 @@ func TestStreamingThresholds(t *testing.T) {
 	}
 }
 
-// An encoded request with appendEmptyFinalParam decodes with
+// An encoded request with emptyFinalParam appended decodes with
 // triton_enable_empty_final_response=true beside its own parameters.
-func TestAppendEmptyFinalParam(t *testing.T) {
+func TestEmptyFinalParam(t *testing.T) {
 	req := &inferencepb.ModelInferRequest{ModelName: "stream_count", Parameters: map[string]*inferencepb.InferParameter{
 		"x": {ParameterChoice: &inferencepb.InferParameter_Int64Param{Int64Param: 7}}}}
 	b, err := proto.Marshal(req)
@@ -496,7 +478,7 @@ func TestAppendEmptyFinalParam(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got inferencepb.ModelInferRequest
-	if err := proto.Unmarshal(appendEmptyFinalParam(b), &got); err != nil {
+	if err := proto.Unmarshal(append(b, emptyFinalParam...), &got); err != nil {
 		t.Fatal(err)
 	}
 	p := got.GetParameters()

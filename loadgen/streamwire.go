@@ -139,21 +139,30 @@ func appendRequestID(b, id []byte) []byte {
 	return protowire.AppendBytes(b, id)
 }
 
-// appendEmptyFinalParam adds triton_enable_empty_final_response=true to an
-// encoded ModelInferRequest. A decoupled model often ends a request with a
-// flags-only send (Triton's python backend examples do), which Triton
-// forwards only as an empty final response, and only when asked: without
-// it the end of the request never reaches the client. perf_analyzer asks
-// too; servers that do not know the parameter ignore it.
-func appendEmptyFinalParam(b []byte) []byte {
-	var v [4]byte
-	flag := protowire.AppendVarint(protowire.AppendTag(v[:0], fieldParamBool, protowire.VarintType), 1)
-	key := oip.ParamTritonEnableEmptyFinalResponse
-	n := protowire.SizeTag(fieldMapKey) + protowire.SizeBytes(len(key)) + protowire.SizeTag(fieldMapValue) + protowire.SizeBytes(len(flag))
+// emptyFinalParam is the map entry triton_enable_empty_final_response=true
+// of an encoded ModelInferRequest, appended to every streamed request. A
+// decoupled model often ends a request with a flags-only send (Triton's
+// python backend examples do), which Triton forwards only as an empty final
+// response, and only when asked: without it the end of the request never
+// reaches the client. perf_analyzer asks too; servers that do not know the
+// parameter ignore it.
+var emptyFinalParam = appendBoolParam(nil, oip.ParamTritonEnableEmptyFinalResponse, true)
+
+// appendParam appends the parameters map entry key → value (an encoded
+// InferParameter) to an encoded ModelInferRequest; a later entry of a key
+// replaces an earlier one.
+func appendParam(b []byte, key string, value []byte) []byte {
+	n := protowire.SizeTag(fieldMapKey) + protowire.SizeBytes(len(key)) + protowire.SizeTag(fieldMapValue) + protowire.SizeBytes(len(value))
 	b = protowire.AppendTag(b, fieldRequestParameters, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(n))
 	b = protowire.AppendTag(b, fieldMapKey, protowire.BytesType)
 	b = protowire.AppendString(b, key)
 	b = protowire.AppendTag(b, fieldMapValue, protowire.BytesType)
-	return protowire.AppendBytes(b, flag)
+	return protowire.AppendBytes(b, value)
+}
+
+// appendBoolParam appends the parameter key = on (bool_param).
+func appendBoolParam(b []byte, key string, on bool) []byte {
+	var v [4]byte
+	return appendParam(b, key, protowire.AppendVarint(protowire.AppendTag(v[:0], fieldParamBool, protowire.VarintType), protowire.EncodeBool(on)))
 }

@@ -203,14 +203,9 @@ func serverOrder(results []*loadgen.Result) func(string) int {
 }
 
 func readResultFile(path string) (*loadgen.Result, error) {
-	f, err := os.Open(path)
+	r, err := loadgen.ReadResultFile(path)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	r, err := loadgen.ReadResult(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(r.Sources) == 0 {
 		r.Sources = []string{path}

@@ -70,6 +70,11 @@ func Needs(fs ...Feature) ginkgo.Labels {
 	return out
 }
 
+// RunsLast orders a container after every other one: for specs that can
+// change a server's state for good (a failed model load under Triton's
+// strict readiness). Ginkgo runs higher priorities first; the default is 0.
+var RunsLast = ginkgo.SpecPriority(-1)
+
 // Over labels a container with its transport.
 func Over(t Transport) ginkgo.Labels {
 	if t != TransportREST && t != TransportGRPC {

@@ -134,3 +134,39 @@ func Observed(ev Evidencer, format string, args ...any) ProbeResult {
 func Absent(ev Evidencer, format string, args ...any) ProbeResult {
 	return ProbeResult{Outcome: reports.ProbeAbsent, Detail: fmt.Sprintf(format, args...), Evidence: ev}
 }
+
+// ProbeStep tries an extension over one transport: Observed when the
+// answer shows it working, Absent when an answer shows it missing,
+// Unanswered when no usable answer came.
+type ProbeStep func(ctx context.Context) ProbeResult
+
+// Unanswered is a probe step that got no usable answer: it decides nothing.
+func Unanswered() ProbeResult { return ProbeResult{Outcome: reports.ProbeInconclusive} }
+
+// RESTThenGRPC is the usual probe of an extension with a REST route and a
+// gRPC RPC: it runs the REST step when REST is targeted, then the gRPC step
+// when gRPC is. The first step that observes the extension decides; else
+// the first that found it absent; else the probe is inconclusive (why).
+func (p *Prober) RESTThenGRPC(ctx context.Context, rest, grpc ProbeStep, why string) ProbeResult {
+	var absent *ProbeResult
+	for _, s := range []struct {
+		tr   Transport
+		step ProbeStep
+	}{{TransportREST, rest}, {TransportGRPC, grpc}} {
+		if !p.Targeted(s.tr) {
+			continue
+		}
+		switch r := s.step(ctx); r.Outcome {
+		case reports.ProbeObserved:
+			return r
+		case reports.ProbeAbsent:
+			if absent == nil {
+				absent = &r
+			}
+		}
+	}
+	if absent != nil {
+		return *absent
+	}
+	return Inconclusive(nil, "%s", why)
+}

@@ -24,34 +24,26 @@ var _ = RegisterProbe(specs.ExtModelConfiguration, func(ctx context.Context, p *
 	if !p.Deployed("add_sub") {
 		return Inconclusive(nil, "fixture add_sub is not deployed")
 	}
-	var absent *ProbeResult
-	if p.Targeted(TransportREST) {
+	return p.RESTThenGRPC(ctx, func(ctx context.Context) ProbeResult {
 		e := p.Get(ctx, "/v2/models/add_sub/config")
 		switch {
 		case e.Err != nil:
+			return Unanswered()
 		case configJSONErr(e) == nil:
 			return Observed(e, "GET /v2/models/add_sub/config answered add_sub's configuration")
-		default:
-			r := Absent(e, "GET /v2/models/add_sub/config: %s", clipped(e.Got(), 160))
-			absent = &r
 		}
-	}
-	if p.Targeted(TransportGRPC) {
+		return Absent(e, "GET /v2/models/add_sub/config: %s", clipped(e.Got(), 160))
+	}, func(ctx context.Context) ProbeResult {
 		resp := &pb.ModelConfigResponse{}
 		c := p.Call(ctx, "ModelConfig", &pb.ModelConfigRequest{Name: "add_sub"}, resp)
 		switch {
 		case GRPCNoAnswer(c.Err) != nil:
+			return Unanswered()
 		case c.Err == nil && resp.GetConfig().GetName() == "add_sub":
 			return Observed(c, "ModelConfig answered add_sub's configuration")
-		case absent == nil:
-			r := Absent(c, "ModelConfig{add_sub}: %s", clipped(c.Got(), 160))
-			absent = &r
 		}
-	}
-	if absent != nil {
-		return *absent
-	}
-	return Inconclusive(nil, "no answer to the configuration of add_sub")
+		return Absent(c, "ModelConfig{add_sub}: %s", clipped(c.Got(), 160))
+	}, "no answer to the configuration of add_sub")
 })
 
 // configJSONErr checks a REST configuration of add_sub: a 200 JSON object

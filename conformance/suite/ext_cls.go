@@ -68,34 +68,26 @@ func clsPB(k int64) *pb.ModelInferRequest {
 // the probes, so an error answer (the classifier may not be deployed) is
 // inconclusive.
 var _ = RegisterProbe(specs.ExtClassification, func(ctx context.Context, p *Prober) ProbeResult {
-	var absent *ProbeResult
-	if p.Targeted(TransportREST) {
+	return p.RESTThenGRPC(ctx, func(ctx context.Context) ProbeResult {
 		e := p.Post(ctx, "classifier", "", clsBody(clsCount))
 		switch _, err := clsREST(e); {
 		case e.Err != nil || e.Status != http.StatusOK:
+			return Unanswered()
 		case err == nil:
 			return Observed(e, "classifier answered OUTPUT0 as classes")
-		default:
-			r := Absent(e, "classifier with classification %d: %s", clsCount, clipped(e.Got(), 160))
-			absent = &r
 		}
-	}
-	if p.Targeted(TransportGRPC) {
+		return Absent(e, "classifier with classification %d: %s", clsCount, clipped(e.Got(), 160))
+	}, func(ctx context.Context) ProbeResult {
 		resp := &pb.ModelInferResponse{}
 		c := p.Call(ctx, "ModelInfer", clsPB(int64(clsCount)), resp)
 		switch {
 		case c.Err != nil:
+			return Unanswered()
 		case clsErrOf(clsGRPC(resp)) == nil:
 			return Observed(c, "ModelInfer of classifier answered OUTPUT0 as classes")
-		case absent == nil:
-			r := Absent(c, "ModelInfer of classifier with classification %d: %s", clsCount, clipped(c.Got(), 160))
-			absent = &r
 		}
-	}
-	if absent != nil {
-		return *absent
-	}
-	return Inconclusive(nil, "no inference answer from the classifier (not deployed?)")
+		return Absent(c, "ModelInfer of classifier with classification %d: %s", clsCount, clipped(c.Got(), 160))
+	}, "no inference answer from the classifier (not deployed?)")
 })
 
 func clsErrOf(_ clsResult, err error) error { return err }

@@ -32,34 +32,26 @@ var logKeys = []string{"log_file", "log_info", "log_warning", "log_error", "log_
 
 // The probe reads the settings over REST, then over gRPC.
 var _ = RegisterProbe(specs.ExtLogging, func(ctx context.Context, p *Prober) ProbeResult {
-	var absent *ProbeResult
-	if p.Targeted(TransportREST) {
+	return p.RESTThenGRPC(ctx, func(ctx context.Context) ProbeResult {
 		e := p.Get(ctx, "/v2/logging")
 		switch {
 		case e.Err != nil:
+			return Unanswered()
 		case logSettingsErr(e) == nil:
 			return Observed(e, "GET /v2/logging answered the log settings")
-		default:
-			r := Absent(e, "GET /v2/logging: %s", clipped(e.Got(), 160))
-			absent = &r
 		}
-	}
-	if p.Targeted(TransportGRPC) {
+		return Absent(e, "GET /v2/logging: %s", clipped(e.Got(), 160))
+	}, func(ctx context.Context) ProbeResult {
 		resp := &pb.LogSettingsResponse{}
 		c := p.Call(ctx, "LogSettings", &pb.LogSettingsRequest{}, resp)
 		switch {
 		case GRPCNoAnswer(c.Err) != nil:
+			return Unanswered()
 		case c.Err == nil && resp.GetSettings()["log_verbose_level"] != nil:
 			return Observed(c, "LogSettings answered the log settings")
-		case absent == nil:
-			r := Absent(c, "LogSettings{}: %s", clipped(c.Got(), 160))
-			absent = &r
 		}
-	}
-	if absent != nil {
-		return *absent
-	}
-	return Inconclusive(nil, "no answer to the log settings")
+		return Absent(c, "LogSettings{}: %s", clipped(c.Got(), 160))
+	}, "no answer to the log settings")
 })
 
 // restLog is a REST log settings answer, read as sent.

@@ -26,34 +26,26 @@ import (
 
 // The probe asks for the repository index over REST, then over gRPC.
 var _ = RegisterProbe(specs.ExtModelRepository, func(ctx context.Context, p *Prober) ProbeResult {
-	var absent *ProbeResult
-	if p.Targeted(TransportREST) {
+	return p.RESTThenGRPC(ctx, func(ctx context.Context) ProbeResult {
 		e := p.Do(ctx, http.MethodPost, "/v2/repository/index", jsonHeader(), []byte("{}"))
 		switch {
 		case e.Err != nil:
+			return Unanswered()
 		case indexErr(e) == nil:
 			return Observed(e, "POST /v2/repository/index answered the repository index")
-		default:
-			r := Absent(e, "POST /v2/repository/index: %s", clipped(e.Got(), 160))
-			absent = &r
 		}
-	}
-	if p.Targeted(TransportGRPC) {
+		return Absent(e, "POST /v2/repository/index: %s", clipped(e.Got(), 160))
+	}, func(ctx context.Context) ProbeResult {
 		resp := &pb.RepositoryIndexResponse{}
 		c := p.Call(ctx, "RepositoryIndex", &pb.RepositoryIndexRequest{}, resp)
 		switch {
 		case GRPCNoAnswer(c.Err) != nil:
+			return Unanswered()
 		case c.Err == nil && len(resp.GetModels()) > 0:
 			return Observed(c, "RepositoryIndex answered %d models", len(resp.GetModels()))
-		case absent == nil:
-			r := Absent(c, "RepositoryIndex: %s", clipped(c.Got(), 160))
-			absent = &r
 		}
-	}
-	if absent != nil {
-		return *absent
-	}
-	return Inconclusive(nil, "no answer to the repository index")
+		return Absent(c, "RepositoryIndex: %s", clipped(c.Got(), 160))
+	}, "no answer to the repository index")
 })
 
 // repoPost sends a JSON body (or none) to a repository route.
@@ -421,8 +413,8 @@ var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtMo
 // A load that fails can leave a server not ready for good: Triton's strict
 // readiness counts the failed model until it loads, and unloading it does not
 // take that back. The specs that try to load broken therefore run after every
-// other spec (FailedLoadLast), so no readiness check of another spec sees it.
-var _ = Describe("REST model repository, a load that fails", FailedLoadLast, Over(TransportREST), Needs(specs.ExtModelRepository), func() {
+// other spec (RunsLast), so no readiness check of another spec sees it.
+var _ = Describe("REST model repository, a load that fails", RunsLast, Over(TransportREST), Needs(specs.ExtModelRepository), func() {
 	It("answers a load that fails with an error status and {\"error\": string}", Req("OIP-EXT-REPO-009"), func(ctx SpecContext) {
 		needBroken(ctx)
 		takeBackBroken()
@@ -431,7 +423,7 @@ var _ = Describe("REST model repository, a load that fails", FailedLoadLast, Ove
 	})
 })
 
-var _ = Describe("gRPC model repository, a load that fails", FailedLoadLast, Over(TransportGRPC), Needs(specs.ExtModelRepository), func() {
+var _ = Describe("gRPC model repository, a load that fails", RunsLast, Over(TransportGRPC), Needs(specs.ExtModelRepository), func() {
 	It("answers a load that fails with a non-OK status", Req("OIP-EXT-REPO-013"), func(ctx SpecContext) {
 		needBrokenGRPC(ctx)
 		takeBackBroken()
@@ -442,7 +434,3 @@ var _ = Describe("gRPC model repository, a load that fails", FailedLoadLast, Ove
 		}
 	})
 })
-
-// FailedLoadLast orders a container after every other one (ginkgo runs
-// higher priorities first; the default is 0).
-var FailedLoadLast = SpecPriority(-1)

@@ -31,34 +31,26 @@ import (
 
 // The probe asks for the system shared memory status over REST, then gRPC.
 var _ = RegisterProbe(specs.ExtSystemSharedMemory, func(ctx context.Context, p *Prober) ProbeResult {
-	var absent *ProbeResult
-	if p.Targeted(TransportREST) {
+	return p.RESTThenGRPC(ctx, func(ctx context.Context) ProbeResult {
 		e := p.Get(ctx, "/v2/systemsharedmemory/status")
 		switch {
 		case e.Err != nil:
+			return Unanswered()
 		case e.Status == http.StatusOK && shmStatusErr(e, nil) == nil:
 			return Observed(e, "GET /v2/systemsharedmemory/status answered a list of regions")
-		default:
-			r := Absent(e, "GET /v2/systemsharedmemory/status: %s", clipped(e.Got(), 160))
-			absent = &r
 		}
-	}
-	if p.Targeted(TransportGRPC) {
+		return Absent(e, "GET /v2/systemsharedmemory/status: %s", clipped(e.Got(), 160))
+	}, func(ctx context.Context) ProbeResult {
 		resp := &pb.SystemSharedMemoryStatusResponse{}
 		c := p.Call(ctx, "SystemSharedMemoryStatus", &pb.SystemSharedMemoryStatusRequest{}, resp)
 		switch {
 		case GRPCNoAnswer(c.Err) != nil:
+			return Unanswered()
 		case c.Err == nil:
 			return Observed(c, "SystemSharedMemoryStatus answered")
-		case absent == nil:
-			r := Absent(c, "SystemSharedMemoryStatus{}: %s", clipped(c.Got(), 160))
-			absent = &r
 		}
-	}
-	if absent != nil {
-		return *absent
-	}
-	return Inconclusive(nil, "no answer to the system shared memory status")
+		return Absent(c, "SystemSharedMemoryStatus{}: %s", clipped(c.Got(), 160))
+	}, "no answer to the system shared memory status")
 })
 
 var shmSeq atomic.Int64

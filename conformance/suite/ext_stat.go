@@ -32,34 +32,26 @@ var _ = RegisterProbe(specs.ExtStatistics, func(ctx context.Context, p *Prober) 
 	if !p.Deployed("add_sub") {
 		return Inconclusive(nil, "fixture add_sub is not deployed")
 	}
-	var absent *ProbeResult
-	if p.Targeted(TransportREST) {
+	return p.RESTThenGRPC(ctx, func(ctx context.Context) ProbeResult {
 		e := p.Get(ctx, "/v2/models/add_sub/stats")
 		switch {
 		case e.Err != nil:
+			return Unanswered()
 		case statsOfErr(e, "add_sub") == nil:
 			return Observed(e, "GET /v2/models/add_sub/stats answered add_sub's statistics")
-		default:
-			r := Absent(e, "GET /v2/models/add_sub/stats: %s", clipped(e.Got(), 160))
-			absent = &r
 		}
-	}
-	if p.Targeted(TransportGRPC) {
+		return Absent(e, "GET /v2/models/add_sub/stats: %s", clipped(e.Got(), 160))
+	}, func(ctx context.Context) ProbeResult {
 		resp := &pb.ModelStatisticsResponse{}
 		c := p.Call(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: "add_sub"}, resp)
 		switch {
 		case GRPCNoAnswer(c.Err) != nil:
+			return Unanswered()
 		case c.Err == nil && len(resp.GetModelStats()) > 0 && resp.GetModelStats()[0].GetName() == "add_sub":
 			return Observed(c, "ModelStatistics answered add_sub's statistics")
-		case absent == nil:
-			r := Absent(c, "ModelStatistics{add_sub}: %s", clipped(c.Got(), 160))
-			absent = &r
 		}
-	}
-	if absent != nil {
-		return *absent
-	}
-	return Inconclusive(nil, "no answer to the statistics of add_sub")
+		return Absent(c, "ModelStatistics{add_sub}: %s", clipped(c.Got(), 160))
+	}, "no answer to the statistics of add_sub")
 })
 
 // statsOfErr checks that a statistics answer is a 200 {"model_stats": [...]}

@@ -33,34 +33,26 @@ func traceModelPath(m string) string { return "/v2/models/" + PathEscape(m) + "/
 
 // The probe reads the server's settings over REST, then over gRPC.
 var _ = RegisterProbe(specs.ExtTrace, func(ctx context.Context, p *Prober) ProbeResult {
-	var absent *ProbeResult
-	if p.Targeted(TransportREST) {
+	return p.RESTThenGRPC(ctx, func(ctx context.Context) ProbeResult {
 		e := p.Get(ctx, traceGlobal)
 		switch {
 		case e.Err != nil:
+			return Unanswered()
 		case traceSettingsErr(e) == nil:
 			return Observed(e, "GET /v2/trace/setting answered the trace settings")
-		default:
-			r := Absent(e, "GET /v2/trace/setting: %s", clipped(e.Got(), 160))
-			absent = &r
 		}
-	}
-	if p.Targeted(TransportGRPC) {
+		return Absent(e, "GET /v2/trace/setting: %s", clipped(e.Got(), 160))
+	}, func(ctx context.Context) ProbeResult {
 		resp := &pb.TraceSettingResponse{}
 		c := p.Call(ctx, "TraceSetting", &pb.TraceSettingRequest{}, resp)
 		switch {
 		case GRPCNoAnswer(c.Err) != nil:
+			return Unanswered()
 		case c.Err == nil && resp.GetSettings()["trace_level"] != nil:
 			return Observed(c, "TraceSetting answered the trace settings")
-		case absent == nil:
-			r := Absent(c, "TraceSetting{}: %s", clipped(c.Got(), 160))
-			absent = &r
 		}
-	}
-	if absent != nil {
-		return *absent
-	}
-	return Inconclusive(nil, "no answer to the trace settings")
+		return Absent(c, "TraceSetting{}: %s", clipped(c.Got(), 160))
+	}, "no answer to the trace settings")
 })
 
 // traceSettings are settings as values: each a list of strings.

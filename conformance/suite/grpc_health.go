@@ -100,7 +100,7 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 
 // Server readiness with a model that failed to load needs the model
 // repository extension (the broken fixture, and a load that fails).
-var _ = Describe("gRPC health with a failed model", FailedLoadLast, Over(TransportGRPC), Needs(specs.ExtModelRepository), func() {
+var _ = Describe("gRPC health with a failed model", RunsLast, Over(TransportGRPC), Needs(specs.ExtModelRepository), func() {
 	It("answers ServerReady with OK and ready=false while a model failed to load", Req("OIP-GRPC-HEALTH-003"), func(ctx SpecContext) {
 		needBrokenGRPC(ctx)
 		takeBackBroken()

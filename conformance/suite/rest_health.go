@@ -105,7 +105,7 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 
 // Server readiness with a model that failed to load needs the model
 // repository extension (the broken fixture, and a load that fails).
-var _ = Describe("REST health with a failed model", FailedLoadLast, Over(TransportREST), Needs(specs.ExtModelRepository), func() {
+var _ = Describe("REST health with a failed model", RunsLast, Over(TransportREST), Needs(specs.ExtModelRepository), func() {
 	It("is not ready while a model it was asked to load failed", Req("OIP-REST-HEALTH-006"), func(ctx SpecContext) {
 		needBroken(ctx)
 		takeBackBroken()

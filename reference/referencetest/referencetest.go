@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/reference"
+	"github.com/oipkit/oipkit/reference/model"
 )
 
 // Start starts a reference server with the fixture models on 127.0.0.1:0 for
@@ -19,6 +20,13 @@ import (
 // test log. An option may set HTTPAddr or GRPCAddr to "" to disable one.
 func Start(t testing.TB, opts ...func(*reference.Config)) *reference.Server {
 	t.Helper()
+	return StartRepo(t, nil, opts...)
+}
+
+// StartRepo is Start with the models of repo instead of the fixtures (nil:
+// the fixtures), for tests that need a model of their own.
+func StartRepo(t testing.TB, repo *model.Repository, opts ...func(*reference.Config)) *reference.Server {
+	t.Helper()
 	cfg := reference.DefaultConfig()
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.GRPCAddr = "127.0.0.1:0"
@@ -27,7 +35,7 @@ func Start(t testing.TB, opts ...func(*reference.Config)) *reference.Server {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	srv, err := reference.New(cfg, nil)
+	srv, err := reference.New(cfg, repo)
 	if err != nil {
 		t.Fatalf("referencetest: %v", err)
 	}

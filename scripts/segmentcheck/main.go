@@ -20,14 +20,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: segmentcheck MERGED.json SINGLE.json SEGMENT.json...")
 		os.Exit(1)
 	}
-	merged, err := read(os.Args[1])
+	merged, err := loadgen.ReadResultFile(os.Args[1])
 	if err == nil {
 		var single *loadgen.Result
-		if single, err = read(os.Args[2]); err == nil {
+		if single, err = loadgen.ReadResultFile(os.Args[2]); err == nil {
 			var segs []*loadgen.Result
 			for _, p := range os.Args[3:] {
 				var r *loadgen.Result
-				if r, err = read(p); err != nil {
+				if r, err = loadgen.ReadResultFile(p); err != nil {
 					break
 				}
 				segs = append(segs, r)
@@ -42,19 +42,6 @@ func main() {
 	}
 	fmt.Fprintln(os.Stderr, "segmentcheck:", err)
 	os.Exit(1)
-}
-
-func read(path string) (*loadgen.Result, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r, err := loadgen.ReadResult(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, nil
 }
 
 func check(merged, single *loadgen.Result, segs []*loadgen.Result) bool {
