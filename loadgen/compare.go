@@ -36,46 +36,65 @@ func protocolName(p client.Protocol) (string, int) {
 // protocol are next to each other: throughput, response-time p50 and p99
 // (from the histograms), requests and failures. Above the table it states
 // the settings the runs share, and it flags results that must not be read
-// as server figures (generator-bound, failed requests, an early end).
-// order, if non-nil, sorts servers within a protocol (lower first); servers
-// it does not know come after, by name.
-func WriteComparison(w io.Writer, results []*Result, order func(server string) int) error {
+// as server figures (generator-bound, failed requests, an early end); a run
+// in which no request succeeded has no figures in the table at all.
+// servers, if non-nil, names the server of each result (e.g. to tell two
+// set-ups of one server apart); servers keep the order in which they first
+// appear in results.
+func WriteComparison(w io.Writer, results []*Result, servers []string) error {
 	if len(results) == 0 {
 		return fmt.Errorf("no results")
 	}
-	rows := make([]*Result, len(results))
-	copy(rows, results)
-	rank := func(r *Result) (int, int, string) {
-		_, p := protocolName(r.Config.Target.Protocol)
-		s := serverName(r)
-		o := 1 << 30
-		if order != nil {
-			o = order(s)
+	if servers != nil && len(servers) != len(results) {
+		return fmt.Errorf("comparison: %d results, %d server names", len(results), len(servers))
+	}
+	type row struct {
+		r      *Result
+		server string
+	}
+	rows := make([]row, len(results))
+	order := map[string]int{}
+	for i, r := range results {
+		rows[i] = row{r, serverName(r)}
+		if servers != nil {
+			rows[i].server = servers[i]
 		}
-		return p, o, s
+		if _, ok := order[rows[i].server]; !ok {
+			order[rows[i].server] = len(order)
+		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
-		pi, oi, si := rank(rows[i])
-		pj, oj, sj := rank(rows[j])
+		_, pi := protocolName(rows[i].r.Config.Target.Protocol)
+		_, pj := protocolName(rows[j].r.Config.Target.Protocol)
 		if pi != pj {
 			return pi < pj
 		}
-		if oi != oj {
-			return oi < oj
-		}
-		return si < sj
+		return order[rows[i].server] < order[rows[j].server]
 	})
+	measured := make([]*Result, 0, len(rows))
+	for _, x := range rows {
+		if x.r.Counts.OK > 0 {
+			measured = append(measured, x.r)
+		}
+	}
+	if len(measured) == 0 {
+		measured = []*Result{rows[0].r}
+	}
 
 	var b strings.Builder
-	b.WriteString(settingsLine(rows))
+	b.WriteString(settingsLine(measured))
 	b.WriteString("\n| protocol | server | throughput (req/s) | p50 (ms) | p99 (ms) | requests | failed |\n|---|---|---:|---:|---:|---:|---:|\n")
 	var notes []string
-	for _, r := range rows {
+	for _, x := range rows {
+		r := x.r
 		proto, _ := protocolName(r.Config.Target.Protocol)
 		lat := r.Latency.Response
 		failed := r.Counts.Errors + r.Counts.Timeouts
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d |\n", proto, mdEscape(serverName(r)),
-			strconv.FormatFloat(r.Rates.Completed, 'f', 0, 64), msText(lat.P50), msText(lat.P99), r.Counts.Completed, failed)
+		rate, p50, p99 := "—", "—", "—"
+		if r.Counts.OK > 0 {
+			rate, p50, p99 = strconv.FormatFloat(r.Rates.Completed, 'f', 0, 64), msText(lat.P50), msText(lat.P99)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d |\n", proto, mdEscape(x.server), rate, p50, p99, r.Counts.Completed, failed)
 		var why []string
 		if r.EndReason != EndCompleted {
 			why = append(why, fmt.Sprintf("ended %s: %s", r.EndReason, r.Error))
@@ -87,7 +106,7 @@ func WriteComparison(w io.Writer, results []*Result, order func(server string) i
 			why = append(why, "generator-bound: "+strings.Join(r.Checks.Reasons, "; "))
 		}
 		if len(why) > 0 {
-			notes = append(notes, fmt.Sprintf("- %s over %s: %s", serverName(r), proto, mdEscape(strings.Join(why, "; "))))
+			notes = append(notes, fmt.Sprintf("- %s over %s: %s", x.server, proto, mdEscape(strings.Join(why, "; "))))
 		}
 	}
 	if len(notes) > 0 {
@@ -106,6 +125,8 @@ func serverName(r *Result) string {
 
 // settingsLine states what every run shared: model, payload, loop,
 // duration, warm-up, validation; settings that differ are named as such.
+// A setting a run does not know (the inputs of a run that never reached
+// its server) differs from nothing.
 func settingsLine(rs []*Result) string {
 	describe := func(r *Result) map[string]string {
 		c := r.Config
@@ -143,7 +164,8 @@ func settingsLine(rs []*Result) string {
 	for _, k := range keys {
 		varies := false
 		for _, r := range rs[1:] {
-			varies = varies || describe(r)[k] != first[k]
+			v := describe(r)[k]
+			varies = varies || (v != first[k] && v != "" && first[k] != "")
 		}
 		if varies {
 			differ = append(differ, k)

@@ -18,6 +18,7 @@ func loadResult(server string, p client.Protocol, rps float64, p50, p99 time.Dur
 	r.Config.Load.Duration = Duration(10 * time.Second)
 	r.Rates.Completed = rps
 	r.Counts.Completed, r.Counts.Errors = int64(rps*10), errors
+	r.Counts.OK = r.Counts.Completed - errors
 	r.Latency.Response.P50, r.Latency.Response.P99 = int64(p50), int64(p99)
 	return r
 }
@@ -31,17 +32,17 @@ func TestWriteComparison(t *testing.T) {
 		loadResult("oipkit-reference", client.ProtocolGRPCRaw, 7971, 448*time.Microsecond, 1375*time.Microsecond, 0),
 		loadResult("mlserver", client.ProtocolHTTP, 1409, 2365*time.Microsecond, 6177*time.Microsecond, 3),
 	}
-	order := map[string]int{"oipkit-reference 1.0": 0, "mlserver 1.0": 1}
+	servers := []string{"mlserver 1.0", "oipkit-reference 1.0", "oipkit-reference 1.0", "mlserver 1.0"}
 	var b bytes.Buffer
-	if err := WriteComparison(&b, rs, func(s string) int { return order[s] }); err != nil {
+	if err := WriteComparison(&b, rs, servers); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	rows := []string{
-		"| REST JSON | oipkit-reference 1.0 | 7015 | 0.451 | 2.386 | 70150 | 0 |",
 		"| REST JSON | mlserver 1.0 | 1409 | 2.365 | 6.177 | 14090 | 3 |",
-		"| gRPC raw | oipkit-reference 1.0 | 7971 | 0.448 | 1.375 | 79710 | 0 |",
+		"| REST JSON | oipkit-reference 1.0 | 7015 | 0.451 | 2.386 | 70150 | 0 |",
 		"| gRPC raw | mlserver 1.0 | 1157 | 3.000 | 6.000 | 11570 | 0 |",
+		"| gRPC raw | oipkit-reference 1.0 | 7971 | 0.448 | 1.375 | 79710 | 0 |",
 	}
 	last := -1
 	for _, row := range rows {
@@ -61,5 +62,41 @@ func TestWriteComparison(t *testing.T) {
 	}
 	if err := WriteComparison(&b, nil, nil); err == nil {
 		t.Error("no results: no error")
+	}
+}
+
+// A run in which every request failed, or that never reached its server,
+// has no figures in the table, and its unknown inputs do not make the
+// other runs "differ".
+func TestWriteComparisonUnusableRuns(t *testing.T) {
+	failed := loadResult("kserve", client.ProtocolHTTP, 191, 0, 0, 1910)
+	never := &Result{EndReason: EndError, Error: "target not ready"}
+	never.Config.Target.Protocol = client.ProtocolHTTP
+	never.Config.Target.Model = "add_sub"
+	never.Config.Load.Concurrency = 4
+	never.Config.Load.Duration = Duration(10 * time.Second)
+	ok := loadResult("oipkit-reference", client.ProtocolHTTP, 7015, 451*time.Microsecond, 2386*time.Microsecond, 0)
+	ok.Target.Inputs = []TensorInfo{{Name: "INPUT0", Datatype: "INT32", Shape: []int64{1, 16}}}
+	var b bytes.Buffer
+	if err := WriteComparison(&b, []*Result{ok, failed, never}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| REST JSON | kserve 1.0 | — | — | — | 1910 | 1910 |",
+		"| REST JSON | unknown server | — | — | — | 0 | 0 |",
+		"inputs: INPUT0 INT32 [1 16]",
+		"- kserve 1.0 over REST JSON: 1910 failed requests",
+		"- unknown server over REST JSON: ended error: target not ready",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "differ in") {
+		t.Errorf("a run that never reached its server makes the others differ:\n%s", out)
+	}
+	if err := WriteComparison(&b, []*Result{ok}, []string{"a", "b"}); err == nil {
+		t.Error("two server names for one result: no error")
 	}
 }

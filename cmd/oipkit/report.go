@@ -119,7 +119,7 @@ segments are missing).`)
 			}
 			fmt.Fprintf(os.Stderr, "oipkit report: %d results overlaid in %s\n", len(results), html)
 		}
-		if err := loadgen.WriteComparison(os.Stdout, results, serverOrder(results)); err != nil {
+		if err := loadgen.WriteComparison(os.Stdout, results, serverLabels(results, files)); err != nil {
 			return usageError("%v", err)
 		}
 		return nil
@@ -183,23 +183,29 @@ func comparisonLabels(results []*loadgen.Result, files []string) []string {
 	return labels
 }
 
-// serverOrder orders servers as they first appear in the files.
-func serverOrder(results []*loadgen.Result) func(string) int {
-	seen := map[string]int{}
-	for _, r := range results {
-		if r.Target != nil {
-			name := strings.TrimSpace(r.Target.Server.Name + " " + r.Target.Server.Version)
-			if _, ok := seen[name]; !ok {
-				seen[name] = len(seen)
-			}
+// serverLabels names each result's server for the comparison table: its
+// name and version, followed by its folder (interop keeps one folder per
+// set-up, e.g. pytriton/ and triton/ both serve "triton 2.51.0") where one
+// server name comes from several folders or the result names no server.
+func serverLabels(results []*loadgen.Result, files []string) []string {
+	labels := make([]string, len(results))
+	folders := map[string]map[string]bool{}
+	for i, r := range results {
+		labels[i] = "unknown server"
+		if r.Target != nil && r.Target.Server.Name != "" {
+			labels[i] = strings.TrimSpace(r.Target.Server.Name + " " + r.Target.Server.Version)
+		}
+		if folders[labels[i]] == nil {
+			folders[labels[i]] = map[string]bool{}
+		}
+		folders[labels[i]][filepath.Dir(files[i])] = true
+	}
+	for i := range labels {
+		if labels[i] == "unknown server" || len(folders[labels[i]]) > 1 {
+			labels[i] += " (" + filepath.Base(filepath.Dir(files[i])) + ")"
 		}
 	}
-	return func(server string) int {
-		if i, ok := seen[server]; ok {
-			return i
-		}
-		return len(seen)
-	}
+	return labels
 }
 
 func readResultFile(path string) (*loadgen.Result, error) {
