@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/client"
-	"github.com/oipkit/oipkit/reference/model"
+	"github.com/oipkit/oipkit/fixture"
 )
 
 // The load generator against misbehaving servers: every case must end as
@@ -31,7 +31,7 @@ import (
 // POST /v2/models/add_sub/infer.
 func hostileServer(t *testing.T, infer http.HandlerFunc) *httptest.Server {
 	t.Helper()
-	md := model.NewAddSub().Metadata()
+	md := fixture.NewAddSub().Metadata()
 	mdJSON, err := json.Marshal(md)
 	if err != nil {
 		t.Fatal(err)

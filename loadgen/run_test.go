@@ -10,6 +10,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/oipkit/oipkit/client"
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference"
 	"github.com/oipkit/oipkit/reference/model"
@@ -131,7 +132,7 @@ func (m gatedModel) Infer(ctx context.Context, in map[string]tensor.Tensor, p oi
 func startGatedServer(t *testing.T, g *gate) string {
 	t.Helper()
 	repo := model.NewRepository()
-	if err := repo.Add(gatedModel{model.NewAddSub(), g}); err != nil {
+	if err := repo.Add(gatedModel{fixture.NewAddSub(), g}); err != nil {
 		t.Fatal(err)
 	}
 	return referencetest.StartRepo(t, repo, func(c *reference.Config) { c.HTTPAddr = "" }).GRPCAddr()

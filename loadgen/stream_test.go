@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/client"
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference"
 	"github.com/oipkit/oipkit/reference/model"
@@ -225,7 +226,7 @@ type misbehaving struct {
 }
 
 func (m misbehaving) Metadata() oip.ModelMetadata {
-	md := model.NewStreamCount().Metadata()
+	md := fixture.NewStreamCount().Metadata()
 	md.Name = m.name
 	return md
 }
@@ -322,7 +323,7 @@ func TestStreamingCoordinatedOmission(t *testing.T) {
 		t.Skip("runs for 2s")
 	}
 	g := &gate{}
-	addr := startMisbehaving(t, gatedStream{model.NewTokens(time.Millisecond), g})
+	addr := startMisbehaving(t, gatedStream{fixture.NewTokens(time.Millisecond), g})
 	cfg := grpcConfig(addr, "tokens")
 	cfg.Streaming = &StreamConfig{}
 	cfg.Inputs.File = tokensInput(t, 2)
@@ -398,13 +399,13 @@ func TestStreamingRESTGenerate(t *testing.T) {
 	}
 
 	cfg.Streaming = &StreamConfig{TextInput: "one two three four"}
-	cfg.Inputs.Parameters = []string{model.ParamFailAfter + "=2"}
+	cfg.Inputs.Parameters = []string{fixture.ParamFailAfter + "=2"}
 	res = runConfig(t, cfg)
 	if res.Errors["stream_error"] != 10 || res.Counts.Responses != 20 {
 		t.Errorf("errors %v, responses %d: want 10 stream errors after 2 events each", res.Errors, res.Counts.Responses)
 	}
 
-	cfg.Inputs.Parameters = []string{model.ParamMaxTokens + "=0"}
+	cfg.Inputs.Parameters = []string{fixture.ParamMaxTokens + "=0"}
 	res = runConfig(t, cfg)
 	if res.Errors["http_400"] != 10 {
 		t.Errorf("errors %v %v: want 10 http_400", res.Errors, res.ErrorSamples)

@@ -176,7 +176,7 @@ func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
 	}
 	t.params = params
 	if t.validate && (len(sets) == 0 || sets[0].expect == nil) {
-		if err := fixtureExpectations(ctx, meta, tc.ModelVersion, params, sets); err != nil {
+		if err := fixtureExpectations(meta, tc.ModelVersion, params, sets); err != nil {
 			return err
 		}
 		t.info.Validation = "fixture"

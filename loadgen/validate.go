@@ -2,13 +2,12 @@ package loadgen
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
-	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/tensor"
 )
 
@@ -38,21 +37,21 @@ func checkOutputs(expect []tensor.Tensor, expectRaw [][]byte, r *oip.InferRespon
 }
 
 // fixtureExpectations computes the expected outputs of the oipkit fixture
-// models by running the reference executor on each input set once, before
-// the run. It refuses models that are not fixtures, or whose metadata on
-// the server differs from the fixture's (a same-named model of another
-// server).
-func fixtureExpectations(ctx context.Context, meta *oip.ModelMetadata, version string, params oip.Parameters, sets []inputSet) error {
-	repo := model.Fixtures(model.FixtureConfig{})
-	m, _, err := repo.Lookup(meta.Name, version)
-	if errors.Is(err, model.ErrNotFound) {
+// models with the fixture oracle (package fixture), once per input set
+// before the run. It refuses models that are not fixtures, fixtures with no
+// single answer per request (decoupled, stateful), and models whose
+// metadata on the server differs from the fixture's (a same-named model of
+// another server).
+func fixtureExpectations(meta *oip.ModelMetadata, version string, params oip.Parameters, sets []inputSet) error {
+	m, err := fixture.Lookup(meta.Name, version)
+	if errors.Is(err, fixture.ErrNotFixture) {
 		return configErr("--validate: model %q is not an oipkit fixture and the input data has no validation_data", meta.Name)
 	}
 	if err != nil {
 		return configErr("--validate: %v", err)
 	}
 	fm := m.Metadata()
-	if !sameTensors(fm.Inputs, meta.Inputs) || !sameTensors(fm.Outputs, meta.Outputs) {
+	if !fixture.SameTensors(fm.Inputs, meta.Inputs) || !fixture.SameTensors(fm.Outputs, meta.Outputs) {
 		return configErr("--validate: the server's %q differs from the oipkit fixture of that name; give validation_data", meta.Name)
 	}
 	for i := range sets {
@@ -60,17 +59,11 @@ func fixtureExpectations(ctx context.Context, meta *oip.ModelMetadata, version s
 		for _, t := range sets[i].inputs {
 			in[t.Name] = t
 		}
-		outs, err := m.Infer(ctx, in, params)
+		outs, err := fixture.Outputs(m, in, params)
 		if err != nil {
 			return configErr("--validate: fixture %q on request %d: %v", meta.Name, i, err)
 		}
 		sets[i].expect = outs
 	}
 	return nil
-}
-
-func sameTensors(a, b []oip.TensorMetadata) bool {
-	return slices.EqualFunc(a, b, func(x, y oip.TensorMetadata) bool {
-		return x.Name == y.Name && x.Datatype == y.Datatype && slices.Equal(x.Shape, y.Shape)
-	})
 }

@@ -1,8 +1,8 @@
 // Package reference is oipkit's reference Open Inference Protocol server: a
 // REST front end (with the binary_tensor_data extension) and a gRPC front end
 // (inference.GRPCInferenceService core RPCs plus grpc.health.v1) over a
-// repository of native Go models, by default the fixture models of package
-// model.
+// repository of native Go models (package model), by default the fixture
+// models of package fixture, the fixture oracle.
 //
 // Both front ends decode with package oip and share one pipeline: look the
 // model up, validate the request against its metadata (validate.go), run it

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/specs"
@@ -40,18 +41,18 @@ func decodeGenerate(body []byte) (*generateRequest, error) {
 		return nil, invalidf("generate request: body is not a JSON object")
 	}
 	g := &generateRequest{params: oip.Parameters{}}
-	raw, ok := top[model.TextInput]
+	raw, ok := top[fixture.TextInput]
 	if !ok {
-		return nil, invalidf("generate request: %q is required", model.TextInput)
+		return nil, invalidf("generate request: %q is required", fixture.TextInput)
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err != nil {
-		return nil, invalidf("generate request: %q must be a string", model.TextInput)
+		return nil, invalidf("generate request: %q must be a string", fixture.TextInput)
 	}
 	g.text = []byte(text)
 	for k, v := range top {
 		switch k {
-		case model.TextInput:
+		case fixture.TextInput:
 		case "id":
 			if err := json.Unmarshal(v, &g.id); err != nil {
 				return nil, invalidf("generate request: \"id\" must be a string")
@@ -129,19 +130,19 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 	}
 	md := m.Metadata()
 	if !generates(&md) {
-		fail(invalidf("model %q cannot generate text: it needs a BYTES input %q and a BYTES output %q", md.Name, model.TextInput, model.TextOutput))
+		fail(invalidf("model %q cannot generate text: it needs a BYTES input %q and a BYTES output %q", md.Name, fixture.TextInput, fixture.TextOutput))
 		return
 	}
 	req := &oip.InferRequest{Model: md.Name, Version: version, ID: g.id, Parameters: g.params,
-		Inputs:  []oip.InferInput{{Tensor: tensor.Tensor{Name: model.TextInput, Datatype: tensor.Bytes, Shape: []int64{1}, Data: [][]byte{g.text}}}},
-		Outputs: []oip.RequestedOutput{{Name: model.TextOutput}}}
+		Inputs:  []oip.InferInput{{Tensor: tensor.Tensor{Name: fixture.TextInput, Datatype: tensor.Bytes, Shape: []int64{1}, Data: [][]byte{g.text}}}},
+		Outputs: []oip.RequestedOutput{{Name: fixture.TextOutput}}}
 	inputs, err := validateRequest(&md, req)
 	if err != nil {
 		fail(err)
 		return
 	}
 	answer := func(text []byte) map[string]string {
-		return map[string]string{"id": g.id, "model_name": md.Name, "model_version": version, model.TextOutput: string(text)}
+		return map[string]string{"id": g.id, "model_name": md.Name, "model_version": version, fixture.TextOutput: string(text)}
 	}
 	if !stream {
 		var text []byte
@@ -205,8 +206,8 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 
 // generates reports whether a model has the generate tensors.
 func generates(md *oip.ModelMetadata) bool {
-	in := findTensor(md.Inputs, model.TextInput)
-	out := findTensor(md.Outputs, model.TextOutput)
+	in := findTensor(md.Inputs, fixture.TextInput)
+	out := findTensor(md.Outputs, fixture.TextOutput)
 	return in != nil && out != nil && in.Datatype == tensor.Bytes && out.Datatype == tensor.Bytes
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/specs"
 	"github.com/oipkit/oipkit/specs/inferencepb"
-	"github.com/oipkit/oipkit/tensor"
 )
 
 // The model repository extension (Triton's "model_repository"): the index
@@ -78,17 +77,10 @@ type modelCatalog struct {
 	entries map[string]*catalogEntry
 }
 
-// newModelCatalog lists every model of repo as loaded; with fixtures, it
-// adds the extension fixtures repo_target, broken, classifier and param_echo.
+// newModelCatalog lists every model of repo as loaded; with fixtures (repo
+// holds them, repo_target among them), it adds broken, which never loads.
 func newModelCatalog(repo *model.Repository, fixtures bool) (*modelCatalog, error) {
 	c := &modelCatalog{repo: repo, entries: map[string]*catalogEntry{}}
-	if fixtures {
-		for _, m := range []model.Model{repoTarget(), newClassifier(), newParamEcho()} {
-			if err := repo.Add(m); err != nil {
-				return nil, err
-			}
-		}
-	}
 	for _, name := range repo.Names() {
 		var ms []model.Model
 		versions := repo.Versions(name)
@@ -115,22 +107,6 @@ func newModelCatalog(repo *model.Repository, fixtures bool) (*modelCatalog, erro
 		}
 	}
 	return c, nil
-}
-
-// renamed is a model served under another name.
-type renamed struct {
-	model.Model
-	md oip.ModelMetadata
-}
-
-func (m renamed) Metadata() oip.ModelMetadata { return m.md }
-
-// repoTarget is the repo_target fixture: identity_int32 under its own name.
-func repoTarget() model.Model {
-	m := model.NewIdentity(tensor.Int32)
-	md := m.Metadata()
-	md.Name = "repo_target"
-	return renamed{Model: m, md: md}
 }
 
 // ready reports whether no model is in a failed state.

@@ -1,14 +1,10 @@
 package reference
 
 import (
-	"context"
-	"fmt"
 	"strings"
 
 	"github.com/oipkit/oipkit/oip"
-	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/specs"
-	"github.com/oipkit/oipkit/tensor"
 )
 
 // The parameters extension (Triton's): request parameters that are not
@@ -44,28 +40,4 @@ func checkReserved(p oip.Parameters) error {
 		}
 	}
 	return nil
-}
-
-// paramEcho is the param_echo fixture: OUTPUT0 (BYTES [1]) is the request
-// parameter "echo", a string; INPUT0 (INT32 [1]) is not read.
-type paramEcho struct{ md oip.ModelMetadata }
-
-const paramEchoKey = "echo"
-
-func newParamEcho() model.Model {
-	return paramEcho{md: oip.ModelMetadata{
-		Name: "param_echo", Versions: []string{"1"}, Platform: model.Platform,
-		Inputs:  []oip.TensorMetadata{{Name: "INPUT0", Datatype: tensor.Int32, Shape: []int64{1}}},
-		Outputs: []oip.TensorMetadata{{Name: "OUTPUT0", Datatype: tensor.Bytes, Shape: []int64{1}}},
-	}}
-}
-
-func (m paramEcho) Metadata() oip.ModelMetadata { return m.md }
-
-func (m paramEcho) Infer(_ context.Context, _ map[string]tensor.Tensor, params oip.Parameters) ([]tensor.Tensor, error) {
-	v, ok := params[paramEchoKey].(string)
-	if !ok {
-		return nil, fmt.Errorf("%w: param_echo: the request parameter %q must be a string", model.ErrInvalidInput, paramEchoKey)
-	}
-	return []tensor.Tensor{{Name: "OUTPUT0", Datatype: tensor.Bytes, Shape: []int64{1}, Data: [][]byte{[]byte(v)}}}, nil
 }

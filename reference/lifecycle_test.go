@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference"
 	"github.com/oipkit/oipkit/reference/model"
@@ -148,7 +149,7 @@ func (panicky) Infer(_ context.Context, in map[string]tensor.Tensor, _ oip.Param
 }
 
 func TestModelPanicIsRecovered(t *testing.T) {
-	repo := model.Fixtures(model.FixtureConfig{})
+	repo := model.Fixtures(fixture.Config{})
 	if err := repo.Add(panicky{}); err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func (r renamed) Metadata() oip.ModelMetadata {
 func TestModelNamesWithSpecialCharacters(t *testing.T) {
 	repo := model.NewRepository()
 	for _, name := range []string{"my.model-v1.2", "a/b", "ready", "versions"} {
-		if err := repo.Add(renamed{model.NewIdentity(tensor.Int32), name}); err != nil {
+		if err := repo.Add(renamed{fixture.NewIdentity(tensor.Int32), name}); err != nil {
 			t.Fatal(err)
 		}
 	}

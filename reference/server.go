@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/specs/inferencepb"
@@ -71,7 +72,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 	}
 	fixtures := repo == nil
 	if fixtures {
-		repo = model.Fixtures(model.FixtureConfig{DefaultDelay: cfg.DefaultDelay, TokenInterval: cfg.TokenInterval})
+		repo = model.Fixtures(fixture.Config{DefaultDelay: cfg.DefaultDelay, TokenInterval: cfg.TokenInterval})
 	}
 	catalog, err := newModelCatalog(repo, fixtures)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/specs/inferencepb"
@@ -95,7 +96,7 @@ func newAnswers(body []byte) (*answers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("request: %w", err)
 	}
-	m, version, err := model.Fixtures(model.FixtureConfig{}).Lookup("add_sub", "")
+	m, version, err := model.Fixtures(fixture.Config{}).Lookup("add_sub", "")
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,8 @@
 // requirements of several groups lives with its primary (first-labelled)
 // requirement. An extension's probe lives in its ext_*.go file. The other
 // files hold what several groups share: fixtures.go (the fixture models'
-// test data), hard.go (large tensors of edge values in the forms each
+// test data, and the outputs expected of them, computed by package
+// fixture, the fixture oracle — the contract as code, never the server), hard.go (large tensors of edge values in the forms each
 // encoding carries), checks.go (checks made of several Verify calls, such
 // as "the server rejects this request").
 //
@@ -17,5 +18,6 @@
 // (engine.Over), and checks with engine.Verify and the engine's matchers.
 // Specs are written from the requirement's catalog entry and its §5
 // ambiguities, never from how any server behaves, and speak only the
-// protocol (packages client, oip, tensor, specs/inferencepb).
+// protocol (packages client, oip, tensor, specs/inferencepb) and compute
+// expected outputs with the fixture oracle (package fixture).
 package suite

@@ -115,7 +115,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 			in := sample("INPUT0", d)
 			b := binaryRequest(in)
 			binaryOutputs(b, "OUTPUT0")
-			Verify(req, Post(ctx, identityFixture(d), "", b)).To(HaveOutputs(renamed(in, "OUTPUT0")))
+			Verify(req, Post(ctx, identityFixture(d), "", b)).To(HaveOutputs(identityOutput(in)))
 		})
 	}
 
@@ -127,7 +127,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 			in := hardTensor("INPUT0", d, formBits)
 			b := binaryRequest(in)
 			binaryOutputs(b, "OUTPUT0")
-			Verify(req, Post(ctx, identityFixture(d), "", b)).To(HaveOutputs(renamed(in, "OUTPUT0")))
+			Verify(req, Post(ctx, identityFixture(d), "", b)).To(HaveOutputs(identityOutput(in)))
 		})
 	}
 
@@ -142,7 +142,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 				e := Post(ctx, identityFixture(d), "", b)
 				// empty tensors are informational; an answer must
 				// still be the empty tensor, 0 bytes of binary data.
-				emptyAnswer(e, renamed(in, "OUTPUT0"), "OIP-EXT-BIN-006", "OIP-REST-INFER-017")
+				emptyAnswer(e, identityOutput(in), "OIP-EXT-BIN-006", "OIP-REST-INFER-017")
 				if e.Status == http.StatusOK {
 					Verify("OIP-EXT-BIN-006", e).To(Satisfy(func(r *InferResponse) error {
 						if o := r.Output("OUTPUT0"); o != nil && o.BinSize > 0 {
@@ -166,7 +166,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		// Binary output too, so that only the binary encoding is tested
 		// here (JSON output is OIP-REST-DATA-*).
 		binaryOutputs(b, "OUTPUT0")
-		Verify("OIP-EXT-BIN-002", Post(ctx, "identity_int32", "", b)).To(HaveOutputs(int32s("OUTPUT0", []int64{2, 2}, 1, 2, 3, 4)))
+		Verify("OIP-EXT-BIN-002", Post(ctx, "identity_int32", "", b)).To(HaveOutputs(identityOutput(int32s("INPUT0", []int64{2, 2}, 1, 2, 3, 4))))
 	})
 
 	It("reads BOOL binary elements as 0x01 and 0x00", Req("OIP-EXT-BIN-003"), func(ctx SpecContext) {

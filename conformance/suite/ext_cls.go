@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
@@ -26,15 +27,29 @@ import (
 //
 // The classifier fixture returns its input row as class scores, labelled a,
 // b, c and d. One row [1.1, 3.3, 0.5, 2.4] with k = 2 must give the classes
-// 1 (b, 3.3) and 3 (d, 2.4), in that order.
+// 1 (b, 3.3) and 3 (d, 2.4), in that order: the fixture oracle computes
+// them (clsWant).
 
-// clsRow is the classifier input, clsCount the classes asked for and
-// clsWant the expected classes, in order.
+// clsRow is the classifier input and clsCount the classes asked for.
 var (
 	clsRow   = []float32{1.1, 3.3, 0.5, 2.4}
 	clsCount = 2
-	clsWant  = []clsClass{{3.3, 1, "b"}, {2.4, 3, "d"}}
 )
+
+// clsWant are the classes the classifier must answer for clsRow and
+// clsCount, in order.
+func clsWant() []clsClass {
+	out := oracle(fixture.Classify(identityOutput(clsInput()), int64(clsCount), fixture.ClassifierLabels))
+	r, err := classText(out)
+	if err != nil {
+		panic(fmt.Sprintf("conformance: fixture oracle: %v", err))
+	}
+	want, err := r.parse()
+	if err != nil {
+		panic(fmt.Sprintf("conformance: fixture oracle: %v", err))
+	}
+	return want
+}
 
 // clsClass is one parsed result string.
 type clsClass struct {
@@ -194,7 +209,7 @@ func (r clsResult) orderErr() error {
 	for _, c := range got {
 		idx = append(idx, c.index)
 	}
-	for _, c := range clsWant {
+	for _, c := range clsWant() {
 		want = append(want, c.index)
 	}
 	if !slices.Equal(idx, want) {
@@ -210,16 +225,17 @@ func (r clsResult) formatErr() error {
 	if err != nil {
 		return err
 	}
+	scores := identityOutput(clsInput()).Data.([]float32) // the classifier's OUTPUT0
 	var list []error
 	for i, c := range got {
-		if c.index < 0 || c.index >= len(clsRow) {
-			list = append(list, fmt.Errorf("class %d (%q): index %d is outside the %d classes", i, r.strings[i], c.index, len(clsRow)))
+		if c.index < 0 || c.index >= len(scores) {
+			list = append(list, fmt.Errorf("class %d (%q): index %d is outside the %d classes", i, r.strings[i], c.index, len(scores)))
 			continue
 		}
-		if want := float64(clsRow[c.index]); math.Abs(c.value-want) > 1e-4*math.Max(1, math.Abs(want)) {
+		if want := float64(scores[c.index]); math.Abs(c.value-want) > 1e-4*math.Max(1, math.Abs(want)) {
 			list = append(list, fmt.Errorf("class %d (%q): value %v, but class %d scored %v", i, r.strings[i], c.value, c.index, want))
 		}
-		if want := string(rune('a' + c.index)); c.label != want {
+		if want := fixture.ClassifierLabels[c.index]; c.label != want {
 			list = append(list, fmt.Errorf("class %d (%q): label %q, want %q (the classifier labels its classes a b c d)", i, r.strings[i], c.label, want))
 		}
 	}

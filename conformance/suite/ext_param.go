@@ -6,6 +6,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/fixture"
+	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
@@ -23,19 +25,21 @@ const echoValue = "oipkit custom parameter ✓"
 
 func echoInput() tensor.Tensor { return int32s("INPUT0", []int64{1}, 0) }
 
-func echoOutput() tensor.Tensor {
-	return tensor.Tensor{Name: "OUTPUT0", Datatype: tensor.Bytes, Shape: []int64{1}, Data: [][]byte{[]byte(echoValue)}}
-}
+// echoParams are the request parameters of echoBody and echoPB.
+func echoParams() oip.Parameters { return oip.Parameters{fixture.ParamEcho: echoValue} }
+
+// echoOutput is what param_echo must answer to echoParams.
+func echoOutput() tensor.Tensor { return oracle(fixture.ParamEchoOutput(echoParams())) }
 
 func echoBody() Body {
 	b := Request(JSONInput(echoInput()))
-	b.JSON["parameters"] = Obj{"echo": echoValue}
+	b.JSON["parameters"] = Obj(echoParams())
 	return b
 }
 
 func echoPB() *pb.ModelInferRequest {
 	req := PBRequest("param_echo", false, echoInput())
-	req.Parameters = map[string]*pb.InferParameter{"echo": {ParameterChoice: &pb.InferParameter_StringParam{StringParam: echoValue}}}
+	req.Parameters = pbParams(echoParams())
 	return req
 }
 

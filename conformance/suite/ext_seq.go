@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
@@ -169,7 +170,7 @@ func countsErr(s *StreamCall, want map[string]int32) error {
 		}
 		var seq []int32
 		for k := int32(1); k <= n; k++ {
-			seq = append(seq, k)
+			seq = append(seq, fixture.StreamCountOutput(k).Data.([]int32)[0])
 		}
 		if !slices.Equal(got, seq) {
 			list = append(list, fmt.Errorf("request %q (n = %d): responses carry %v, want %v", id, n, got, seq))
@@ -358,16 +359,30 @@ type accumulateStep struct {
 	want   int32
 }
 
-// sequenceSteps are two interleaved sequences a and b.
+// sequenceSteps are two interleaved sequences a and b, each step with the
+// sum the fixture oracle computes for it.
 func sequenceSteps(a, b any) []accumulateStep {
-	return []accumulateStep{
-		{1, seqParams(a, true, false), 1},
-		{10, seqParams(b, true, false), 10},
-		{2, seqParams(a, false, false), 3},
-		{20, seqParams(b, false, false), 30},
-		{3, seqParams(a, false, true), 6},
-		{30, seqParams(b, false, true), 60},
+	steps := []accumulateStep{
+		{x: 1, params: seqParams(a, true, false)},
+		{x: 10, params: seqParams(b, true, false)},
+		{x: 2, params: seqParams(a, false, false)},
+		{x: 20, params: seqParams(b, false, false)},
+		{x: 3, params: seqParams(a, false, true)},
+		{x: 30, params: seqParams(b, false, true)},
 	}
+	sums := map[any]int32{}
+	for i, st := range steps {
+		id := st.params["sequence_id"]
+		if st.params["sequence_start"] == true {
+			sums[id] = 0
+		}
+		_, next, err := fixture.AccumulateOutput(sums[id], int32Input(st.x))
+		if err != nil {
+			panic(fmt.Sprintf("conformance: fixture oracle: %v", err))
+		}
+		sums[id], steps[i].want = next, next
+	}
+	return steps
 }
 
 // runSteps sends steps in order over tr and checks each sum under req.

@@ -5,12 +5,14 @@ import (
 	"math"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/fixture"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
 )
 
-// Named test values. Fixture outputs are computed from these by the suite,
-// never read from a server.
+// Named test values. The outputs the suite expects are computed from these
+// by the fixture oracle (package fixture, the fixture contract as code),
+// never read from the server under test.
 
 // identityFixture is the identity fixture of datatype d ("identity_fp32").
 func identityFixture(d tensor.Datatype) string { return "identity_" + d.Lower() }
@@ -91,6 +93,39 @@ func int32s(name string, shape []int64, v ...int32) tensor.Tensor {
 	return tensor.Tensor{Name: name, Datatype: tensor.Int32, Shape: shape, Data: v}
 }
 
+// identityOutput is what identity_<t> (and repo_target) must return for in.
+func identityOutput(in tensor.Tensor) tensor.Tensor {
+	return oracle(fixture.IdentityOutput(in))
+}
+
+// versionedOutput is what version v of versioned must return for in.
+func versionedOutput(v int32, in tensor.Tensor) tensor.Tensor {
+	return oracle(fixture.VersionedOutput(v, in))
+}
+
+// versionThatRan says which version of versioned (1 or 2) answered out
+// for in; an error when out is the answer of neither.
+func versionThatRan(in, out tensor.Tensor) (int32, error) {
+	var wants []any
+	for _, v := range []int32{1, 2} {
+		want := versionedOutput(v, in)
+		if CompareTensor(want, out) == nil {
+			return v, nil
+		}
+		wants = append(wants, want.Data, v)
+	}
+	return 0, fmt.Errorf("OUTPUT0 is %v, want %v (version %d) or %v (version %d)", append([]any{out.Data}, wants...)...)
+}
+
+// oracle unwraps a fixture computation on the suite's own test values,
+// which always fit the fixture: an error is a bug in the suite.
+func oracle(t tensor.Tensor, err error) tensor.Tensor {
+	if err != nil {
+		panic(fmt.Sprintf("conformance: fixture oracle: %v", err))
+	}
+	return t
+}
+
 // renamed returns t under another name.
 func renamed(t tensor.Tensor, name string) tensor.Tensor {
 	t.Name = name
@@ -113,14 +148,9 @@ func addSubInputs(n int) (in0, in1 tensor.Tensor) {
 
 // addSubOutputs computes what add_sub must return for its inputs.
 func addSubOutputs(in0, in1 tensor.Tensor) (out0, out1 tensor.Tensor) {
-	a, b := in0.Data.([]int32), in1.Data.([]int32)
-	s := make([]int32, len(a))
-	d := make([]int32, len(a))
-	for i := range a {
-		s[i] = a[i] + b[i]
-		d[i] = a[i] - b[i]
-	}
-	return int32s("OUTPUT0", in0.Shape, s...), int32s("OUTPUT1", in0.Shape, d...)
+	out0, out1, err := fixture.AddSubOutputs(in0, in1)
+	oracle(out0, err)
+	return out0, out1
 }
 
 // addSubRequest is the canonical add_sub JSON request (batch of one) and

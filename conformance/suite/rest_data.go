@@ -48,7 +48,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 				switch {
 				case e.Status == http.StatusOK:
 					Note(req, "%s over JSON was accepted", d)
-					Verify(req, e).To(HaveOutputsNear(renamed(in, "OUTPUT0")))
+					Verify(req, e).To(HaveOutputsNear(identityOutput(in)))
 				case e.Status >= 500:
 					Verify(req, e).To(HaveStatus(http.StatusOK, http.StatusBadRequest), fmt.Sprintf("want 200 or a 4xx (%s in JSON is undefined, A-06)", d))
 				default:
@@ -61,7 +61,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		It(fmt.Sprintf("round-trips %s through identity as JSON", d), Req(req), func(ctx SpecContext) {
 			NeedFixture(identityFixture(d))
 			in := jsonSafeSample("INPUT0", d)
-			Verify(req, Post(ctx, identityFixture(d), "", Request(JSONInput(in)))).To(HaveOutputsNear(renamed(in, "OUTPUT0")))
+			Verify(req, Post(ctx, identityFixture(d), "", Request(JSONInput(in)))).To(HaveOutputsNear(identityOutput(in)))
 		})
 	}
 
@@ -76,7 +76,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 			b := Request(JSONInput(in))
 			b.JSON["id"] = "hard-" + d.Lower()
 			e := Post(ctx, identityFixture(d), "", b)
-			want := renamed(in, "OUTPUT0")
+			want := identityOutput(in)
 			if Verify(req, e).To(HaveOutputsNear(want)) {
 				noteInexact(req, e, want)
 			}
@@ -89,7 +89,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		in := hardTensor("INPUT0", tensor.Int32, formJSON)
 		ji := JSONInput(in)
 		ji["data"] = Nested(JSONValues(in), in.Shape)
-		Verify("OIP-REST-DATA-003", Post(ctx, "identity_int32", "", Request(ji))).To(HaveOutputs(renamed(in, "OUTPUT0")))
+		Verify("OIP-REST-DATA-003", Post(ctx, "identity_int32", "", Request(ji))).To(HaveOutputs(identityOutput(in)))
 	})
 
 	for _, d := range []tensor.Datatype{tensor.FP32, tensor.FP64} {
@@ -126,7 +126,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		in := int32s("INPUT0", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
 		e := Post(ctx, "identity_int32", "", Request(JSONInput(in)))
 		for _, req := range []string{"OIP-REST-DATA-001", "OIP-REST-DATA-002", "OIP-REST-RESP-011"} {
-			Verify(req, e).To(HaveOutputs(renamed(in, "OUTPUT0")))
+			Verify(req, e).To(HaveOutputs(identityOutput(in)))
 		}
 	})
 
@@ -135,7 +135,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		in := int32s("INPUT0", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
 		ji := JSONInput(in)
 		ji["data"] = Nested(JSONValues(in), in.Shape)
-		Verify("OIP-REST-DATA-003", Post(ctx, "identity_int32", "", Request(ji))).To(HaveOutputs(renamed(in, "OUTPUT0")))
+		Verify("OIP-REST-DATA-003", Post(ctx, "identity_int32", "", Request(ji))).To(HaveOutputs(identityOutput(in)))
 	})
 
 	It("rejects scalar data that is not an array", Req("OIP-REST-DATA-004", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
@@ -187,7 +187,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 			AfterNegative()
 			for _, shape := range [][]int64{{1, 0}, {0, 3}} {
 				in := emptyTensor("INPUT0", d, shape)
-				emptyAnswer(Post(ctx, identityFixture(d), "", Request(JSONInput(in))), renamed(in, "OUTPUT0"), "OIP-REST-DATA-012", "OIP-REST-INFER-016")
+				emptyAnswer(Post(ctx, identityFixture(d), "", Request(JSONInput(in))), identityOutput(in), "OIP-REST-DATA-012", "OIP-REST-INFER-016")
 			}
 		})
 	}

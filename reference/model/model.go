@@ -1,32 +1,34 @@
 package model
 
-import (
-	"context"
-	"errors"
+import "github.com/oipkit/oipkit/fixture"
 
-	"github.com/oipkit/oipkit/oip"
-	"github.com/oipkit/oipkit/tensor"
+// The executor's interfaces are defined with the fixtures that implement
+// them, in package fixture, so that the conformance suite and the load
+// generator compute fixture outputs without importing the server. The
+// server names them here for its own models.
+type (
+	// Model is one version of a model; see fixture.Model.
+	Model = fixture.Model
+	// Decoupled answers 0..N responses per request; see fixture.Decoupled.
+	Decoupled = fixture.Decoupled
+	// Stateful keeps state per sequence; see fixture.Stateful.
+	Stateful = fixture.Stateful
 )
 
-// Model is one version of a model. The server validates every request against
-// the model's metadata (names, datatypes, ranks, fixed dimensions, element
-// counts) before calling Infer, so Infer may assume well-formed inputs.
-type Model interface {
-	// Metadata describes the model. Versions lists only this version; the
-	// repository merges versions when it answers metadata requests.
-	Metadata() oip.ModelMetadata
-	// Infer computes every output. inputs holds one tensor per declared
-	// input; params are the request-level parameters. The server drops
-	// outputs that were not requested. Errors wrapping ErrInvalidInput are
-	// the client's fault (HTTP 400, INVALID_ARGUMENT); any other error is a
-	// server fault.
-	Infer(ctx context.Context, inputs map[string]tensor.Tensor, params oip.Parameters) ([]tensor.Tensor, error)
-}
-
-// ErrInvalidInput marks inputs or parameters that passed metadata validation
-// but that the model still cannot use, such as two inputs whose variable
-// dimensions disagree or a malformed model-specific parameter.
-var ErrInvalidInput = errors.New("invalid input")
+// ErrInvalidInput marks inputs or parameters a model cannot use: the
+// client's fault (HTTP 400, INVALID_ARGUMENT). It is fixture.ErrInvalidInput.
+var ErrInvalidInput = fixture.ErrInvalidInput
 
 // Platform is the platform name reported by every native model.
-const Platform = "oipkit_native"
+const Platform = fixture.Platform
+
+// Fixtures returns a repository holding every fixture model (fixture.All).
+func Fixtures(cfg fixture.Config) *Repository {
+	r := NewRepository()
+	for _, m := range fixture.All(cfg) {
+		if err := r.Add(m); err != nil {
+			panic(err) // the fixture set is static; a clash is a programming error
+		}
+	}
+	return r
+}

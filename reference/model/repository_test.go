@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/tensor"
 )
@@ -55,7 +56,7 @@ func TestRepositoryDefaultVersionIsHighestNumeric(t *testing.T) {
 }
 
 func TestRepositoryNotFound(t *testing.T) {
-	r := Fixtures(FixtureConfig{})
+	r := Fixtures(fixture.Config{})
 	for _, c := range [][2]string{{"nope", ""}, {"nope", "1"}, {"versioned", "3"}, {"add_sub", "2"}, {"Add_Sub", ""}} {
 		if _, _, err := r.Lookup(c[0], c[1]); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Lookup(%q, %q) = %v, want ErrNotFound", c[0], c[1], err)
@@ -89,7 +90,7 @@ func TestRepositoryAddRejects(t *testing.T) {
 }
 
 func TestRepositoryMetadataIsACopy(t *testing.T) {
-	r := Fixtures(FixtureConfig{})
+	r := Fixtures(fixture.Config{})
 	md, err := r.Metadata("add_sub", "")
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestRepositoryMetadataIsACopy(t *testing.T) {
 	if md2.Inputs[0].Shape[1] != 16 || md2.Inputs[0].Name != "INPUT0" {
 		t.Fatalf("caller changed the model's metadata: %+v", md2.Inputs[0])
 	}
-	if want := []string{"accumulate", "add_sub", "delay"}; !slices.Equal(r.Names()[:3], want) {
+	if want := []string{"accumulate", "add_sub", "classifier"}; !slices.Equal(r.Names()[:3], want) {
 		t.Fatalf("Names()[:3] = %q, want sorted %q", r.Names()[:3], want)
 	}
 }
