@@ -16,7 +16,8 @@ import (
 // "<value>:<index>", or "<value>:<index>:<label>" when the model has labels
 // for the output. Classes are the last dimension of the output: an output of
 // shape [batch, n] gives [batch, k], one of shape [n] gives [k]. k above n
-// returns every class. It has no routes of its own: the inference path
+// returns every class. Classification cannot be combined with
+// shared_memory_region on the same output (Triton's rule). It has no routes of its own: the inference path
 // validates the parameter (validateRequest) and applies it (response), over
 // REST and gRPC alike.
 
@@ -49,6 +50,11 @@ func classificationCount(md *oip.ModelMetadata, out *oip.RequestedOutput) (k int
 	k, isInt := out.Parameters.Int(paramClassification)
 	if !isInt || k < 1 {
 		return 0, false, fmt.Errorf("parameter %q is %v; want an integer of at least 1 (the number of classes)", paramClassification, v)
+	}
+	if _, shm := out.Parameters[oip.ParamSharedMemoryRegion]; shm {
+		// As Triton: the classes are a BYTES tensor the client never sized
+		// a region for (OIP-EXT-CLS-007).
+		return 0, false, fmt.Errorf("parameter %q cannot be combined with %q on the same output; ask for the classes in the response", paramClassification, oip.ParamSharedMemoryRegion)
 	}
 	meta := findTensor(md.Outputs, out.Name)
 	if meta != nil && (meta.Datatype == tensor.Bytes || meta.Datatype == tensor.Bool || len(meta.Shape) == 0) {

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/reference/referencetest"
 	"github.com/oipkit/oipkit/specs/inferencepb"
 )
@@ -42,6 +43,17 @@ func TestClassification(t *testing.T) {
 	for _, bad := range []string{"0", "-3", `"2"`, "1.5", "true"} {
 		wantError(t, post(t, base+"/v2/models/classifier/infer", fmt.Sprintf(classifierRequest, bad)), http.StatusBadRequest, "classification")
 	}
+	// Not into a registered shared memory region (OIP-EXT-CLS-007).
+	rest, err := client.NewREST(base, false, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rest.SystemSharedMemoryRegister(ctxT(t), "r", newSHM(t, 64).Key, 0, 64); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, post(t, base+"/v2/models/classifier/infer",
+		`{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}],"outputs":[{"name":"OUTPUT0","parameters":{"classification":2,"shared_memory_region":"r","shared_memory_byte_size":64}}]}`),
+		http.StatusBadRequest, "shared_memory_region")
 	wantError(t, post(t, base+"/v2/models/identity_bytes/infer",
 		`{"inputs":[{"name":"INPUT0","datatype":"BYTES","shape":[1,1],"data":["x"]}],"outputs":[{"name":"OUTPUT0","parameters":{"classification":1}}]}`),
 		http.StatusBadRequest, "classification")

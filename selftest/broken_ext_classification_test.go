@@ -92,4 +92,46 @@ var classificationBreakages = []breakage{
 		},
 		failed: []string{"OIP-EXT-CLS-004", "OIP-EXT-CLS-005"},
 	},
+	{
+		// Classes asked for into a shared memory region come back in the
+		// response instead of being refused (Triton refuses them).
+		name: "rest-cls-into-shm-answered",
+		rest: &restHook{in: func(r *http.Request) {
+			editInferRequest(r, func(m map[string]any) {
+				for _, o := range tensorsOf(m, "outputs") {
+					if p, _ := o["parameters"].(map[string]any); p["classification"] != nil && inSHM(o) {
+						dropSHMParams(p)
+					}
+				}
+			})
+		}},
+		warned: []string{"OIP-EXT-CLS-007"},
+	},
+	{
+		name: "grpc-cls-into-shm-answered",
+		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if r, ok := req.(*pb.ModelInferRequest); ok {
+				for _, o := range r.GetOutputs() {
+					if p := o.GetParameters(); p["classification"] != nil && p["shared_memory_region"] != nil {
+						for k := range p {
+							if strings.HasPrefix(k, "shared_memory_") {
+								delete(p, k)
+							}
+						}
+					}
+				}
+			}
+			return h(ctx, req)
+		},
+		warned: []string{"OIP-EXT-CLS-007"},
+	},
+}
+
+// dropSHMParams removes the shared memory parameters of a tensor.
+func dropSHMParams(p map[string]any) {
+	for k := range p {
+		if strings.HasPrefix(k, "shared_memory_") {
+			delete(p, k)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
@@ -307,5 +308,40 @@ var _ = Describe("gRPC classification", Over(TransportGRPC), Needs(specs.ExtClas
 		Verify("OIP-EXT-CLS-003", c).To(Satisfy(check(func(r clsResult) error { return r.countErr(clsCount) })))
 		Verify("OIP-EXT-CLS-004", c).To(Satisfy(check(clsResult.orderErr)))
 		Verify("OIP-EXT-CLS-005", c).To(Satisfy(check(clsResult.formatErr)))
+	})
+})
+
+// OIP-EXT-CLS-007 (implied, Triton's behaviour; a warning): the classes of
+// an output cannot go to a shared memory region. The output region is
+// registered first, so that a refusal is for the combination and not for a
+// missing region. Only where the server has both extensions and can map
+// the suite's shared memory (a loopback target).
+
+var _ = Describe("REST classification into shared memory", Over(TransportREST), Needs(specs.ExtClassification, specs.ExtSystemSharedMemory), func() {
+	It("refuses classification of an output asked for in a shared memory region", Req("OIP-EXT-CLS-007"), func(ctx SpecContext) {
+		NeedFixture("classifier")
+		m := shmObject(64)
+		region := shmRegionName("cls")
+		if !Verify("OIP-EXT-CLS-007", shmRegister(ctx, region, m, 0, 64)).To(HaveStatus(http.StatusOK), "registering the output region must succeed for the combination to be checked") {
+			return
+		}
+		b := clsBody(clsCount)
+		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT0", "parameters": Obj{"classification": clsCount, "shared_memory_region": region, "shared_memory_byte_size": 64}}}
+		Verify("OIP-EXT-CLS-007", Post(ctx, "classifier", "", b)).To(BeRejected())
+	})
+})
+
+var _ = Describe("gRPC classification into shared memory", Over(TransportGRPC), Needs(specs.ExtClassification, specs.ExtSystemSharedMemory), func() {
+	It("refuses classification of an output asked for in a shared memory region", Req("OIP-EXT-CLS-007"), func(ctx SpecContext) {
+		NeedFixture("classifier")
+		m := shmObject(64)
+		region := shmRegionName("cls")
+		if !Verify("OIP-EXT-CLS-007", grpcSHMRegister(ctx, region, m, 0, 64)).To(BeOK(), "registering the output region must succeed for the combination to be checked") {
+			return
+		}
+		req := clsPB(int64(clsCount))
+		maps.Copy(req.Outputs[0].Parameters, shmParams(region, 0, 64))
+		_, c := Infer(ctx, req)
+		Verify("OIP-EXT-CLS-007", c).To(BeRejected())
 	})
 })
