@@ -21,7 +21,7 @@ import (
 )
 
 // benchRequest is the add_sub request of scripts/bench-compare.sh.
-func benchRequest(t *testing.T) *oip.InferRequest {
+func benchRequest(t testing.TB) *oip.InferRequest {
 	t.Helper()
 	a, b := make([]int32, 16), make([]int32, 16)
 	for i := range a {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,8 +28,25 @@ func main() {
 	httpAddr := flag.String("http", "127.0.0.1:18710", "REST listen address (\"\" disables)")
 	grpcAddr := flag.String("grpc", "127.0.0.1:18711", "gRPC listen address (\"\" disables)")
 	request := flag.String("request", "", "REST JSON body of the add_sub request the clients send (required)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (for comparing with the reference server's)")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bare:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bare:", err)
+			os.Exit(1)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	if err := run(*request, *httpAddr, *grpcAddr); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bare:", err)
 		os.Exit(1)
 	}
