@@ -89,7 +89,9 @@ func ToProtoRequest(req *InferRequest, raw bool) (*inferencepb.ModelInferRequest
 // shape. usedRaw reports which form the request used. Errors wrap ErrInvalid
 // or ErrTooLarge.
 //
-// BYTES elements decoded from raw contents alias the message's buffers.
+// The request aliases pb (shapes, typed contents, raw contents of every
+// datatype when aligned, as protobuf's decoder allocates them): pb must not
+// change while req is in use.
 func FromProtoRequest(pb *inferencepb.ModelInferRequest, lim Limits) (req *InferRequest, usedRaw bool, err error) {
 	if pb == nil {
 		return nil, false, invalidf("nil request")
@@ -142,7 +144,9 @@ func FromProtoRequest(pb *inferencepb.ModelInferRequest, lim Limits) (req *Infer
 // ToProtoResponse converts resp to a ModelInferResponse, with data in
 // raw_output_contents when raw is true and typed contents otherwise (FP16 and
 // BF16 outputs force raw for the whole response, since the two forms are
-// exclusive).
+// exclusive). The message aliases resp's shapes and numeric data (the
+// server's hot path: no copy before marshalling): resp must not change
+// until the message is marshalled.
 func ToProtoResponse(resp *InferResponse, raw bool) (*inferencepb.ModelInferResponse, error) {
 	if resp == nil {
 		return nil, errors.New("encode gRPC response: nil response")
@@ -156,8 +160,10 @@ func ToProtoResponse(resp *InferResponse, raw bool) (*inferencepb.ModelInferResp
 	for i := range resp.Outputs {
 		useRaw = useRaw || needsRaw(resp.Outputs[i].Datatype)
 	}
+	var outputs []inferencepb.ModelInferResponse_InferOutputTensor // one allocation for all
 	if len(resp.Outputs) > 0 {
 		pb.Outputs = make([]*inferencepb.ModelInferResponse_InferOutputTensor, len(resp.Outputs))
+		outputs = make([]inferencepb.ModelInferResponse_InferOutputTensor, len(resp.Outputs))
 		if useRaw {
 			pb.RawOutputContents = make([][]byte, len(resp.Outputs))
 		}
@@ -173,11 +179,8 @@ func ToProtoResponse(resp *InferResponse, raw bool) (*inferencepb.ModelInferResp
 				return nil, fmt.Errorf("encode gRPC response: %w", err)
 			}
 		}
-		t := &inferencepb.ModelInferResponse_InferOutputTensor{
-			Name:     o.Name,
-			Datatype: string(o.Datatype),
-			Shape:    slices.Clone(o.Shape),
-		}
+		t := &outputs[i]
+		t.Name, t.Datatype, t.Shape = o.Name, string(o.Datatype), o.Shape
 		if t.Parameters, err = ParametersToProto(o.Parameters); err != nil {
 			return nil, fmt.Errorf("encode gRPC response: output %q: %w", o.Name, err)
 		}
@@ -187,7 +190,7 @@ func ToProtoResponse(resp *InferResponse, raw bool) (*inferencepb.ModelInferResp
 				pb.RawOutputContents[i] = []byte{}
 			}
 		case useRaw:
-			pb.RawOutputContents[i], err = tensor.EncodeRaw(o.Tensor)
+			pb.RawOutputContents[i], err = tensor.RawBytes(o.Tensor)
 		default:
 			t.Contents, err = tensor.ToContents(o.Tensor)
 		}
@@ -202,7 +205,7 @@ func ToProtoResponse(resp *InferResponse, raw bool) (*inferencepb.ModelInferResp
 // FromProtoResponse converts a ModelInferResponse, accepting data in either
 // raw_output_contents or typed contents (never both; an empty contents
 // message beside raw data is tolerated). Errors wrap ErrInvalid.
-// BYTES elements decoded from raw contents alias the message's buffers.
+// The response aliases pb, as FromProtoRequest's request does.
 func FromProtoResponse(pb *inferencepb.ModelInferResponse) (*InferResponse, error) {
 	if pb == nil {
 		return nil, invalidf("nil response")
@@ -283,12 +286,11 @@ func fromProtoTensor(kind string, i int, name, datatype string, shape []int64, c
 	if lim.MaxElements > 0 && count > lim.MaxElements {
 		return tensor.Tensor{}, tooLargef("%s %q: shape %v has %d elements; the limit is %d", kind, name, shape, count, lim.MaxElements)
 	}
-	shape = slices.Clone(shape)
 	if inShm {
 		return tensor.Tensor{Name: name, Datatype: d, Shape: shape}, nil
 	}
 	if useRaw {
-		t, err := tensor.DecodeRaw(name, d, shape, raw)
+		t, err := tensor.ViewRaw(name, d, shape, raw)
 		if err != nil {
 			return tensor.Tensor{}, invalidf("%s %q: %w", kind, name, err)
 		}

@@ -36,6 +36,16 @@ func EncodeRaw(t Tensor) ([]byte, error) {
 	return AppendRaw(make([]byte, 0, RawSize(t)), t)
 }
 
+// RawBytes is EncodeRaw without the copy where there is nothing to convert:
+// for numeric data on a little-endian host it returns t's memory itself,
+// which changes with t; otherwise a new encoding.
+func RawBytes(t Tensor) ([]byte, error) {
+	if b, ok := nativeBytes(t.Data); ok && len(b) > 0 && dataMatches(t.Datatype, t.Data) {
+		return b, nil
+	}
+	return EncodeRaw(t)
+}
+
 // AppendRaw appends the raw little-endian encoding of t's elements to dst:
 // the native element size without padding, BOOL as one byte 0 or 1, and BYTES
 // as a 4-byte little-endian length followed by the bytes. On error dst is
@@ -123,6 +133,18 @@ func AppendRaw(dst []byte, t Tensor) ([]byte, error) {
 // hostile shape cannot make the decoder allocate more than it was sent. BYTES
 // elements alias raw; other datatypes are copied.
 func DecodeRaw(name string, d Datatype, shape []int64, raw []byte) (Tensor, error) {
+	return decodeRaw(name, d, shape, raw, false)
+}
+
+// ViewRaw is DecodeRaw for contents the caller owns and will not change
+// while the tensor is in use (a decoded protobuf message's bytes): numeric
+// elements alias raw instead of being copied when the host is little-endian
+// and raw is aligned for the element type, as Go's allocator aligns it.
+func ViewRaw(name string, d Datatype, shape []int64, raw []byte) (Tensor, error) {
+	return decodeRaw(name, d, shape, raw, true)
+}
+
+func decodeRaw(name string, d Datatype, shape []int64, raw []byte, alias bool) (Tensor, error) {
 	n, err := ElementCount(shape)
 	if err != nil {
 		return Tensor{}, fmt.Errorf("tensor %q: %w", name, err)
@@ -158,29 +180,29 @@ func DecodeRaw(name string, d Datatype, shape []int64, raw []byte) (Tensor, erro
 		}
 		t.Data = v
 	case Uint8:
-		t.Data = decodeRawElems(raw, n, func(b []byte) uint8 { return b[0] })
+		t.Data = decodeRawElems(raw, n, alias, func(b []byte) uint8 { return b[0] })
 	case Int8:
-		t.Data = decodeRawElems(raw, n, func(b []byte) int8 { return int8(b[0]) })
+		t.Data = decodeRawElems(raw, n, alias, func(b []byte) int8 { return int8(b[0]) })
 	case Uint16:
-		t.Data = decodeRawElems(raw, n, binary.LittleEndian.Uint16)
+		t.Data = decodeRawElems(raw, n, alias, binary.LittleEndian.Uint16)
 	case Int16:
-		t.Data = decodeRawElems(raw, n, func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) })
+		t.Data = decodeRawElems(raw, n, alias, func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) })
 	case FP16:
-		t.Data = decodeRawElems(raw, n, func(b []byte) Float16 { return Float16(binary.LittleEndian.Uint16(b)) })
+		t.Data = decodeRawElems(raw, n, alias, func(b []byte) Float16 { return Float16(binary.LittleEndian.Uint16(b)) })
 	case BF16:
-		t.Data = decodeRawElems(raw, n, func(b []byte) BFloat16 { return BFloat16(binary.LittleEndian.Uint16(b)) })
+		t.Data = decodeRawElems(raw, n, alias, func(b []byte) BFloat16 { return BFloat16(binary.LittleEndian.Uint16(b)) })
 	case Uint32:
-		t.Data = decodeRawElems(raw, n, binary.LittleEndian.Uint32)
+		t.Data = decodeRawElems(raw, n, alias, binary.LittleEndian.Uint32)
 	case Int32:
-		t.Data = decodeRawElems(raw, n, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
+		t.Data = decodeRawElems(raw, n, alias, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
 	case FP32:
-		t.Data = decodeRawElems(raw, n, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
+		t.Data = decodeRawElems(raw, n, alias, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
 	case Uint64:
-		t.Data = decodeRawElems(raw, n, binary.LittleEndian.Uint64)
+		t.Data = decodeRawElems(raw, n, alias, binary.LittleEndian.Uint64)
 	case Int64:
-		t.Data = decodeRawElems(raw, n, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
+		t.Data = decodeRawElems(raw, n, alias, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
 	case FP64:
-		t.Data = decodeRawElems(raw, n, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
+		t.Data = decodeRawElems(raw, n, alias, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
 	}
 	return t, nil
 }
@@ -240,14 +262,18 @@ func sliceBytes[T int8 | uint16 | int16 | Float16 | BFloat16 | uint32 | int32 | 
 // caller has checked to be n times the element size. On a little-endian host
 // it is one copy into memory allocated without zeroing (append to a nil
 // slice, as bytes.Clone does: zeroing a large fresh allocation costs more
-// than the copy), viewed as []T when suitably aligned, which Go's allocator
-// gives for these sizes; otherwise element by element with get.
-func decodeRawElems[T uint8 | int8 | uint16 | int16 | Float16 | BFloat16 | uint32 | int32 | float32 | uint64 | int64 | float64](raw []byte, n int64, get func([]byte) T) []T {
+// than the copy), or raw itself when alias is set, viewed as []T when
+// suitably aligned, which Go's allocator gives for these sizes; otherwise
+// element by element with get.
+func decodeRawElems[T uint8 | int8 | uint16 | int16 | Float16 | BFloat16 | uint32 | int32 | float32 | uint64 | int64 | float64](raw []byte, n int64, alias bool, get func([]byte) T) []T {
 	if n == 0 {
 		return []T{}
 	}
 	if nativeLittleEndian {
-		b := append([]byte(nil), raw...)
+		b := raw
+		if !alias {
+			b = append([]byte(nil), raw...)
+		}
 		var zero T
 		if uintptr(unsafe.Pointer(&b[0]))%unsafe.Alignof(zero) == 0 {
 			return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)

@@ -116,3 +116,55 @@ func TestDecodeRawBytesAliasesInput(t *testing.T) {
 		t.Errorf("after append to element 0: element 1 is %q, want \"b\"", e[1])
 	}
 }
+
+// TestViewRawAliases checks the copy rules of the raw codecs: DecodeRaw copies
+// numeric data, ViewRaw and RawBytes share it (where the host's memory is the
+// raw encoding), and all three give the same values.
+func TestViewRawAliases(t *testing.T) {
+	raw := make([]byte, 8) // Go's allocator aligns it for int32
+	copy(raw, []byte{1, 0, 0, 0, 0, 1, 0, 0})
+	copied, err := DecodeRaw("x", Int32, []int64{2}, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := ViewRaw("x", Int32, []int64{2}, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, v := copied.Data.([]int32), view.Data.([]int32); c[0] != 1 || c[1] != 256 || v[0] != 1 || v[1] != 256 {
+		t.Fatalf("DecodeRaw %v, ViewRaw %v; want [1 256]", c, v)
+	}
+	raw[0] = 7
+	if c := copied.Data.([]int32); c[0] != 1 {
+		t.Errorf("DecodeRaw's data changed with its input: %v", c)
+	}
+	if !nativeLittleEndian {
+		t.Skip("big-endian host: ViewRaw and RawBytes copy")
+	}
+	if v := view.Data.([]int32); v[0] != 7 {
+		t.Errorf("ViewRaw's data %v does not alias its input", v)
+	}
+	b, err := RawBytes(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &b[0] != &raw[0] {
+		t.Errorf("RawBytes copied numeric data")
+	}
+	e, err := EncodeRaw(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &e[0] == &raw[0] || !bytes.Equal(e, raw) {
+		t.Errorf("EncodeRaw = %v sharing memory %v; want a copy of %v", e, &e[0] == &raw[0], raw)
+	}
+	// Unaligned contents are copied, never viewed misaligned.
+	odd := []byte{9, 0, 1, 0, 0}
+	un, err := ViewRaw("x", Int32, []int64{1}, odd[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := un.Data.([]int32); v[0] != 256 {
+		t.Errorf("ViewRaw of unaligned bytes = %v, want [256]", v)
+	}
+}
