@@ -123,16 +123,14 @@ func TestAddSubGRPCAllocs(t *testing.T) {
 	ctx := context.Background()
 	call := func() {
 		// As grpc-go does: unmarshal the request, call the method
-		// through the interceptors.
+		// through the interceptor.
 		var req inferencepb.ModelInferRequest
 		if err := proto.Unmarshal(wire, &req); err != nil {
 			t.Fatal(err)
 		}
 		info := &grpc.UnaryServerInfo{FullMethod: inferencepb.GRPCInferenceService_ModelInfer_FullMethodName}
-		_, err := s.metricsInterceptor(ctx, &req, info, func(ctx context.Context, req any) (any, error) {
-			return s.recoverInterceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
-				return g.ModelInfer(ctx, req.(*inferencepb.ModelInferRequest))
-			})
+		_, err := s.unaryInterceptor(ctx, &req, info, func(ctx context.Context, req any) (any, error) {
+			return g.ModelInfer(ctx, req.(*inferencepb.ModelInferRequest))
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -83,11 +83,13 @@ func toStatus(err error) error {
 	return status.Error(grpcCode(err), err.Error())
 }
 
-// metricsInterceptor records ModelInfer calls; it runs outside the recovery
-// interceptor so that recovered panics are counted as INTERNAL.
-func (s *Server) metricsInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// unaryInterceptor records ModelInfer calls in the metrics and turns a panic
+// in any unary handler into INTERNAL. It is one interceptor rather than a
+// chain of two so that a call costs no extra closure; the metrics are taken
+// outside the recovery, so that recovered panics are counted as INTERNAL.
+func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if info.FullMethod != inferencepb.GRPCInferenceService_ModelInfer_FullMethodName {
-		return handler(ctx, req)
+		return s.recoverUnary(ctx, req, info, handler)
 	}
 	start := time.Now()
 	s.metrics.inflight.Add(1)
@@ -95,7 +97,7 @@ func (s *Server) metricsInterceptor(ctx context.Context, req any, info *grpc.Una
 	if r, ok := req.(*inferencepb.ModelInferRequest); ok {
 		name = r.GetModelName()
 	}
-	resp, err := handler(ctx, req)
+	resp, err := s.recoverUnary(ctx, req, info, handler)
 	s.metrics.inflight.Add(-1)
 	code := status.Code(err)
 	if code == codes.Internal || code == codes.Unknown {
@@ -105,8 +107,8 @@ func (s *Server) metricsInterceptor(ctx context.Context, req any, info *grpc.Una
 	return resp, err
 }
 
-// recoverInterceptor turns a panic in a unary handler into INTERNAL.
-func (s *Server) recoverInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+// recoverUnary calls a unary handler, turning a panic into INTERNAL.
+func (s *Server) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("gRPC handler panicked", "method", info.FullMethod, "panic", p, "stack", string(debug.Stack()))

@@ -144,7 +144,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 			// CPU under load). A call finding every worker busy still gets
 			// a goroutine of its own, so the pool bounds nothing.
 			grpc.NumStreamWorkers(grpcStreamWorkers),
-			grpc.ChainUnaryInterceptor(s.metricsInterceptor, s.recoverInterceptor),
+			grpc.UnaryInterceptor(s.unaryInterceptor),
 			grpc.ChainStreamInterceptor(s.recoverStreamInterceptor),
 		)...)
 		inferencepb.RegisterGRPCInferenceServiceServer(s.grpcSrv, &grpcService{s: s})
