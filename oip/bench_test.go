@@ -172,3 +172,41 @@ var (
 	sinkRequest *InferRequest
 	sinkFloats  []float32
 )
+
+// addSubRequest is the add_sub request of scripts/bench-compare.sh: two INT32
+// [1,16] inputs, the size of request the servers' hot paths are tuned for.
+func addSubRequest(b *testing.B) *InferRequest {
+	x, y := make([]int32, 16), make([]int32, 16)
+	for i := range x {
+		x[i], y[i] = int32(i+1), int32(i+101)
+	}
+	in := func(name string, v []int32) InferInput {
+		t, err := tensor.New(name, tensor.Int32, []int64{1, 16}, v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return InferInput{Tensor: t}
+	}
+	return &InferRequest{Inputs: []InferInput{in("INPUT0", x), in("INPUT1", y)}}
+}
+
+func benchDecodeAddSub(b *testing.B, enc RESTEncoding) {
+	body, hl, err := EncodeRESTRequest(addSubRequest(b), enc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeRESTRequest(body, hl, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRESTDecodeAddSub decodes the add_sub request as the reference
+// server receives it from oipkit load --protocol http and http-binary.
+func BenchmarkRESTDecodeAddSub(b *testing.B) {
+	b.Run("json", func(b *testing.B) { benchDecodeAddSub(b, RESTEncoding{}) })
+	b.Run("binary", func(b *testing.B) { benchDecodeAddSub(b, RESTEncoding{BinaryInputs: true, BinaryOutputs: true}) })
+}
