@@ -65,6 +65,7 @@ func (l *streamLimits) closeAll() { l.closeOnce.Do(func() { close(l.closing) }) 
 type received struct {
 	msg *inferencepb.ModelInferRequest
 	err error
+	at  time.Time // when Recv returned: the request's receipt in the statistics
 }
 
 func (g *grpcService) ModelStreamInfer(stream grpc.BidiStreamingServer[inferencepb.ModelInferRequest, inferencepb.ModelStreamInferResponse]) error {
@@ -104,7 +105,7 @@ func (g *grpcService) ModelStreamInfer(stream grpc.BidiStreamingServer[inference
 		for {
 			m, err := stream.Recv()
 			select {
-			case reqs <- received{m, err}:
+			case reqs <- received{m, err, time.Now()}:
 			case <-ctx.Done():
 				return
 			}
@@ -163,7 +164,7 @@ func (sc *streamCall) readLoop(reqs <-chan received) error {
 				return status.FromContextError(context.Cause(sc.ctx)).Err()
 			}
 			sc.wg.Add(1)
-			go sc.serve(r.msg)
+			go sc.serve(r.msg, r.at)
 		case <-idle.C:
 			quiet := time.Since(time.Unix(0, sc.last.Load()))
 			if len(sc.slots) > 0 || quiet < idleLimit {
@@ -192,7 +193,7 @@ func (sc *streamCall) send(r *inferencepb.ModelStreamInferResponse) bool {
 }
 
 // serve answers one request, with panics turned into an error response.
-func (sc *streamCall) serve(pb *inferencepb.ModelInferRequest) {
+func (sc *streamCall) serve(pb *inferencepb.ModelInferRequest, received time.Time) {
 	defer func() {
 		if p := recover(); p != nil {
 			sc.s.log.Error("ModelStreamInfer request panicked", "model", pb.GetModelName(), "panic", p, "stack", string(debug.Stack()))
@@ -202,7 +203,7 @@ func (sc *streamCall) serve(pb *inferencepb.ModelInferRequest) {
 		sc.touch()
 		sc.wg.Done()
 	}()
-	version, err := sc.infer(pb)
+	version, err := sc.infer(pb, received)
 	if err != nil {
 		sc.fail(pb, version, err)
 	}
@@ -226,8 +227,11 @@ func (sc *streamCall) fail(pb *inferencepb.ModelInferRequest, version string, er
 }
 
 // infer runs one request and queues its responses. It returns the
-// resolved version (for error responses) and the error, if any.
-func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest) (string, error) {
+// resolved version (for error responses) and the error, if any. A request
+// to a decoupled model is recorded in the statistics from its receipt to
+// its last response, with the time to its first response and the gaps
+// between its responses.
+func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Time) (string, error) {
 	s := sc.s
 	m, version, err := s.repo.Lookup(pb.GetModelName(), pb.GetModelVersion())
 	if err != nil {
@@ -262,10 +266,14 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest) (string, error) {
 		return version, emit(resp, true)
 	}
 	md := m.Metadata()
+	st := s.stats.of(md.Name, version)
 	inputs, err := validateRequest(&md, req)
 	if err != nil {
+		st.failed(time.Since(received))
 		return version, err
 	}
+	inputDone := time.Now()
+	timer := st.responseTimer(received)
 	emptyFinal, _ := req.Parameters.Bool(oip.ParamTritonEnableEmptyFinalResponse)
 	sentFinal := false
 	err = d.InferStream(sc.ctx, inputs, req.Parameters, func(outs []tensor.Tensor, final bool) error {
@@ -274,14 +282,21 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest) (string, error) {
 			return err
 		}
 		sentFinal = final
-		return emit(resp, final)
+		if err := emit(resp, final); err != nil {
+			return err
+		}
+		timer.responded()
+		return nil
 	})
+	inferDone := time.Now()
+	if err == nil && !sentFinal && emptyFinal {
+		// Triton's empty final response: no outputs, only the flag.
+		err = emit(&oip.InferResponse{Model: md.Name, Version: version, ID: req.ID}, true)
+	}
 	if err != nil {
+		st.failed(time.Since(received))
 		return version, fmt.Errorf("model %q: %w", md.Name, err)
 	}
-	if !sentFinal && emptyFinal {
-		// Triton's empty final response: no outputs, only the flag.
-		return version, emit(&oip.InferResponse{Model: md.Name, Version: version, ID: req.ID}, true)
-	}
+	st.succeeded(received, inputDone, inferDone, time.Now())
 	return version, nil
 }
