@@ -188,9 +188,12 @@ func TestStreamingServerMetrics(t *testing.T) {
 	if res.Counts.OK != 12 || res.Server == nil || res.Server.Stream == nil {
 		t.Fatalf("counts %+v, server %+v", res.Counts, res.Server)
 	}
+	// The server times a response once written: the first of every request
+	// before its last is sent, the last gap of each request in flight at
+	// the end possibly just after the client read it.
 	st := res.Server.Stream
-	if st.FirstResponse.Count != 12 || st.InterResponse.Count != 12*(n-1) {
-		t.Errorf("server timed %d first responses and %d gaps, want 12 and %d", st.FirstResponse.Count, st.InterResponse.Count, 12*(n-1))
+	if st.FirstResponse.Count != 12 || st.InterResponse.Count < 12*(n-1)-2 || st.InterResponse.Count > 12*(n-1) {
+		t.Errorf("server timed %d first responses and %d gaps, want 12 and %d (or up to 2 fewer)", st.FirstResponse.Count, st.InterResponse.Count, 12*(n-1))
 	}
 	// The fixture sends its first token 2 ms after it starts: a lower
 	// bound for the server's figure, which the client's includes.
@@ -208,7 +211,7 @@ func TestStreamingServerMetrics(t *testing.T) {
 	sse := Config{Target: TargetConfig{HTTP: srv.HTTPURL(), Model: "text_gen", MetricsURL: srv.HTTPURL() + "/metrics"},
 		Streaming: &StreamConfig{TextInput: "a b c"}, Load: LoadConfig{Concurrency: 1, Requests: 5}}
 	res = runConfig(t, sse)
-	if st := res.Server.Stream; st == nil || st.FirstResponse.Count != 5 || st.InterResponse.Count != 10 {
+	if st := res.Server.Stream; st == nil || st.FirstResponse.Count != 5 || st.InterResponse.Count < 9 || st.InterResponse.Count > 10 {
 		t.Errorf("generate_stream: server stream %+v", res.Server.Stream)
 	}
 

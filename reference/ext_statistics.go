@@ -38,8 +38,9 @@ import (
 // with its responses sent as they come, compute_output the final marker.
 // Its time to first response and the gaps between its responses go to
 // /metrics (nv_inference_first_response_histogram_ms,
-// oip_inference_inter_response_histogram_ms); each response is timed when
-// it is handed to the transport (queued for gRPC Send, flushed for SSE).
+// oip_inference_inter_response_histogram_ms); each response is timed once
+// written to the transport (gRPC Send returned, the SSE event flushed), so
+// that both transports stop the clock at the same point.
 
 var extStatistics = extension{
 	name:       specs.ExtStatistics,

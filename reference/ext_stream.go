@@ -61,6 +61,13 @@ func (l *streamLimits) release() { l.open.Add(-1) }
 
 func (l *streamLimits) closeAll() { l.closeOnce.Do(func() { close(l.closing) }) }
 
+// outgoing is a response waiting to be sent; timer, when set, times it
+// once Send returned (the writer is the only goroutine that touches it).
+type outgoing struct {
+	r     *inferencepb.ModelStreamInferResponse
+	timer *responseTimer
+}
+
 // received is one Recv result.
 type received struct {
 	msg *inferencepb.ModelInferRequest
@@ -78,7 +85,7 @@ func (g *grpcService) ModelStreamInfer(stream grpc.BidiStreamingServer[inference
 
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
-	sc := &streamCall{s: s, ctx: ctx, out: make(chan *inferencepb.ModelStreamInferResponse, streamQueue),
+	sc := &streamCall{s: s, ctx: ctx, out: make(chan outgoing, streamQueue),
 		slots: make(chan struct{}, s.cfg.MaxStreamInflight)}
 
 	// The writer is the only goroutine that calls Send. After a failed Send
@@ -87,13 +94,15 @@ func (g *grpcService) ModelStreamInfer(stream grpc.BidiStreamingServer[inference
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		for r := range sc.out {
+		for o := range sc.out {
 			if sendErr != nil {
 				continue
 			}
-			if err := stream.Send(r); err != nil {
+			if err := stream.Send(o.r); err != nil {
 				sendErr = err
 				cancel(err)
+			} else if o.timer != nil {
+				o.timer.responded()
 			}
 			sc.touch()
 		}
@@ -132,7 +141,7 @@ func (g *grpcService) ModelStreamInfer(stream grpc.BidiStreamingServer[inference
 type streamCall struct {
 	s     *Server
 	ctx   context.Context
-	out   chan *inferencepb.ModelStreamInferResponse
+	out   chan outgoing
 	slots chan struct{} // one per request in flight
 	wg    sync.WaitGroup
 	last  atomic.Int64 // unix nanoseconds of the last activity
@@ -182,10 +191,11 @@ func (sc *streamCall) readLoop(reqs <-chan received) error {
 	}
 }
 
-// send queues a response; false when the stream is gone.
-func (sc *streamCall) send(r *inferencepb.ModelStreamInferResponse) bool {
+// send queues a response, timed by timer (may be nil) once sent; false
+// when the stream is gone.
+func (sc *streamCall) send(r *inferencepb.ModelStreamInferResponse, timer *responseTimer) bool {
 	select {
-	case sc.out <- r:
+	case sc.out <- outgoing{r, timer}:
 		return true
 	case <-sc.ctx.Done():
 		return false
@@ -223,7 +233,7 @@ func (sc *streamCall) fail(pb *inferencepb.ModelInferRequest, version string, er
 				oip.ParamTritonFinalResponse: {ParameterChoice: &inferencepb.InferParameter_BoolParam{BoolParam: true}},
 			},
 		},
-	})
+	}, nil)
 }
 
 // infer runs one request and queues its responses. It returns the
@@ -242,7 +252,7 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Tim
 		return version, fmt.Errorf("decode request: %w", err)
 	}
 	req.Model, req.Version = pb.GetModelName(), version
-	emit := func(resp *oip.InferResponse, final bool) error {
+	emit := func(resp *oip.InferResponse, final bool, timer *responseTimer) error {
 		if resp.Parameters == nil {
 			resp.Parameters = oip.Parameters{}
 		}
@@ -251,7 +261,7 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Tim
 		if err != nil {
 			return fmt.Errorf("encode response: %w", err)
 		}
-		if !sc.send(&inferencepb.ModelStreamInferResponse{InferResponse: out}) {
+		if !sc.send(&inferencepb.ModelStreamInferResponse{InferResponse: out}, timer) {
 			return context.Cause(sc.ctx)
 		}
 		return nil
@@ -263,7 +273,7 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Tim
 		if err != nil {
 			return version, err
 		}
-		return version, emit(resp, true)
+		return version, emit(resp, true, nil)
 	}
 	md := m.Metadata()
 	st := s.stats.of(md.Name, version)
@@ -282,16 +292,12 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Tim
 			return err
 		}
 		sentFinal = final
-		if err := emit(resp, final); err != nil {
-			return err
-		}
-		timer.responded()
-		return nil
+		return emit(resp, final, &timer)
 	})
 	inferDone := time.Now()
 	if err == nil && !sentFinal && emptyFinal {
 		// Triton's empty final response: no outputs, only the flag.
-		err = emit(&oip.InferResponse{Model: md.Name, Version: version, ID: req.ID}, true)
+		err = emit(&oip.InferResponse{Model: md.Name, Version: version, ID: req.ID}, true, nil)
 	}
 	if err != nil {
 		st.failed(time.Since(received))

@@ -1,10 +1,13 @@
 package reference_test
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference/referencetest"
@@ -62,9 +65,8 @@ func TestMetricsTritonFamilies(t *testing.T) {
 		t.Fatalf("generate_stream: %d %s", r.status, r.body)
 	}
 
-	body := string(get(t, base+"/metrics").body)
 	add := statsOf(t, base, "add_sub", "1")
-	for series, want := range map[string]float64{
+	want := map[string]float64{
 		`nv_inference_request_success{model="add_sub",version="1"}`:                     float64(add.InferenceStats.Success.Count),
 		`nv_inference_request_failure{model="add_sub",version="1"}`:                     float64(add.InferenceStats.Fail.Count),
 		`nv_inference_count{model="add_sub",version="1"}`:                               float64(add.InferenceCount),
@@ -77,9 +79,23 @@ func TestMetricsTritonFamilies(t *testing.T) {
 		`nv_inference_request_success{model="text_gen",version="1"}`:                    1,
 		`nv_inference_first_response_histogram_ms_count{model="text_gen",version="1"}`:  1,
 		`oip_inference_inter_response_histogram_ms_count{model="text_gen",version="1"}`: 2,
-	} {
-		if got := metricValue(t, body, series); got != want {
-			t.Errorf("%s = %v, want %v", series, got, want)
+	}
+	// A request is recorded when its last response has been written, which
+	// may be just after the client read it: wait for the counts to settle.
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		body = string(get(t, base+"/metrics").body)
+		var wrong []string
+		for series, w := range want {
+			if got := metricValue(t, body, series); got != w {
+				wrong = append(wrong, fmt.Sprintf("%s = %v, want %v", series, got, w))
+			}
+		}
+		if len(wrong) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s:\n%s", strings.Join(wrong, "\n"))
 		}
 	}
 	if add.InferenceStats.Success.Count != 2 || add.InferenceStats.Fail.Count != 1 {
