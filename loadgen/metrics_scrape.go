@@ -115,6 +115,9 @@ func (m *metricsScraper) scrape(ctx context.Context) ([]metricSample, error) {
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	resp, err := m.client.Do(req)
 	if err != nil {
+		if strings.Contains(err.Error(), "malformed HTTP response") {
+			return nil, fmt.Errorf("metrics %s: the port does not answer HTTP/1.1 (a gRPC port? Triton serves metrics on :8002, oipkit serve on its HTTP port)", m.url)
+		}
 		return nil, fmt.Errorf("metrics: %v", err)
 	}
 	defer resp.Body.Close()

@@ -215,6 +215,14 @@ func TestStreamingServerMetrics(t *testing.T) {
 		t.Errorf("generate_stream: server stream %+v", res.Server.Stream)
 	}
 
+	// The gRPC port given as the metrics URL: the error says so.
+	cfg.Target.MetricsURL = "http://" + srv.GRPCAddr() + "/metrics"
+	if tg, err := NewTarget(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "a gRPC port?") {
+		if tg != nil {
+			tg.Close()
+		}
+		t.Errorf("the gRPC port as --metrics-url: %v", err)
+	}
 	cfg.Target.MetricsURL = srv.HTTPURL() + "/nope"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
