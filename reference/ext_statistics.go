@@ -18,9 +18,11 @@ import (
 // (ModelStatistics).
 //
 // What is counted, and how it agrees with /metrics: a request is counted
-// once its model version is resolved. success counts the requests answered
-// 200/OK, which are exactly oip_requests_total{code="200"|"OK"} of the
-// model; fail counts the others (undecodable or invalid requests, model
+// once its model version is resolved. success counts the unary requests
+// answered 200/OK, which are exactly oip_requests_total{code="200"|"OK"}
+// of the model (plus the streamed requests below, which that family does
+// not count; nv_inference_request_success counts both, from these
+// counters); fail counts the others (undecodable or invalid requests, model
 // errors). success.ns is the time from validation to the outputs; it splits
 // into compute_input (validating the inputs against the metadata),
 // compute_infer (running the model) and compute_output (checking and
