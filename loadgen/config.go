@@ -76,6 +76,10 @@ type TargetConfig struct {
 	Host    string   `json:"host,omitempty"` // Host header / :authority override
 	// Timeout bounds each request (default 10s).
 	Timeout Duration `json:"timeout"`
+	// MetricsURL is the server's Prometheus metrics (--metrics-url, e.g.
+	// http://host:8002/metrics for Triton): the server-side breakdown when
+	// the statistics extension is absent, and the server's stream timings.
+	MetricsURL string `json:"metricsURL,omitempty"`
 	// Connections is the number of gRPC connections or the HTTP keep-alive
 	// pool size (default: 1 gRPC connection; an HTTP pool as large as the
 	// concurrency or the in-flight limit, up to 1024). HTTP/1.1 carries one
@@ -326,6 +330,13 @@ func (t *TargetConfig) normalize(l LoadConfig) error {
 			return configErr("--http: %v", err)
 		}
 		t.HTTP = u
+	}
+	if t.MetricsURL != "" {
+		u, err := MetricsURL(t.MetricsURL)
+		if err != nil {
+			return configErr("--metrics-url: %v", err)
+		}
+		t.MetricsURL = u
 	}
 	if t.GRPC != "" {
 		a, err := client.GRPCAddress(t.GRPC)

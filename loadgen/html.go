@@ -83,6 +83,7 @@ type htmlRun struct {
 	Errors  []errRow
 	Steps   []stepRow
 	Server  *serverView
+	Stream  []streamRow // the server's stream timings beside the client's
 	Config  string
 	Anchor  string
 	Gates   []ThresholdGroup
@@ -112,6 +113,12 @@ type stepRow struct {
 	Errors, Timeouts   int64
 	Notes              string
 	Knee, Bad          bool
+}
+
+// streamRow is one stream timing, the server's mean beside the client's.
+type streamRow struct {
+	Name, Server, Client, Diff string
+	Count                      int64
 }
 
 type serverView struct {
@@ -148,6 +155,15 @@ func writeHTML(w io.Writer, results []*Result, labels []string) error {
 		data["OverTime"] = htmlpage.ChartBox("p99-time", "Response-time p99 per interval",
 			"Each run from its own start; the interval's p99 of the requests that completed in it.")
 		charts = append(charts, p99OverTime("p99-time", results, labels))
+		if anyStreaming(results) {
+			data["StreamFirst"] = htmlpage.ChartBox("stream-first", "Time to first response percentile spectrum",
+				"Streaming runs: each request's time to its first response, from its intended start.")
+			data["StreamGap"] = htmlpage.ChartBox("stream-gap", "Inter-response gap percentile spectrum",
+				"Streaming runs: every gap between two consecutive responses of one request.")
+			charts = append(charts,
+				histogramSpectrum("stream-first", results, labels, func(h *Histograms) *Histogram { return h.FirstResponse }),
+				histogramSpectrum("stream-gap", results, labels, func(h *Histograms) *Histogram { return h.InterResponse }))
+		}
 		if anySteps(results) {
 			data["Curve"] = htmlpage.ChartBox("curve", "Throughput and latency by level",
 				"Latency at the chosen percentile against the completed rate, one point per level, probe or step.")
@@ -171,6 +187,11 @@ func writeHTML(w io.Writer, results []*Result, labels []string) error {
 			sec["Spectrum"] = htmlpage.ChartBox(id+"-spectrum", "Percentile spectrum",
 				"Response time from the run's histogram (open loop: also the service time, from the actual send); x is HdrHistogram's 1/(1−p) axis.")
 			charts = append(charts, spectrumChart(id+"-spectrum", results[i:i+1], nil, true))
+		}
+		if !cmp && streaming(run.R) {
+			sec["Stream"] = htmlpage.ChartBox(id+"-stream", "Streaming: time to first response and inter-response gaps",
+				"Percentile spectra of each request's time to first response (from its intended start) and of every gap between two consecutive responses of one request.")
+			charts = append(charts, streamSpectrum(id+"-stream", run.R))
 		}
 		if len(run.R.Steps) > 0 {
 			sec["Curve"] = htmlpage.ChartBox(id+"-curve", "Throughput / latency curve",
@@ -242,13 +263,14 @@ func viewOf(r *Result, label string, i int) htmlRun {
 	for _, row := range []struct {
 		name string
 		h    *Histogram
-	}{{"response time", h.Response}, {"service time", h.Service}, {"send lag", h.SendLag}, {"failed (response)", h.Failed}} {
-		if row.h == nil || (row.name == "failed (response)" && row.h.Count() == 0) {
+	}{{"response time", h.Response}, {"first response", h.FirstResponse}, {"inter-response", h.InterResponse},
+		{"service time", h.Service}, {"send lag", h.SendLag}, {"failed (response)", h.Failed}} {
+		if row.h == nil || (row.name != "response time" && row.name != "service time" && row.name != "send lag" && row.h.Count() == 0) {
 			continue
 		}
 		lr := latRow{Name: row.name, Max: formatDuration(row.h.Max()), Mean: formatDuration(row.h.Mean()), Count: row.h.Count()}
 		for _, q := range SummaryPercentiles {
-			lr.Cells = append(lr.Cells, percentileCell(row.h, q, timeout, row.name != "send lag"))
+			lr.Cells = append(lr.Cells, percentileCell(row.h, q, timeout, row.name != "send lag" && row.name != "inter-response"))
 		}
 		v.Lat = append(v.Lat, lr)
 	}
@@ -297,6 +319,23 @@ func viewOf(r *Result, label string, i int) htmlRun {
 	}
 	if sv := r.Server; sv != nil {
 		v.Server = serverViewOf(sv, h.Service.Mean())
+		if ss := sv.Stream; ss != nil {
+			for _, x := range []struct {
+				name   string
+				server ServerComponent
+				client *Histogram
+			}{{"time to first response", ss.FirstResponse, h.FirstResponse}, {"inter-response gap", ss.InterResponse, h.InterResponse}} {
+				if x.server.Count == 0 {
+					continue
+				}
+				row := streamRow{Name: x.name, Server: formatDuration(x.server.Mean()), Count: x.server.Count}
+				if x.client != nil && x.client.Count() > 0 {
+					row.Client = formatDuration(x.client.Mean())
+					row.Diff = fmt.Sprintf("%+.3f ms", float64(x.client.Mean()-x.server.Mean())/1e6)
+				}
+				v.Stream = append(v.Stream, row)
+			}
+		}
 	}
 	v.Gates = GroupThresholds(r.Thresholds)
 	cfg, _ := json.MarshalIndent(r.Config, "", "  ")
@@ -482,47 +521,114 @@ func spectrumPoints(n int64) []float64 {
 // spectrumChart overlays the response-time spectra of rs (with service
 // time dashed when service is set).
 func spectrumChart(id string, rs []*Result, labels []string, service bool) htmlpage.Chart {
-	c := htmlpage.Chart{ID: id, X: htmlpage.Axis{Label: "percentile", Unit: htmlpage.UnitPercentile, Log: true},
-		Y: htmlpage.Axis{Label: "latency", Unit: htmlpage.UnitMillis, Log: true}}
-	var n int64
+	var hs []*Histogram
 	for _, r := range rs {
-		n = max(n, r.Histograms.Response.Count())
+		hs = append(hs, r.Histograms.Response)
 	}
-	xs := spectrumPoints(max(n, 1))
-	for _, x := range xs {
-		c.XValues = append(c.XValues, htmlpage.Num(x))
-	}
-	values := func(h *Histogram) []htmlpage.Num {
-		var out []htmlpage.Num
-		for _, x := range xs {
-			if h.Count() == 0 || x > float64(h.Count()) {
-				out = append(out, htmlpage.Gap)
-				continue
-			}
-			v := h.Quantile(100 * (1 - 1/x))
-			if x == 1 {
-				v = h.Min()
-			}
-			if v <= 0 {
-				out = append(out, htmlpage.Gap)
-				continue
-			}
-			out = append(out, msDur(v))
-		}
-		return out
-	}
+	xs := spectrumXs(hs...)
+	c := spectrumAxes(id, xs)
 	for i, r := range rs {
 		label := "response time"
 		if labels != nil {
 			label = labels[i]
 		}
-		c.Series = append(c.Series, htmlpage.Series{Label: label, Y: values(r.Histograms.Response)})
+		c.Series = append(c.Series, htmlpage.Series{Label: label, Y: spectrumValues(r.Histograms.Response, xs)})
 		if service && r.OpenLoop() { // a closed loop's service time is its response time
-			c.Series = append(c.Series, htmlpage.Series{Label: "service time", Y: values(r.Histograms.Service), Style: "dashed"})
+			c.Series = append(c.Series, htmlpage.Series{Label: "service time", Y: spectrumValues(r.Histograms.Service, xs), Style: "dashed"})
 		}
 	}
 	if len(rs) == 1 {
 		c.Lines = latencyGateLines(rs[0])
+	}
+	return c
+}
+
+// streaming reports whether r recorded streamed responses.
+func streaming(r *Result) bool {
+	h := r.Histograms.FirstResponse
+	return h != nil && h.Count() > 0
+}
+
+func anyStreaming(rs []*Result) bool {
+	for _, r := range rs {
+		if streaming(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// spectrumXs are the spectrum's x values for histograms of up to n values.
+func spectrumXs(hs ...*Histogram) []float64 {
+	var n int64
+	for _, h := range hs {
+		if h != nil {
+			n = max(n, h.Count())
+		}
+	}
+	return spectrumPoints(max(n, 1))
+}
+
+// spectrumValues are h's values at xs (HdrHistogram's 1/(1−p) axis), gaps
+// where h has too few values.
+func spectrumValues(h *Histogram, xs []float64) []htmlpage.Num {
+	var out []htmlpage.Num
+	for _, x := range xs {
+		if h == nil || h.Count() == 0 || x > float64(h.Count()) {
+			out = append(out, htmlpage.Gap)
+			continue
+		}
+		v := h.Quantile(100 * (1 - 1/x))
+		if x == 1 {
+			v = h.Min()
+		}
+		if v <= 0 {
+			out = append(out, htmlpage.Gap)
+			continue
+		}
+		out = append(out, msDur(v))
+	}
+	return out
+}
+
+func spectrumAxes(id string, xs []float64) htmlpage.Chart {
+	c := htmlpage.Chart{ID: id, X: htmlpage.Axis{Label: "percentile", Unit: htmlpage.UnitPercentile, Log: true},
+		Y: htmlpage.Axis{Label: "latency", Unit: htmlpage.UnitMillis, Log: true}}
+	for _, x := range xs {
+		c.XValues = append(c.XValues, htmlpage.Num(x))
+	}
+	return c
+}
+
+// streamSpectrum is one streaming run's time-to-first-response and
+// inter-response-gap spectra.
+func streamSpectrum(id string, r *Result) htmlpage.Chart {
+	h := r.Histograms
+	xs := spectrumXs(h.FirstResponse, h.InterResponse)
+	c := spectrumAxes(id, xs)
+	c.Series = []htmlpage.Series{
+		{Label: "time to first response", Y: spectrumValues(h.FirstResponse, xs)},
+		{Label: "inter-response gap", Y: spectrumValues(h.InterResponse, xs), Style: "dashed"},
+	}
+	return c
+}
+
+// histogramSpectrum overlays one histogram (pick) of every run; a run that
+// did not record it keeps its place (and so its colour) with an empty
+// series.
+func histogramSpectrum(id string, rs []*Result, labels []string, pick func(*Histograms) *Histogram) htmlpage.Chart {
+	var hs []*Histogram
+	for _, r := range rs {
+		hs = append(hs, pick(&r.Histograms))
+	}
+	xs := spectrumXs(hs...)
+	c := spectrumAxes(id, xs)
+	for i, h := range hs {
+		label := labels[i]
+		if h == nil || h.Count() == 0 {
+			label += " (no streamed responses)"
+		}
+		c.Series = append(c.Series, htmlpage.Series{Label: label, Y: spectrumValues(h, xs)})
 	}
 	return c
 }
@@ -640,6 +746,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 <td>{{.R.Counts.Completed}}</td><td>{{.R.Counts.Errors}} / {{.R.Counts.Timeouts}}</td><td class="l">{{loadOf .R}}</td></tr>
 {{end}}</table>
 {{.Spectrum}}
+{{.StreamFirst}}
+{{.StreamGap}}
 {{.OverTime}}
 {{.Curve}}
 {{end}}
@@ -668,6 +776,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 {{end}}</table>
 {{end}}
 {{$.Spectrum}}
+{{$.Stream}}
 <h3>Latency</h3>
 <table>
 <tr><th class="l"></th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>mean</th><th>count</th></tr>
@@ -686,6 +795,14 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 <p class="sub">From the server's own statistics ({{.Source}}, {{.Requests}} requests), mean per request, against the client-observed service time.</p>
 <div class="stack">{{range .Parts}}<div style="width: {{width .Width}}; background: {{.Color}}" title="{{.Name}}: {{.Mean}}"></div>{{end}}</div>
 <div class="legend-row">{{range .Parts}}<span><span class="swatch" style="background: {{.Color}}"></span>{{.Name}} {{.Mean}}</span>{{end}}</div>
+{{end}}
+{{with .Stream}}
+<h3>Stream timing: server and client</h3>
+<p class="sub">The server's own means (its /metrics, --metrics-url) beside the client's; the difference is what the network, the transports and the client add.</p>
+<table>
+<tr><th class="l"></th><th>server mean</th><th>client mean</th><th>client − server</th><th>timed by the server</th></tr>
+{{range .}}<tr><td class="l">{{.Name}}</td><td>{{.Server}}</td><td>{{.Client}}</td><td>{{.Diff}}</td><td>{{.Count}}</td></tr>
+{{end}}</table>
 {{end}}
 {{with .Gates}}
 <h3>Thresholds</h3>

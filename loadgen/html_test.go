@@ -180,3 +180,75 @@ func TestFormatsAreDefinedOnce(t *testing.T) {
 		t.Errorf("summary CSV of a 3-level sweep has %d lines, want a header and one per level:\n%s", lines, csv.String())
 	}
 }
+
+// syntheticStream adds streaming histograms (and the server's stream
+// timings) to a synthetic result.
+func syntheticStream(r *Result, scale int64) *Result {
+	h := &r.Histograms
+	h.FirstResponse, h.InterResponse, h.ResponsesPerRequest = NewHistogram(), NewHistogram(), NewHistogram()
+	for v := int64(1); v <= 500; v++ {
+		h.FirstResponse.record(scale * (5_000_000 + v*1000))
+		for range 15 {
+			h.InterResponse.record(scale * (4_900_000 + v*400))
+		}
+		h.ResponsesPerRequest.record(16)
+	}
+	r.Server = &ServerBreakdown{Source: "statistics extension", Requests: 500, Stream: &ServerStream{
+		FirstResponse: ServerComponent{Name: "first_response", Count: 500, TotalNs: 500 * scale * 5_100_000},
+		InterResponse: ServerComponent{Name: "inter_response", Count: 7500, TotalNs: 7500 * scale * 5_000_000}}}
+	r.summarize()
+	return r
+}
+
+// A streaming result's page draws the time-to-first-response and gap
+// spectra and the server's stream timings beside the client's; a
+// comparison overlays each across the runs that streamed.
+func TestHTMLStreaming(t *testing.T) {
+	r := syntheticStream(syntheticSweep(), 1)
+	var b bytes.Buffer
+	if err := NewHTMLReporter(r)(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{`id="r0-stream"`, "Stream timing: server and client", "time to first response", "inter-response gap", "5.10ms", "client − server"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	found := false
+	for _, c := range chartsOf(t, page) {
+		if c["id"] == "r0-stream" {
+			found = true
+			if s := c["series"].([]any); len(s) != 2 {
+				t.Errorf("stream chart has %d series, want 2", len(s))
+			}
+		}
+	}
+	if !found {
+		t.Error("no stream chart")
+	}
+
+	plain := syntheticSweep()
+	var cmp bytes.Buffer
+	if err := NewComparisonHTMLReporter([]*Result{r, syntheticStream(syntheticSweep(), 2), plain}, []string{"A", "B", "C"})(&cmp); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range chartsOf(t, cmp.String()) {
+		if c["id"] == "stream-first" || c["id"] == "stream-gap" {
+			n++
+			s := c["series"].([]any)
+			if len(s) != 3 || !strings.Contains(s[2].(map[string]any)["label"].(string), "no streamed responses") {
+				t.Errorf("%s overlays %v, want the 3 runs, the last marked as not streaming", c["id"], s)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d stream overlays, want 2", n)
+	}
+	// A run without streaming gets no stream chart.
+	b.Reset()
+	if err := NewHTMLReporter(plain)(&b); err != nil || strings.Contains(b.String(), `-stream"`) {
+		t.Errorf("a run without streaming has a stream chart (%v)", err)
+	}
+}

@@ -159,6 +159,7 @@ func NewTextReporter(r *Result) Reporter {
 		}
 		if sv := r.Server; sv != nil {
 			writeServerText(p, sv, r.Histograms.Service.Mean())
+			writeServerStreamText(p, sv.Stream, &r.Histograms)
 		}
 		if len(r.Steps) > 0 {
 			if err := writeStepsText(p, w, r); err != nil {
@@ -242,6 +243,31 @@ func writeServerText(p *printer, sv *ServerBreakdown, clientMean time.Duration) 
 	if clientMean > 0 {
 		p.f("  %-16s %s (client-observed service time %s minus the server's %s)\n", "network+client", formatDuration(max(0, clientMean-sum)),
 			formatDuration(clientMean), formatDuration(sum))
+	}
+}
+
+// writeServerStreamText prints the server's stream timings beside the
+// client's means and their differences (what the network, the transport's
+// buffering and the client add).
+func writeServerStreamText(p *printer, ss *ServerStream, h *Histograms) {
+	if ss == nil {
+		return
+	}
+	p.f("\nserver-side stream timing (metrics), means:\n")
+	for _, row := range []struct {
+		name   string
+		server ServerComponent
+		client *Histogram
+	}{{"first response", ss.FirstResponse, h.FirstResponse}, {"inter-response", ss.InterResponse, h.InterResponse}} {
+		if row.server.Count == 0 {
+			continue
+		}
+		p.f("  %-16s server %s", row.name, formatDuration(row.server.Mean()))
+		if row.client != nil && row.client.Count() > 0 {
+			c := row.client.Mean()
+			p.f(", client %s (client − server %+.3f ms)", formatDuration(c), float64(c-row.server.Mean())/1e6)
+		}
+		p.f(", %d timed by the server\n", row.server.Count)
 	}
 }
 

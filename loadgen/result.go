@@ -122,6 +122,19 @@ type ServerBreakdown struct {
 	Source     string            `json:"source"` // where the figures come from, e.g. "statistics extension"
 	Requests   int64             `json:"requests"`
 	Components []ServerComponent `json:"components"`
+	// Stream is the server's account of a streaming run's responses, from
+	// its /metrics (--metrics-url); nil when it exports none.
+	Stream *ServerStream `json:"stream,omitempty"`
+}
+
+// ServerStream is the server's timing of streamed responses over the
+// measured window: its time to first response (request received to first
+// response: Triton's nv_inference_first_response_histogram_ms) and the gaps
+// between consecutive responses of one request (the reference's
+// oip_inference_inter_response_histogram_ms), to set beside the client's.
+type ServerStream struct {
+	FirstResponse ServerComponent `json:"firstResponse"`
+	InterResponse ServerComponent `json:"interResponse"`
 }
 
 // ServerComponent is one stage of the server's processing.

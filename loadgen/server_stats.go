@@ -54,7 +54,30 @@ func (after *ServerBreakdown) delta(before *ServerBreakdown) *ServerBreakdown {
 		}
 		d.Components = append(d.Components, ServerComponent{Name: a.Name, Count: a.Count - b.Count, TotalNs: a.TotalNs - b.TotalNs})
 	}
+	d.Stream = after.Stream.delta(before.Stream)
 	return d
+}
+
+// delta is after minus before; nil when either is missing, a counter went
+// back or no response was timed.
+func (after *ServerStream) delta(before *ServerStream) *ServerStream {
+	if after == nil {
+		return nil
+	}
+	if before == nil {
+		// The families appear with a model's first streamed request.
+		before = &ServerStream{}
+	}
+	sub := func(a, b ServerComponent) (ServerComponent, bool) {
+		c := ServerComponent{Name: a.Name, Count: a.Count - b.Count, TotalNs: a.TotalNs - b.TotalNs}
+		return c, c.Count >= 0 && c.TotalNs >= 0
+	}
+	first, ok1 := sub(after.FirstResponse, before.FirstResponse)
+	gap, ok2 := sub(after.InterResponse, before.InterResponse)
+	if !ok1 || !ok2 || first.Count == 0 {
+		return nil
+	}
+	return &ServerStream{FirstResponse: first, InterResponse: gap}
 }
 
 // statisticsReader is a client of the statistics extension.
@@ -62,10 +85,38 @@ type statisticsReader interface {
 	ModelStatistics(ctx context.Context, model, version string) (*oip.StatisticsResponse, error)
 }
 
-// ServerStats reads the model's statistics (the statistics extension, when
-// the server advertises it), summed over the versions listed: successful
-// requests, and queue / compute input / compute infer / compute output.
+// ServerStats reads the model's breakdown: from the statistics extension
+// when the server advertises it and answers, else from --metrics-url
+// (Triton's nv_inference_* counters); with --metrics-url it adds the
+// server's stream timings.
 func (t *OIPTarget) ServerStats(ctx context.Context) (*ServerBreakdown, error) {
+	b, err := t.statisticsBreakdown(ctx)
+	if t.metrics == nil {
+		return b, err
+	}
+	samples, merr := t.metrics.scrape(ctx)
+	if merr != nil {
+		if err != nil {
+			return nil, fmt.Errorf("%v; %v", err, merr)
+		}
+		return b, nil
+	}
+	m := modelMetricsOf(samples, t.cfg.Model, t.cfg.ModelVersion)
+	if err != nil {
+		if !m.found {
+			return nil, fmt.Errorf("%v; metrics: no %s series of model %q", err, metricSuccess, t.cfg.Model)
+		}
+		b = m.breakdown()
+	}
+	b.Stream = m.stream()
+	return b, nil
+}
+
+// statisticsBreakdown reads the model's statistics (the statistics
+// extension, when the server advertises it), summed over the versions
+// listed: successful requests, and queue / compute input / compute infer /
+// compute output.
+func (t *OIPTarget) statisticsBreakdown(ctx context.Context) (*ServerBreakdown, error) {
 	if !slices.ContainsFunc(t.info.Server.Extensions, func(e string) bool {
 		x, _, ok := specs.ParseAdvertised(e)
 		return ok && x == specs.ExtStatistics

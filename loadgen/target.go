@@ -35,8 +35,9 @@ type OIPTarget struct {
 	payloads []payload
 	validate bool
 	info     TargetInfo
-	tls      *tls.Config   // nil for plaintext
-	shm      *sharedMemory // --shared-memory system; nil otherwise
+	tls      *tls.Config     // nil for plaintext
+	shm      *sharedMemory   // --shared-memory system; nil otherwise
+	metrics  *metricsScraper // --metrics-url; nil otherwise
 
 	streaming *StreamConfig  // nil unless --streaming
 	pool      streamPool     // idle gRPC streams
@@ -159,6 +160,9 @@ func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
 		return err
 	}
 	t.info.Server, t.info.Model = *sm, *meta
+	if err := t.openMetrics(ctx); err != nil {
+		return err
+	}
 
 	var sets []inputSet
 	if cfg.Inputs.File != "" {
@@ -324,6 +328,7 @@ func (t *OIPTarget) checkREST(p *payload, a client.InferAnswer) error {
 // Close releases the target's connections.
 func (t *OIPTarget) Close() error {
 	t.pool.close()
+	t.metrics.close()
 	var err error
 	if t.shm != nil {
 		// Before the clients close: unregistering needs one.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
@@ -104,8 +105,12 @@ func scalarParam(raw json.RawMessage) (any, error) {
 	return nil, errors.New("want a string, number or boolean")
 }
 
-// serveGenerate handles generate and generate_stream.
+// serveGenerate handles generate and generate_stream. A request to a
+// known model version is recorded in its statistics from the request's
+// arrival to the last event; generate_stream also records the time to the
+// first event and the gaps between events.
 func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, stream bool) {
+	start := time.Now()
 	fail := func(err error) {
 		status := httpStatus(err)
 		if status >= 500 {
@@ -117,6 +122,12 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 	if err != nil {
 		fail(err)
 		return
+	}
+	st := s.stats.of(rt.model, version)
+	respond := fail
+	fail = func(err error) {
+		st.failed(time.Since(start))
+		respond(err)
 	}
 	body, err := s.readBody(w, r, nil)
 	if err != nil {
@@ -141,6 +152,7 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 		fail(err)
 		return
 	}
+	inputDone := time.Now()
 	answer := func(text []byte) map[string]string {
 		return map[string]string{"id": g.id, "model_name": md.Name, "model_version": version, fixture.TextOutput: string(text)}
 	}
@@ -160,7 +172,9 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 			fail(err)
 			return
 		}
+		inferDone := time.Now()
 		writeJSON(w, http.StatusOK, answer(text))
+		st.succeeded(start, inputDone, inferDone, time.Now())
 		return
 	}
 
@@ -186,22 +200,32 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 		}
 		return nil
 	}
+	timer := st.responseTimer(start)
 	err = s.generate(r, m, &md, inputs, req, func(outs []tensor.Tensor, _ bool) error {
 		resp, err := response(&md, labelsOf(m), version, req, outs)
 		if err != nil {
 			return err
 		}
-		return event(answer(bytes.Join(resp.Outputs[0].Data.([][]byte), nil)))
+		if err := event(answer(bytes.Join(resp.Outputs[0].Data.([][]byte), nil))); err != nil {
+			return err
+		}
+		timer.responded()
+		return nil
 	})
+	inferDone := time.Now()
 	switch {
 	case err == nil && !started: // no token at all: the answer is an empty stream
 		event(answer(nil))
 	case err != nil && !started:
 		fail(err)
+		return
 	case err != nil:
 		s.log.Debug("generate_stream failed after streaming started", "model", md.Name, "err", err)
 		event(map[string]string{"error": err.Error()})
+		st.failed(time.Since(start))
+		return
 	}
+	st.succeeded(start, inputDone, inferDone, time.Now())
 }
 
 // generates reports whether a model has the generate tensors.

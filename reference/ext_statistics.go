@@ -18,9 +18,11 @@ import (
 // (ModelStatistics).
 //
 // What is counted, and how it agrees with /metrics: a request is counted
-// once its model version is resolved. success counts the requests answered
-// 200/OK, which are exactly oip_requests_total{code="200"|"OK"} of the
-// model; fail counts the others (undecodable or invalid requests, model
+// once its model version is resolved. success counts the unary requests
+// answered 200/OK, which are exactly oip_requests_total{code="200"|"OK"}
+// of the model (plus the streamed requests below, which that family does
+// not count; nv_inference_request_success counts both, from these
+// counters); fail counts the others (undecodable or invalid requests, model
 // errors). success.ns is the time from validation to the outputs; it splits
 // into compute_input (validating the inputs against the metadata),
 // compute_infer (running the model) and compute_output (checking and
@@ -29,6 +31,18 @@ import (
 // so each success is one execution of batch size 1 and counts once in
 // inference_count. There is no response cache: cache_hit and cache_miss
 // stay 0.
+//
+// Streamed requests: a non-decoupled model on ModelStreamInfer counts as
+// above. A request to a decoupled model (ModelStreamInfer, REST generate
+// and generate_stream) counts from its receipt (when gRPC's Recv returned
+// it, or when the HTTP handler started) to its last response: compute_input
+// is the receipt to validated inputs, compute_infer the model's whole run
+// with its responses sent as they come, compute_output the final marker.
+// Its time to first response and the gaps between its responses go to
+// /metrics (nv_inference_first_response_histogram_ms,
+// oip_inference_inter_response_histogram_ms); each response is timed once
+// written to the transport (gRPC Send returned, the SSE event flushed), so
+// that both transports stop the clock at the same point.
 
 var extStatistics = extension{
 	name:       specs.ExtStatistics,
@@ -64,6 +78,38 @@ type versionStats struct {
 	computeInput   durationStat
 	computeInfer   durationStat
 	computeOutput  durationStat
+
+	// Streamed requests of decoupled models (exported on /metrics only,
+	// the statistics extension has no field for them): the time from
+	// receiving the request to its first response, and every gap between
+	// two consecutive responses of one request.
+	firstResponse msHistogram
+	interResponse msHistogram
+}
+
+// responseTimer times the responses of one streamed request of a decoupled
+// model: the first from the request's receipt, each later one from the
+// previous. One goroutine owns it.
+type responseTimer struct {
+	st          *versionStats
+	start, last time.Time
+	n           int
+}
+
+func (v *versionStats) responseTimer(received time.Time) responseTimer {
+	return responseTimer{st: v, start: received}
+}
+
+// responded records a response handed to the transport now.
+func (t *responseTimer) responded() {
+	now := time.Now()
+	if t.n == 0 {
+		t.st.firstResponse.observe(now.Sub(t.start))
+	} else {
+		t.st.interResponse.observe(now.Sub(t.last))
+	}
+	t.last = now
+	t.n++
 }
 
 // succeeded records a request that ran: validated at start, model run

@@ -61,10 +61,18 @@ func (l *streamLimits) release() { l.open.Add(-1) }
 
 func (l *streamLimits) closeAll() { l.closeOnce.Do(func() { close(l.closing) }) }
 
+// outgoing is a response waiting to be sent; timer, when set, times it
+// once Send returned (the writer is the only goroutine that touches it).
+type outgoing struct {
+	r     *inferencepb.ModelStreamInferResponse
+	timer *responseTimer
+}
+
 // received is one Recv result.
 type received struct {
 	msg *inferencepb.ModelInferRequest
 	err error
+	at  time.Time // when Recv returned: the request's receipt in the statistics
 }
 
 func (g *grpcService) ModelStreamInfer(stream grpc.BidiStreamingServer[inferencepb.ModelInferRequest, inferencepb.ModelStreamInferResponse]) error {
@@ -77,7 +85,7 @@ func (g *grpcService) ModelStreamInfer(stream grpc.BidiStreamingServer[inference
 
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
-	sc := &streamCall{s: s, ctx: ctx, out: make(chan *inferencepb.ModelStreamInferResponse, streamQueue),
+	sc := &streamCall{s: s, ctx: ctx, out: make(chan outgoing, streamQueue),
 		slots: make(chan struct{}, s.cfg.MaxStreamInflight)}
 
 	// The writer is the only goroutine that calls Send. After a failed Send
@@ -86,13 +94,15 @@ func (g *grpcService) ModelStreamInfer(stream grpc.BidiStreamingServer[inference
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		for r := range sc.out {
+		for o := range sc.out {
 			if sendErr != nil {
 				continue
 			}
-			if err := stream.Send(r); err != nil {
+			if err := stream.Send(o.r); err != nil {
 				sendErr = err
 				cancel(err)
+			} else if o.timer != nil {
+				o.timer.responded()
 			}
 			sc.touch()
 		}
@@ -104,7 +114,7 @@ func (g *grpcService) ModelStreamInfer(stream grpc.BidiStreamingServer[inference
 		for {
 			m, err := stream.Recv()
 			select {
-			case reqs <- received{m, err}:
+			case reqs <- received{m, err, time.Now()}:
 			case <-ctx.Done():
 				return
 			}
@@ -131,7 +141,7 @@ func (g *grpcService) ModelStreamInfer(stream grpc.BidiStreamingServer[inference
 type streamCall struct {
 	s     *Server
 	ctx   context.Context
-	out   chan *inferencepb.ModelStreamInferResponse
+	out   chan outgoing
 	slots chan struct{} // one per request in flight
 	wg    sync.WaitGroup
 	last  atomic.Int64 // unix nanoseconds of the last activity
@@ -163,7 +173,7 @@ func (sc *streamCall) readLoop(reqs <-chan received) error {
 				return status.FromContextError(context.Cause(sc.ctx)).Err()
 			}
 			sc.wg.Add(1)
-			go sc.serve(r.msg)
+			go sc.serve(r.msg, r.at)
 		case <-idle.C:
 			quiet := time.Since(time.Unix(0, sc.last.Load()))
 			if len(sc.slots) > 0 || quiet < idleLimit {
@@ -181,10 +191,11 @@ func (sc *streamCall) readLoop(reqs <-chan received) error {
 	}
 }
 
-// send queues a response; false when the stream is gone.
-func (sc *streamCall) send(r *inferencepb.ModelStreamInferResponse) bool {
+// send queues a response, timed by timer (may be nil) once sent; false
+// when the stream is gone.
+func (sc *streamCall) send(r *inferencepb.ModelStreamInferResponse, timer *responseTimer) bool {
 	select {
-	case sc.out <- r:
+	case sc.out <- outgoing{r, timer}:
 		return true
 	case <-sc.ctx.Done():
 		return false
@@ -192,7 +203,7 @@ func (sc *streamCall) send(r *inferencepb.ModelStreamInferResponse) bool {
 }
 
 // serve answers one request, with panics turned into an error response.
-func (sc *streamCall) serve(pb *inferencepb.ModelInferRequest) {
+func (sc *streamCall) serve(pb *inferencepb.ModelInferRequest, received time.Time) {
 	defer func() {
 		if p := recover(); p != nil {
 			sc.s.log.Error("ModelStreamInfer request panicked", "model", pb.GetModelName(), "panic", p, "stack", string(debug.Stack()))
@@ -202,7 +213,7 @@ func (sc *streamCall) serve(pb *inferencepb.ModelInferRequest) {
 		sc.touch()
 		sc.wg.Done()
 	}()
-	version, err := sc.infer(pb)
+	version, err := sc.infer(pb, received)
 	if err != nil {
 		sc.fail(pb, version, err)
 	}
@@ -222,12 +233,15 @@ func (sc *streamCall) fail(pb *inferencepb.ModelInferRequest, version string, er
 				oip.ParamTritonFinalResponse: {ParameterChoice: &inferencepb.InferParameter_BoolParam{BoolParam: true}},
 			},
 		},
-	})
+	}, nil)
 }
 
 // infer runs one request and queues its responses. It returns the
-// resolved version (for error responses) and the error, if any.
-func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest) (string, error) {
+// resolved version (for error responses) and the error, if any. A request
+// to a decoupled model is recorded in the statistics from its receipt to
+// its last response, with the time to its first response and the gaps
+// between its responses.
+func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Time) (string, error) {
 	s := sc.s
 	m, version, err := s.repo.Lookup(pb.GetModelName(), pb.GetModelVersion())
 	if err != nil {
@@ -238,7 +252,7 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest) (string, error) {
 		return version, fmt.Errorf("decode request: %w", err)
 	}
 	req.Model, req.Version = pb.GetModelName(), version
-	emit := func(resp *oip.InferResponse, final bool) error {
+	emit := func(resp *oip.InferResponse, final bool, timer *responseTimer) error {
 		if resp.Parameters == nil {
 			resp.Parameters = oip.Parameters{}
 		}
@@ -247,7 +261,7 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest) (string, error) {
 		if err != nil {
 			return fmt.Errorf("encode response: %w", err)
 		}
-		if !sc.send(&inferencepb.ModelStreamInferResponse{InferResponse: out}) {
+		if !sc.send(&inferencepb.ModelStreamInferResponse{InferResponse: out}, timer) {
 			return context.Cause(sc.ctx)
 		}
 		return nil
@@ -259,13 +273,17 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest) (string, error) {
 		if err != nil {
 			return version, err
 		}
-		return version, emit(resp, true)
+		return version, emit(resp, true, nil)
 	}
 	md := m.Metadata()
+	st := s.stats.of(md.Name, version)
 	inputs, err := validateRequest(&md, req)
 	if err != nil {
+		st.failed(time.Since(received))
 		return version, err
 	}
+	inputDone := time.Now()
+	timer := st.responseTimer(received)
 	emptyFinal, _ := req.Parameters.Bool(oip.ParamTritonEnableEmptyFinalResponse)
 	sentFinal := false
 	err = d.InferStream(sc.ctx, inputs, req.Parameters, func(outs []tensor.Tensor, final bool) error {
@@ -274,14 +292,17 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest) (string, error) {
 			return err
 		}
 		sentFinal = final
-		return emit(resp, final)
+		return emit(resp, final, &timer)
 	})
+	inferDone := time.Now()
+	if err == nil && !sentFinal && emptyFinal {
+		// Triton's empty final response: no outputs, only the flag.
+		err = emit(&oip.InferResponse{Model: md.Name, Version: version, ID: req.ID}, true, nil)
+	}
 	if err != nil {
+		st.failed(time.Since(received))
 		return version, fmt.Errorf("model %q: %w", md.Name, err)
 	}
-	if !sentFinal && emptyFinal {
-		// Triton's empty final response: no outputs, only the flag.
-		return version, emit(&oip.InferResponse{Model: md.Name, Version: version, ID: req.ID}, true)
-	}
+	st.succeeded(received, inputDone, inferDone, time.Now())
 	return version, nil
 }

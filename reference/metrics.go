@@ -13,8 +13,28 @@ import (
 )
 
 // Prometheus metrics of inference requests, written in the text exposition
-// format by hand to avoid a dependency. Only inference requests (REST /infer
-// and gRPC ModelInfer) are counted; health and metadata calls are not.
+// format by hand to avoid a dependency. Two sets of families:
+//
+//   - The reference's own, by model and protocol: oip_requests_total (REST
+//     /infer and gRPC ModelInfer by status code; health, metadata and
+//     streamed calls are not counted), oip_request_duration_seconds and
+//     oip_inflight_requests.
+//   - Triton's per model version (labels model and version, as Triton
+//     writes them), read from the statistics extension's counters so the
+//     two always agree: nv_inference_request_success / _failure,
+//     nv_inference_count, nv_inference_exec_count (counters), the
+//     cumulative nv_inference_request_duration_us, _queue_duration_us,
+//     _compute_input_duration_us, _compute_infer_duration_us and
+//     _compute_output_duration_us (counters, microseconds, of successful
+//     requests), and for decoupled models the histogram
+//     nv_inference_first_response_histogram_ms (request received to first
+//     response, in milliseconds). Triton has no family for the gaps
+//     between the responses of one request; the reference adds
+//     oip_inference_inter_response_histogram_ms (each gap between two
+//     consecutive responses of one streamed request, in milliseconds), so
+//     that a load generator's inter-response gaps can be checked against
+//     the server's. Streamed requests are counted when their last response
+//     was sent; see ext_statistics.go for what each counter covers.
 
 // durationBuckets are the upper bounds of the latency histogram.
 var durationBuckets = []time.Duration{
@@ -51,8 +71,30 @@ func (h *histogram) observe(d time.Duration) {
 	h.sumNanos.Add(int64(d))
 }
 
+// msBuckets are the upper bounds, in milliseconds, of the stream
+// histograms (finer than Triton's default so that token intervals of a few
+// milliseconds fall into distinct buckets).
+var msBuckets = []float64{1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000}
+
+// msHistogram is a histogram of durations exposed in milliseconds: counts
+// per bucket (not cumulated) plus an overflow bucket, and the exact sum in
+// nanoseconds.
+type msHistogram struct {
+	counts   [15]atomic.Uint64 // len(msBuckets)+1
+	sumNanos atomic.Int64
+}
+
+func (h *msHistogram) observe(d time.Duration) {
+	d = max(d, 0)
+	ms := float64(d) / float64(time.Millisecond)
+	i, _ := slices.BinarySearch(msBuckets, ms) // first bound >= ms: le is inclusive
+	h.counts[i].Add(1)
+	h.sumNanos.Add(int64(d))
+}
+
 type metrics struct {
 	inflight atomic.Int64
+	stats    *statistics // the source of the nv_inference_* families
 
 	mu         sync.RWMutex
 	counters   map[counterKey]*atomic.Uint64
@@ -156,7 +198,88 @@ func (m *metrics) write(w io.Writer) error {
 	bw.WriteString("# HELP oip_inflight_requests Inference requests being handled.\n")
 	bw.WriteString("# TYPE oip_inflight_requests gauge\n")
 	bw.WriteString("oip_inflight_requests " + strconv.FormatInt(m.inflight.Load(), 10) + "\n")
+	if m.stats != nil {
+		m.stats.writeTriton(bw)
+	}
 	return bw.Flush()
+}
+
+// writeTriton writes Triton's per model version families from the
+// statistics counters.
+func (st *statistics) writeTriton(bw *bufio.Writer) {
+	type series struct {
+		statsKey
+		v *versionStats
+	}
+	st.mu.RLock()
+	all := make([]series, 0, len(st.byVersion))
+	for k, v := range st.byVersion {
+		all = append(all, series{k, v})
+	}
+	st.mu.RUnlock()
+	slices.SortFunc(all, func(a, b series) int {
+		return cmp.Or(cmp.Compare(a.model, b.model), cmp.Compare(a.version, b.version))
+	})
+	labels := func(k statsKey) string {
+		return `model="` + escapeLabel(k.model) + `",version="` + escapeLabel(k.version) + `"`
+	}
+	counter := func(name, help string, value func(*versionStats) uint64) {
+		bw.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " counter\n")
+		for _, s := range all {
+			bw.WriteString(name + "{" + labels(s.statsKey) + "} " + strconv.FormatUint(value(s.v), 10) + "\n")
+		}
+	}
+	counter("nv_inference_request_success", "Number of successful inference requests, all batch sizes",
+		func(v *versionStats) uint64 { return v.success.count.Load() })
+	counter("nv_inference_request_failure", "Number of failed inference requests, all batch sizes",
+		func(v *versionStats) uint64 { return v.fail.count.Load() })
+	counter("nv_inference_count", "Number of inferences performed (does not include cached requests)",
+		func(v *versionStats) uint64 { return v.inferenceCount.Load() })
+	counter("nv_inference_exec_count", "Number of model executions performed (does not include cached requests)",
+		func(v *versionStats) uint64 { return v.executionCount.Load() })
+	for _, c := range []struct {
+		name, help string
+		of         func(*versionStats) *durationStat
+	}{
+		{"nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (successful requests)",
+			func(v *versionStats) *durationStat { return &v.success }},
+		{"nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds",
+			func(v *versionStats) *durationStat { return &v.queue }},
+		{"nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds",
+			func(v *versionStats) *durationStat { return &v.computeInput }},
+		{"nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds",
+			func(v *versionStats) *durationStat { return &v.computeInfer }},
+		{"nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds",
+			func(v *versionStats) *durationStat { return &v.computeOutput }},
+	} {
+		counter(c.name, c.help, func(v *versionStats) uint64 { return c.of(v).ns.Load() / 1000 })
+	}
+	histogram := func(name, help string, of func(*versionStats) *msHistogram) {
+		bw.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n")
+		for _, s := range all {
+			h := of(s.v)
+			if h.sumNanos.Load() == 0 && h.counts[0].Load() == 0 {
+				continue // not a decoupled model, or not streamed yet
+			}
+			l := labels(s.statsKey)
+			var cum uint64
+			for i := range h.counts {
+				cum += h.counts[i].Load()
+				le := "+Inf"
+				if i < len(msBuckets) {
+					le = strconv.FormatFloat(msBuckets[i], 'g', -1, 64)
+				}
+				bw.WriteString(name + "_bucket{" + l + `,le="` + le + `"} ` + strconv.FormatUint(cum, 10) + "\n")
+			}
+			sum := float64(h.sumNanos.Load()) / float64(time.Millisecond)
+			bw.WriteString(name + "_sum{" + l + "} " + strconv.FormatFloat(sum, 'g', -1, 64) + "\n")
+			bw.WriteString(name + "_count{" + l + "} " + strconv.FormatUint(cum, 10) + "\n")
+		}
+	}
+	histogram("nv_inference_first_response_histogram_ms", "Duration from request to first response in milliseconds (decoupled models)",
+		func(v *versionStats) *msHistogram { return &v.firstResponse })
+	histogram("oip_inference_inter_response_histogram_ms", "Gaps between consecutive responses of one streamed request in milliseconds (decoupled models; reference only, Triton has no such family)",
+		func(v *versionStats) *msHistogram { return &v.interResponse })
 }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

@@ -99,6 +99,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 			Extensions: Advertised,
 		},
 	}
+	s.metrics.stats = s.stats // /metrics writes Triton's families from the statistics
 	if s.serverMetaJSON, err = json.Marshal(s.serverMeta); err != nil {
 		return nil, fmt.Errorf("encode server metadata: %w", err)
 	}
