@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"google.golang.org/protobuf/proto"
+	"math"
 
 	"bytes"
 	"context"
@@ -51,7 +52,8 @@ func tokensConfig(t testing.TB, addr string, n int, first, interval time.Duratio
 // got n responses must show, whatever the timing: the counts, one TTFT per
 // request, n-1 gaps per request, and the server's schedule as lower bounds
 // (it cannot answer before first, nor space n responses by less than
-// (n-1)·interval in all). Upper bounds are generous: this machine is shared.
+// (n-1)·interval in all), and the gaps' agreement with the first and last
+// response times. No upper bound on a time: this machine is shared.
 func checkStreamResult(t *testing.T, res *Result, n int64, first, interval time.Duration) {
 	t.Helper()
 	c := res.Counts
@@ -74,18 +76,18 @@ func checkStreamResult(t *testing.T, res *Result, n int64, first, interval time.
 	if got := h.FirstResponse.Min(); got < first {
 		t.Errorf("time to first response min %v, below the server's first-token delay %v", got, first)
 	}
-	if got := h.FirstResponse.Quantile(50); got > first+200*time.Millisecond {
-		t.Errorf("time to first response p50 %v, far above the server's %v", got, first)
-	}
 	if h.FirstResponse.Max() > h.Response.Max() || h.FirstResponse.Quantile(50) > h.Response.Quantile(50) {
 		t.Errorf("time to first response (p50 %v, max %v) above time to last (p50 %v, max %v)",
 			h.FirstResponse.Quantile(50), h.FirstResponse.Max(), h.Response.Quantile(50), h.Response.Max())
 	}
-	// The server schedules its tokens at fixed offsets from the start, so
-	// a late token is followed by a short gap as the schedule catches up:
-	// the mean can dip below the interval under load, the median hardly.
-	if med, mean := h.InterResponse.Quantile(50), h.InterResponse.Mean(); med < interval*3/4 || med > 3*interval || mean > 3*interval {
-		t.Errorf("inter-response gap median %v, mean %v: want about the server's interval %v", med, mean, interval)
+	// Each request's gaps add up to its time to last minus its time to
+	// first response, whatever the machine's timing: so do the means, up
+	// to the histograms' 0.1% precision.
+	last, firstR := float64(h.Response.Mean()), float64(h.FirstResponse.Mean())
+	gaps := float64(h.InterResponse.Mean()) * float64(n-1)
+	if diff := math.Abs(last - firstR - gaps); diff > 0.002*last+1000 {
+		t.Errorf("mean time to last %.0f ns - mean time to first %.0f ns = %.0f ns, but %d gaps of mean %.0f ns make %.0f ns",
+			last, firstR, last-firstR, n-1, float64(h.InterResponse.Mean()), gaps)
 	}
 	if want := first + time.Duration(n-1)*interval; h.Response.Min() < want*99/100 {
 		t.Errorf("time to last response min %v, below the server's schedule %v", h.Response.Min(), want)
