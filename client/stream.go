@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/oipkit/oipkit/oip"
@@ -18,16 +19,62 @@ import (
 // and the stream stays usable.
 var ErrStreamRequest = errors.New("request failed on the stream")
 
-// Stream is one gRPC ModelStreamInfer call in the Triton / OpenVINO Model
-// Server message shape: requests are ModelInferRequest, answers are
-// ModelStreamInferResponse{error_message, infer_response}. Responses of
-// different requests may interleave; match them by ID. Send and Recv may
-// be called from different goroutines (one sender, one receiver).
+// StreamShape is the message shape of a server's ModelStreamInfer answers.
+// Runtimes disagree (ambiguity A-39): Triton and OpenVINO Model Server
+// answer ModelStreamInferResponse{error_message, infer_response}, MLServer
+// answers the same RPC with plain ModelInferResponse messages, whose
+// model_name (field 1) a Triton-shaped reader takes for an error message.
+type StreamShape string
+
+// The shapes.
+const (
+	// StreamShapeAuto picks the shape from the server's metadata
+	// (StreamShapeOf).
+	StreamShapeAuto StreamShape = "auto"
+	// StreamShapeTriton: ModelStreamInferResponse{error_message,
+	// infer_response}; a failed request is an error_message and the stream
+	// stays open.
+	StreamShapeTriton StreamShape = "triton"
+	// StreamShapeMLServer: one ModelInferResponse per message; a failed
+	// request ends the stream with a gRPC status.
+	StreamShapeMLServer StreamShape = "mlserver"
+)
+
+// StreamShapes lists the shapes, auto first.
+var StreamShapes = []StreamShape{StreamShapeAuto, StreamShapeTriton, StreamShapeMLServer}
+
+// ParseStreamShape parses a shape name ("" is auto).
+func ParseStreamShape(s string) (StreamShape, error) {
+	switch sh := StreamShape(s); sh {
+	case "":
+		return StreamShapeAuto, nil
+	case StreamShapeAuto, StreamShapeTriton, StreamShapeMLServer:
+		return sh, nil
+	}
+	return "", fmt.Errorf("stream shape %q: want auto, triton or mlserver", s)
+}
+
+// StreamShapeOf is the shape a server with this metadata streams in:
+// MLServer's for a server named "mlserver" (its ServerMetadata name),
+// Triton's otherwise.
+func StreamShapeOf(sm *oip.ServerMetadata) StreamShape {
+	if sm != nil && sm.Name == "mlserver" {
+		return StreamShapeMLServer
+	}
+	return StreamShapeTriton
+}
+
+// Stream is one gRPC ModelStreamInfer call: requests are ModelInferRequest,
+// answers are read in the stream's StreamShape (Triton's
+// ModelStreamInferResponse unless chosen otherwise). Responses of different
+// requests may interleave; match them by ID. Send and Recv may be called
+// from different goroutines (one sender, one receiver).
 type Stream struct {
-	cs     inferencepb.GRPCInferenceService_ModelStreamInferClient
+	cs     grpc.ClientStream
 	ctx    context.Context
 	cancel context.CancelFunc
 	raw    bool
+	shape  StreamShape // triton or mlserver
 	sendMu sync.Mutex
 }
 
@@ -48,21 +95,43 @@ type StreamResponse struct {
 	Err *Error
 }
 
-// Stream opens a ModelStreamInfer stream. The client's Timeout does not
-// bound it (a stream lives as long as its caller wants); ctx does, and
-// Close ends it. The client's metadata is sent.
+var modelStreamInferDesc = grpc.StreamDesc{StreamName: "ModelStreamInfer", ServerStreams: true, ClientStreams: true}
+
+// Stream opens a ModelStreamInfer stream in Triton's message shape. The
+// client's Timeout does not bound it (a stream lives as long as its caller
+// wants); ctx does, and Close ends it. The client's metadata is sent.
 func (c *GRPC) Stream(ctx context.Context) (*Stream, error) {
+	return c.StreamShaped(ctx, StreamShapeTriton)
+}
+
+// StreamShaped opens a ModelStreamInfer stream whose answers are read in
+// shape; StreamShapeAuto asks the server's metadata first (StreamShapeOf).
+func (c *GRPC) StreamShaped(ctx context.Context, shape StreamShape) (*Stream, error) {
+	switch shape {
+	case StreamShapeTriton, StreamShapeMLServer:
+	case StreamShapeAuto, "":
+		sm, err := c.ServerMetadata(ctx)
+		if err != nil {
+			return nil, err
+		}
+		shape = StreamShapeOf(sm)
+	default:
+		return nil, &Error{Op: "ModelStreamInfer", Err: fmt.Errorf("unknown stream shape %q", shape)}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	if len(c.md) > 0 {
 		ctx = metadata.AppendToOutgoingContext(ctx, c.md...)
 	}
-	cs, err := c.stub.ModelStreamInfer(ctx)
+	cs, err := c.Conn().NewStream(ctx, &modelStreamInferDesc, inferencepb.GRPCInferenceService_ModelStreamInfer_FullMethodName)
 	if err != nil {
 		cancel()
 		return nil, callError(ctx, "ModelStreamInfer", err)
 	}
-	return &Stream{cs: cs, ctx: ctx, cancel: cancel, raw: c.raw}, nil
+	return &Stream{cs: cs, ctx: ctx, cancel: cancel, raw: c.raw, shape: shape}, nil
 }
+
+// Shape is the message shape the stream reads (never auto).
+func (s *Stream) Shape() StreamShape { return s.shape }
 
 // Send sends one request on the stream.
 func (s *Stream) Send(req *oip.InferRequest) error {
@@ -82,11 +151,11 @@ func (s *Stream) Send(req *oip.InferRequest) error {
 func (s *Stream) SendProto(pb *inferencepb.ModelInferRequest) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
-	if err := s.cs.Send(pb); err != nil {
+	if err := s.cs.SendMsg(pb); err != nil {
 		if err == io.EOF { // the stream ended; Recv has the status
-			_, err = s.cs.Recv()
+			_, err = s.RecvProto()
 			for err == nil {
-				_, err = s.cs.Recv()
+				_, err = s.RecvProto()
 			}
 			if err == io.EOF {
 				return &Error{Op: "ModelStreamInfer send", Err: errors.New("the server ended the stream")}
@@ -110,26 +179,39 @@ func (s *Stream) CloseSend() error {
 
 // Recv returns the next message. It returns io.EOF when the server ended
 // the stream with OK, and a *Error for a non-OK end or a message that does
-// not decode.
+// not decode. In MLServer's shape a message is always a response (Final
+// unknown): MLServer ends the stream with a status instead of sending an
+// error_message.
 func (s *Stream) Recv() (*StreamResponse, error) {
-	const op = "ModelStreamInfer"
-	m, err := s.cs.Recv()
-	if err == io.EOF {
-		return nil, io.EOF
-	}
+	m, err := s.RecvProto()
 	if err != nil {
-		return nil, callError(s.ctx, op, err)
+		return nil, err
 	}
 	return DecodeStreamResponse(m)
 }
 
-// RecvProto returns the next message undecoded (io.EOF at a clean end).
+// RecvProto returns the next message undecoded (io.EOF at a clean end). A
+// message of MLServer's shape comes back as the infer_response of a
+// ModelStreamInferResponse without error_message.
 func (s *Stream) RecvProto() (*inferencepb.ModelStreamInferResponse, error) {
-	m, err := s.cs.Recv()
-	if err != nil && err != io.EOF {
+	var m *inferencepb.ModelStreamInferResponse
+	var err error
+	if s.shape == StreamShapeMLServer {
+		ir := &inferencepb.ModelInferResponse{}
+		if err = s.cs.RecvMsg(ir); err == nil {
+			m = &inferencepb.ModelStreamInferResponse{InferResponse: ir}
+		}
+	} else {
+		m = &inferencepb.ModelStreamInferResponse{}
+		err = s.cs.RecvMsg(m)
+	}
+	switch {
+	case err == io.EOF:
+		return nil, io.EOF
+	case err != nil:
 		return nil, callError(s.ctx, "ModelStreamInfer", err)
 	}
-	return m, err
+	return m, nil
 }
 
 // Close cancels the stream; calls in progress fail.
