@@ -34,6 +34,11 @@ type StreamConfig struct {
 	// TextInput is the prompt of REST generate_stream requests (default
 	// DefaultPrompt).
 	TextInput string `json:"textInput,omitempty"`
+	// Shape is the message shape of the server's ModelStreamInfer answers
+	// (`--stream-shape`): triton (ModelStreamInferResponse), mlserver
+	// (plain ModelInferResponse, one stream per request) or auto (""),
+	// which picks from the server's metadata. gRPC only.
+	Shape client.StreamShape `json:"shape,omitempty"`
 }
 
 // DefaultPrompt is the text_input of REST streaming requests without
@@ -64,6 +69,17 @@ func (c *Config) normalizeStreaming() error {
 	case !c.Target.Protocol.IsGRPC() && c.Inputs.File != "":
 		return configErr("--input-data does not apply to REST streaming: generate_stream takes a prompt, --text-input")
 	}
+	shape, err := client.ParseStreamShape(string(s.Shape))
+	if err != nil {
+		return configErr("--stream-shape: %v", err)
+	}
+	if !c.Target.Protocol.IsGRPC() && shape != client.StreamShapeAuto {
+		return configErr("--stream-shape applies to gRPC ModelStreamInfer; REST streaming is generate_stream")
+	}
+	if shape == client.StreamShapeAuto {
+		shape = ""
+	}
+	s.Shape = shape
 	if !c.Target.Protocol.IsGRPC() && s.TextInput == "" {
 		s.TextInput = DefaultPrompt
 	}
@@ -333,8 +349,25 @@ func (t *OIPTarget) streamRequest(s *grpcStream, seq uint64, step *SequenceStep,
 	return reusable, err
 }
 
+// streamShape is the message shape of the server's ModelStreamInfer
+// answers: the configured one, or (auto) the one its metadata names.
+func (t *OIPTarget) streamShape() client.StreamShape {
+	if t.streaming.Shape != "" {
+		return t.streaming.Shape
+	}
+	return client.StreamShapeOf(&t.info.Server)
+}
+
 // exchange sends s.out and reads its responses.
+//
+// In MLServer's shape a stream carries one request: MLServer hands all the
+// requests of a stream to the model named by the first, labels every
+// response with the first request's id and marks no response as the last,
+// but ends the stream once the client half-closed and the model answered.
+// So the request is sent, the stream half-closed, and its end (or the
+// StreamConfig.Responses-th response) completes the request.
 func (t *OIPTarget) exchange(s *grpcStream, rec *StreamRecorder) (bool, error) {
+	mlserver := t.streamShape() == client.StreamShapeMLServer
 	if err := s.cs.SendMsg(&s.out); err != nil {
 		if err == io.EOF { // the stream is gone; RecvMsg has its status
 			err = s.cs.RecvMsg(&s.in)
@@ -344,11 +377,16 @@ func (t *OIPTarget) exchange(s *grpcStream, rec *StreamRecorder) (bool, error) {
 		}
 		return false, err
 	}
+	if mlserver {
+		if err := s.cs.CloseSend(); err != nil {
+			return false, err
+		}
+	}
 	want := int64(t.streaming.Responses)
 	for {
 		if err := s.cs.RecvMsg(&s.in); err != nil {
 			if err == io.EOF {
-				if rec.n > 0 && !s.msg.finalKnown {
+				if mlserver || rec.n > 0 && !s.msg.finalKnown {
 					return false, nil // a server that ends the stream to end the request
 				}
 				return false, &client.Error{Op: "ModelStreamInfer", Message: fmt.Sprintf("the server ended the stream after %d responses, before the request's final response", rec.n)}
@@ -356,7 +394,11 @@ func (t *OIPTarget) exchange(s *grpcStream, rec *StreamRecorder) (bool, error) {
 			return false, err
 		}
 		m := &s.msg
-		if err := m.scan(s.in.b); err != nil {
+		if mlserver {
+			if err := m.scanResponse(s.in.b); err != nil {
+				return false, &ValidationError{Detail: "ModelInferResponse (MLServer's stream shape): " + err.Error()}
+			}
+		} else if err := m.scan(s.in.b); err != nil {
 			return false, &ValidationError{Detail: "ModelStreamInferResponse: " + err.Error()}
 		}
 		if len(m.id) > 0 && string(m.id) != string(s.id) {
@@ -373,7 +415,11 @@ func (t *OIPTarget) exchange(s *grpcStream, rec *StreamRecorder) (bool, error) {
 		switch {
 		case m.finalKnown:
 			if m.final {
-				return true, nil
+				return !mlserver, nil
+			}
+		case mlserver:
+			if want > 0 && rec.n >= want {
+				return false, nil
 			}
 		case want == 0 || rec.n >= want:
 			return true, nil

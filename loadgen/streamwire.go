@@ -54,6 +54,13 @@ func (m *streamMessage) scan(b []byte) error {
 	})
 }
 
+// scanResponse reads b, a plain ModelInferResponse (MLServer's stream
+// shape), into m.
+func (m *streamMessage) scanResponse(b []byte) error {
+	*m = streamMessage{}
+	return eachField(b, m.response)
+}
+
 // response reads one field of a ModelInferResponse.
 func (m *streamMessage) response(num protowire.Number, typ protowire.Type, v []byte) error {
 	if typ != protowire.BytesType {

@@ -38,6 +38,7 @@ type loadFlags struct {
 	slo                                           multiFlag
 	streaming                                     bool
 	streamResponses                               int
+	streamShape                                   string
 	textInput                                     string
 	sequenceLength, sequences                     int
 }
@@ -116,6 +117,7 @@ by the generator). 4 outranks 3.`)
 	fs.Var((*multiFlag)(&in.Parameters), "param", "request parameter `name=value`, e.g. delay_ms=10 (repeatable)")
 	fs.BoolVar(&f.streaming, "streaming", false, "stream: each request over gRPC ModelStreamInfer (--grpc) or REST generate_stream (--http) is answered by a stream of responses; records time to first response, inter-response gaps and responses per request")
 	fs.IntVar(&f.streamResponses, "stream-responses", 0, "with --streaming over gRPC: a request is complete after `N` responses on a server that sends no triton_final_response (default: one)")
+	fs.StringVar(&f.streamShape, "stream-shape", "auto", "with --streaming over gRPC: the message shape of ModelStreamInfer answers, `auto|triton|mlserver` (triton: ModelStreamInferResponse, Triton and OpenVINO Model Server; mlserver: plain ModelInferResponse, one stream per request; auto: mlserver when the server's metadata names it)")
 	fs.StringVar(&f.textInput, "text-input", "", "with --streaming over REST: the generate_stream prompt `text` (default: a fixed sentence)")
 	fs.IntVar(&f.sequenceLength, "sequence-length", 0, "send requests in sequences of `L` (sequence_id, sequence_start on the first, sequence_end on the last), one per worker in a closed loop, unary or with --streaming on gRPC streams")
 	fs.IntVar(&f.sequences, "num-of-sequences", 0, "open loop with --sequence-length: `N` sequences live at once (default 4)")
@@ -337,7 +339,9 @@ func (f *loadFlags) apply(cfg *loadgen.Config, fs *flag.FlagSet) error {
 	cfg.Load.Rate = f.rate
 	switch {
 	case f.streaming:
-		cfg.Streaming = &loadgen.StreamConfig{Responses: f.streamResponses, TextInput: f.textInput}
+		cfg.Streaming = &loadgen.StreamConfig{Responses: f.streamResponses, TextInput: f.textInput, Shape: client.StreamShape(f.streamShape)}
+	case set["stream-shape"]:
+		return errors.New("--stream-shape needs --streaming")
 	case set["stream-responses"]:
 		return errors.New("--stream-responses needs --streaming")
 	case set["text-input"]:
