@@ -6,10 +6,13 @@ types) and encodes the outputs with it. Nothing here checks a request against th
 metadata: what MLServer does with a request that disagrees with it is MLServer's finding.
 """
 
+from typing import AsyncIterator
+
 import numpy as np
 from mlserver import MLModel
 from mlserver.codecs import NumpyCodec
 from mlserver.types import InferenceRequest, InferenceResponse
+from mlserver.utils import get_model_uri
 
 
 class Fixture(MLModel):
@@ -38,3 +41,25 @@ class Identity(Fixture):
 class Versioned(Fixture):
     async def predict(self, payload: InferenceRequest) -> InferenceResponse:
         return self.respond({"OUTPUT0": self.arrays(payload)["INPUT0"] + np.int32(self.version)})
+
+
+class StreamCount(Fixture):
+    """Decoupled: INPUT0 = n gives n responses carrying 1..n. MLServer streams through
+    predict_stream, an async generator over the requests of one ModelStreamInfer call (or one
+    REST infer_stream request); predict() is not written, as for MLServer's own streaming
+    runtimes."""
+
+    async def predict_stream(self, payloads: AsyncIterator[InferenceRequest]) -> AsyncIterator[InferenceResponse]:
+        async for payload in payloads:
+            n = int(self.arrays(payload)["INPUT0"][0])
+            for k in range(1, n + 1):
+                yield self.respond({"OUTPUT0": np.array([k], dtype=np.int32)})
+
+
+class Broken(MLModel):
+    """A model whose artifact is missing: load() resolves parameters.uri the way MLServer's own
+    runtimes do (get_model_uri), which raises because ./model.npy does not exist."""
+
+    async def load(self) -> bool:
+        self.weights = np.load(await get_model_uri(self.settings))
+        return True
