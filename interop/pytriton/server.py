@@ -7,8 +7,8 @@ Every model uses batching=False (config.pbtxt max_batch_size: 0), so Triton repo
 declared shapes with no added batch dimension, and a non-batched inference callable: PyTriton
 hands it a list of requests and expects one dict of outputs per request. The callables compute
 and nothing else: what Triton and PyTriton do with a request that disagrees with the model is
-theirs. Deployed: add_sub, identity_<t> (no bf16: numpy has none) and the stream_count extension
-fixture. Not deployed: versioned (--with-versioned shows why: see README.md).
+theirs. Deployed: add_sub, identity_<t> (no bf16: numpy has none) and the stream_count and
+param_echo extension fixtures. Not deployed: versioned (--with-versioned shows why: see README.md).
 """
 
 import logging
@@ -63,6 +63,11 @@ def stream_count(requests):
             yield [{"OUTPUT0": np.array([k], dtype=np.int32)}]
 
 
+def param_echo(requests):
+    # PyTriton hands the request's parameters to the callable as Request.parameters.
+    return [{"OUTPUT0": np.array([str((req.parameters or {}).get("echo", "")).encode()], dtype=np.bytes_)} for req in requests]
+
+
 def bind_fixtures(triton, with_versioned):
     i32 = lambda name, shape: Tensor(name=name, dtype=np.int32, shape=shape)  # noqa: E731
     triton.bind(
@@ -87,6 +92,14 @@ def bind_fixtures(triton, with_versioned):
         inputs=[i32("INPUT0", (1,))],
         outputs=[i32("OUTPUT0", (1,))],
         config=ModelConfig(batching=False, decoupled=True),
+    )
+    # Extension fixture for parameters: OUTPUT0 is the custom request parameter "echo".
+    triton.bind(
+        model_name="param_echo",
+        infer_func=param_echo,
+        inputs=[i32("INPUT0", (1,))],
+        outputs=[Tensor(name="OUTPUT0", dtype=np.bytes_, shape=(1,))],
+        config=NOT_BATCHED,
     )
     if with_versioned:
         # See README: PyTriton cannot keep two versions of one model loaded.
