@@ -3,6 +3,7 @@ package suite
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/fixture"
@@ -106,15 +107,16 @@ func versionedOutput(v int32, in tensor.Tensor) tensor.Tensor {
 // versionThatRan says which version of versioned (1 or 2) answered out
 // for in; an error when out is the answer of neither.
 func versionThatRan(in, out tensor.Tensor) (int32, error) {
-	var wants []any
+	var why []string
 	for _, v := range []int32{1, 2} {
 		want := versionedOutput(v, in)
-		if CompareTensor(want, out) == nil {
+		err := CompareTensor(want, out)
+		if err == nil {
 			return v, nil
 		}
-		wants = append(wants, want.Data, v)
+		why = append(why, fmt.Sprintf("not version %d's (%s %v %v: %v)", v, want.Datatype, want.Shape, want.Data, err))
 	}
-	return 0, fmt.Errorf("OUTPUT0 is %v, want %v (version %d) or %v (version %d)", append([]any{out.Data}, wants...)...)
+	return 0, fmt.Errorf("OUTPUT0 %s %v %v is %s", out.Datatype, out.Shape, out.Data, strings.Join(why, ", "))
 }
 
 // oracle unwraps a fixture computation on the suite's own test values,
