@@ -140,7 +140,7 @@ if (( ${#loads[@]} )) && {
       echo "## Streaming: gRPC ModelStreamInfer, decoupled stream_count (8 responses a request)"
       echo
       echo "\`oipkit load --streaming\`, closed loop at the same concurrency: response time is the time to the last response;"
-      echo "the results' first-response and inter-response histograms are in each load-stream.json. MLServer answers in its own"
+      echo "first response is the time to the first, gap the time between two responses of one request. MLServer answers in its own"
       echo "message shape (plain ModelInferResponse, A-39), which \`--stream-shape auto\` detects from its metadata: one stream per"
       echo "request, half-closed after it, the stream's end completing the request; the others carry one request at a time on a reused stream."
       echo

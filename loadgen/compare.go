@@ -81,9 +81,19 @@ func WriteComparison(w io.Writer, results []*Result, servers []string) error {
 		measured = []*Result{rows[0].r}
 	}
 
+	// Streaming runs add their own columns: responses/s, time to first
+	// response and the gap between responses.
+	streaming := false
+	for _, x := range rows {
+		streaming = streaming || x.r.Latency.FirstResponse != nil
+	}
 	var b strings.Builder
 	b.WriteString(settingsLine(measured))
-	b.WriteString("\n| protocol | server | throughput (req/s) | p50 (ms) | p99 (ms) | requests | failed |\n|---|---|---:|---:|---:|---:|---:|\n")
+	if streaming {
+		b.WriteString("\n| protocol | server | throughput (req/s) | p50 (ms) | p99 (ms) | responses/s | first response p50 (ms) | first response p99 (ms) | gap p50 (ms) | gap p99 (ms) | requests | failed |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	} else {
+		b.WriteString("\n| protocol | server | throughput (req/s) | p50 (ms) | p99 (ms) | requests | failed |\n|---|---|---:|---:|---:|---:|---:|\n")
+	}
 	var notes []string
 	for _, x := range rows {
 		r := x.r
@@ -94,7 +104,18 @@ func WriteComparison(w io.Writer, results []*Result, servers []string) error {
 		if r.Counts.OK > 0 {
 			rate, p50, p99 = strconv.FormatFloat(r.Rates.Completed, 'f', 0, 64), msText(lat.P50), msText(lat.P99)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d |\n", proto, mdEscape(x.server), rate, p50, p99, r.Counts.Completed, failed)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", proto, mdEscape(x.server), rate, p50, p99)
+		if streaming {
+			stream := []string{"—", "—", "—", "—", "—"}
+			if fr, ir := r.Latency.FirstResponse, r.Latency.InterResponse; r.Counts.OK > 0 && fr != nil && ir != nil {
+				stream = []string{strconv.FormatFloat(r.Rates.Responses, 'f', 0, 64), msText(fr.P50), msText(fr.P99), msText(ir.P50), msText(ir.P99)}
+				if ir.Count == 0 { // one response a request: no gaps
+					stream[3], stream[4] = "—", "—"
+				}
+			}
+			fmt.Fprintf(&b, " %s |", strings.Join(stream, " | "))
+		}
+		fmt.Fprintf(&b, " %d | %d |\n", r.Counts.Completed, failed)
 		var why []string
 		if r.EndReason != EndCompleted {
 			why = append(why, fmt.Sprintf("ended %s: %s", r.EndReason, r.Error))

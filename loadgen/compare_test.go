@@ -100,3 +100,30 @@ func TestWriteComparisonUnusableRuns(t *testing.T) {
 		t.Error("two server names for one result: no error")
 	}
 }
+
+// Streaming results add responses/s, time to first response and gap
+// columns; a run with one response a request has no gaps to show.
+func TestWriteComparisonStreaming(t *testing.T) {
+	a := loadResult("triton", client.ProtocolGRPCRaw, 321, 11*time.Millisecond, 36*time.Millisecond, 0)
+	a.Rates.Responses = 2565
+	a.Latency.FirstResponse = &LatencySummary{Count: 3210, P50: int64(8651 * time.Microsecond), P99: int64(30 * time.Millisecond)}
+	a.Latency.InterResponse = &LatencySummary{Count: 22470, P50: int64(265 * time.Microsecond), P99: int64(2099 * time.Microsecond)}
+	b1 := loadResult("mlserver", client.ProtocolGRPCRaw, 242, 15*time.Millisecond, 38*time.Millisecond, 0)
+	b1.Rates.Responses = 242
+	b1.Latency.FirstResponse = &LatencySummary{Count: 2420, P50: int64(5 * time.Millisecond), P99: int64(16 * time.Millisecond)}
+	b1.Latency.InterResponse = &LatencySummary{}
+	var b bytes.Buffer
+	if err := WriteComparison(&b, []*Result{a, b1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| responses/s | first response p50 (ms) | first response p99 (ms) | gap p50 (ms) | gap p99 (ms) | requests | failed |",
+		"| gRPC raw | triton 1.0 | 321 | 11.000 | 36.000 | 2565 | 8.651 | 30.000 | 0.265 | 2.099 | 3210 | 0 |",
+		"| gRPC raw | mlserver 1.0 | 242 | 15.000 | 38.000 | 242 | 5.000 | 16.000 | — | — | 2420 | 0 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+}
