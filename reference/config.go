@@ -63,6 +63,12 @@ type Config struct {
 	// Like DefaultDelay, used only when New builds the fixtures itself.
 	TokenInterval time.Duration
 
+	// Instances gives models execution instances, as Triton's
+	// instance_group count does: a model with N runs at most N requests at
+	// once and queues the others (model name → N ≥ 1; a model not named
+	// has no limit). See instances.go.
+	Instances map[string]int
+
 	// DefaultDelay is the delay fixture's sleep when a request carries no
 	// delay_ms (default 10ms; negative means no sleep). It is used only when
 	// New builds the fixture repository itself.

@@ -174,7 +174,7 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 		}
 		inferDone := time.Now()
 		writeJSON(w, http.StatusOK, answer(text))
-		st.succeeded(start, inputDone, inferDone, time.Now())
+		st.succeeded(start, 0, inputDone, inferDone, time.Now())
 		return
 	}
 
@@ -225,7 +225,7 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 		st.failed(time.Since(start))
 		return
 	}
-	st.succeeded(start, inputDone, inferDone, time.Now())
+	st.succeeded(start, 0, inputDone, inferDone, time.Now())
 }
 
 // generates reports whether a model has the generate tensors.
@@ -238,6 +238,11 @@ func generates(md *oip.ModelMetadata) bool {
 // generate runs a generate request: decoupled models answer through send
 // as they go, others once.
 func (s *Server) generate(r *http.Request, m model.Model, md *oip.ModelMetadata, inputs map[string]tensor.Tensor, req *oip.InferRequest, send func([]tensor.Tensor, bool) error) (err error) {
+	gate, _, err := s.instances.enter(r.Context(), md.Name, req.Parameters) // instances.go
+	if err != nil {
+		return err
+	}
+	defer gate.leave()
 	d, ok := m.(model.Decoupled)
 	if !ok {
 		outs, err := s.runModel(r.Context(), m, md.Name, inputs, req.Parameters)

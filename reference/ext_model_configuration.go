@@ -33,7 +33,7 @@ func (s *Server) serveModelConfig(w *statusWriter, _ *http.Request, p routeParam
 		writeError(w, httpStatus(err), err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, modelConfigREST(md, s.decoupled(p.model, p.version)))
+	writeJSON(w, http.StatusOK, modelConfigREST(md, s.decoupled(p.model, p.version), s.instances.count(md.Name)))
 }
 
 func (g *grpcService) ModelConfig(_ context.Context, req *inferencepb.ModelConfigRequest) (*inferencepb.ModelConfigResponse, error) {
@@ -41,7 +41,7 @@ func (g *grpcService) ModelConfig(_ context.Context, req *inferencepb.ModelConfi
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &inferencepb.ModelConfigResponse{Config: modelConfigProto(md, g.s.decoupled(req.GetName(), req.GetVersion()))}, nil
+	return &inferencepb.ModelConfigResponse{Config: modelConfigProto(md, g.s.decoupled(req.GetName(), req.GetVersion()), g.s.instances.count(md.Name))}, nil
 }
 
 // modelConfigJSON is the REST form of the configuration; field names follow
@@ -56,6 +56,15 @@ type modelConfigJSON struct {
 	// TransactionPolicy is set for decoupled models, which perf_analyzer
 	// then drives over a ModelStreamInfer stream.
 	TransactionPolicy *transactionPolicyJSON `json:"model_transaction_policy,omitempty"`
+	// InstanceGroup is listed for a model with limited execution
+	// instances (instances.go); a model without a limit has none.
+	InstanceGroup []instanceGroupJSON `json:"instance_group,omitempty"`
+}
+
+type instanceGroupJSON struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Count int    `json:"count"`
 }
 
 type transactionPolicyJSON struct {
@@ -80,8 +89,11 @@ func configDataType(d tensor.Datatype) inferencepb.DataType {
 	return inferencepb.DataType_TYPE_INVALID
 }
 
-func modelConfigREST(md oip.ModelMetadata, decoupled bool) modelConfigJSON {
+func modelConfigREST(md oip.ModelMetadata, decoupled bool, instances int) modelConfigJSON {
 	c := modelConfigJSON{Name: md.Name, Platform: md.Platform, Backend: "oipkit", Input: []modelTensorJSON{}, Output: []modelTensorJSON{}}
+	if instances > 0 {
+		c.InstanceGroup = []instanceGroupJSON{{Name: md.Name, Kind: inferencepb.ModelInstanceGroup_KIND_CPU.String(), Count: instances}}
+	}
 	if decoupled {
 		c.TransactionPolicy = &transactionPolicyJSON{Decoupled: true}
 	}
@@ -94,8 +106,11 @@ func modelConfigREST(md oip.ModelMetadata, decoupled bool) modelConfigJSON {
 	return c
 }
 
-func modelConfigProto(md oip.ModelMetadata, decoupled bool) *inferencepb.ModelConfig {
+func modelConfigProto(md oip.ModelMetadata, decoupled bool, instances int) *inferencepb.ModelConfig {
 	c := &inferencepb.ModelConfig{Name: md.Name, Platform: md.Platform, Backend: "oipkit"}
+	if instances > 0 {
+		c.InstanceGroup = []*inferencepb.ModelInstanceGroup{{Name: md.Name, Kind: inferencepb.ModelInstanceGroup_KIND_CPU, Count: int32(min(instances, 1<<31-1))}}
+	}
 	if decoupled {
 		c.ModelTransactionPolicy = &inferencepb.ModelTransactionPolicy{Decoupled: true}
 	}

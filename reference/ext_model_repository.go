@@ -75,12 +75,15 @@ type modelCatalog struct {
 	mu      sync.Mutex
 	repo    *model.Repository
 	entries map[string]*catalogEntry
+	// instances are the models' execution instances: a load's
+	// configuration override may set them (instances.go).
+	instances *instanceGroups
 }
 
 // newModelCatalog lists every model of repo as loaded; with fixtures (repo
 // holds them, repo_target among them), it adds broken, which never loads.
 func newModelCatalog(repo *model.Repository, fixtures bool) (*modelCatalog, error) {
-	c := &modelCatalog{repo: repo, entries: map[string]*catalogEntry{}}
+	c := &modelCatalog{repo: repo, entries: map[string]*catalogEntry{}, instances: newInstanceGroups(nil)}
 	for _, name := range repo.Names() {
 		var ms []model.Model
 		versions := repo.Versions(name)
@@ -165,6 +168,10 @@ func (c *modelCatalog) loadModel(name, config string) error {
 	if err == nil && config != "" {
 		err = checkConfig(name, config, ms)
 	}
+	instances := 0
+	if err == nil {
+		instances, err = configInstances(name, config)
+	}
 	if err != nil {
 		if !errors.Is(err, oip.ErrInvalid) {
 			// A request error (a bad config) leaves the model as it was; a
@@ -183,6 +190,11 @@ func (c *modelCatalog) loadModel(name, config string) error {
 			return fmt.Errorf("load model %q: %w", name, err)
 		}
 		e.versions = append(e.versions, m.Metadata().Versions...)
+	}
+	if instances > 0 {
+		c.instances.set(name, instances)
+	} else {
+		c.instances.reset(name)
 	}
 	e.loaded, e.failed, e.reason = true, false, ""
 	return nil

@@ -9,11 +9,13 @@ import (
 )
 
 // The schedule_policy extension (Triton's): the request parameters priority
-// (0 the default, 1 the highest) and timeout (microseconds). The reference
-// server has no scheduler queue, every request runs on arrival, so priority
-// is checked and has nothing to reorder; timeout bounds the model's run:
-// a model still running when it expires is cancelled and the request fails
-// (504 over REST, DEADLINE_EXCEEDED over gRPC).
+// (0 the default, 1 the highest) and timeout (microseconds). Every request
+// runs on arrival unless its model has limited execution instances
+// (instances.go), whose queue is first come first served: priority is
+// checked and reorders nothing (Triton too ignores it without priority
+// levels configured). timeout bounds the wait in that queue and, again, the
+// model's run: a request still waiting or a model still running when it
+// expires fails (504 over REST, DEADLINE_EXCEEDED over gRPC).
 
 var extSchedulePolicy = extension{name: specs.ExtSchedulePolicy, advertised: true}
 

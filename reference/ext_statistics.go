@@ -27,7 +27,9 @@ import (
 // into compute_input (validating the inputs against the metadata),
 // compute_infer (running the model) and compute_output (checking and
 // ordering the outputs). Requests run on their handler's goroutine, so queue
-// time is 0. Models do not batch (max_batch_size 0 in their configuration),
+// time is 0, unless the model has a limited number of execution instances
+// (instances.go): then it is the wait for a free one, counted in success.ns
+// too. Models do not batch (max_batch_size 0 in their configuration),
 // so each success is one execution of batch size 1 and counts once in
 // inference_count. There is no response cache: cache_hit and cache_miss
 // stay 0.
@@ -112,12 +114,13 @@ func (t *responseTimer) responded() {
 	t.n++
 }
 
-// succeeded records a request that ran: validated at start, model run
-// from inputDone to inferDone, outputs ready at end.
-func (v *versionStats) succeeded(start, inputDone, inferDone, end time.Time) {
+// succeeded records a request that ran: arrived at start, waited queued
+// for an execution instance, validated until inputDone, model run until
+// inferDone, outputs ready at end.
+func (v *versionStats) succeeded(start time.Time, queued time.Duration, inputDone, inferDone, end time.Time) {
 	v.success.add(end.Sub(start))
-	v.queue.add(0)
-	v.computeInput.add(inputDone.Sub(start))
+	v.queue.add(queued)
+	v.computeInput.add(inputDone.Sub(start.Add(queued)))
 	v.computeInfer.add(inferDone.Sub(inputDone))
 	v.computeOutput.add(end.Sub(inferDone))
 	v.inferenceCount.Add(1)

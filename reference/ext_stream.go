@@ -303,6 +303,6 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Tim
 		st.failed(time.Since(received))
 		return version, fmt.Errorf("model %q: %w", md.Name, err)
 	}
-	st.succeeded(received, inputDone, inferDone, time.Now())
+	st.succeeded(received, 0, inputDone, inferDone, time.Now())
 	return version, nil
 }

@@ -16,18 +16,25 @@ import (
 // the model with panics recovered, and keeps the requested outputs in the
 // requested order (all outputs in metadata order when none were requested).
 // REST and gRPC share it, so both protocols behave identically. It records
-// the request in the statistics of the version.
+// the request in the statistics of the version. A model with a limited
+// number of execution instances runs it when one is free.
 func (s *Server) infer(ctx context.Context, m model.Model, version string, req *oip.InferRequest) (*oip.InferResponse, error) {
 	start := time.Now()
 	md := m.Metadata()
 	st := s.stats.of(md.Name, version)
+	gate, queued, err := s.instances.enter(ctx, md.Name, req.Parameters) // instances.go
+	if err != nil {
+		st.failed(time.Since(start))
+		return nil, err
+	}
+	defer gate.leave()
 	resp, inputDone, inferDone, err := s.inferTimed(ctx, m, &md, version, req)
 	end := time.Now()
 	if err != nil {
 		st.failed(end.Sub(start))
 		return nil, err
 	}
-	st.succeeded(start, inputDone, inferDone, end)
+	st.succeeded(start, queued, inputDone, inferDone, end)
 	return resp, nil
 }
 

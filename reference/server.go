@@ -37,6 +37,8 @@ type Server struct {
 	metrics *metrics
 	stats   *statistics
 	catalog *modelCatalog
+	// instances limit the executions of models that have a limit.
+	instances *instanceGroups
 
 	serverMeta     oip.ServerMetadata
 	serverMetaJSON []byte
@@ -78,6 +80,10 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference server repository: %w", err)
 	}
+	if err := checkInstances(cfg.Instances, repo.Names()); err != nil {
+		return nil, fmt.Errorf("reference server config: %w", err)
+	}
+	catalog.instances = newInstanceGroups(cfg.Instances)
 	logs := newLogSettings()
 	s := &Server{
 		cfg:         cfg,
@@ -91,6 +97,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		sequences:   newSequences(cfg.MaxSequences, cfg.SequenceIdleTimeout),
 		shm:         newSHMRegions(cfg.MaxSharedMemoryRegions, cfg.MaxSharedMemoryBytes),
 		catalog:     catalog,
+		instances:   catalog.instances,
 		health:      health.NewServer(),
 		serveErr:    make(chan error, 2),
 		serverMeta: oip.ServerMetadata{

@@ -48,6 +48,7 @@ of those CAs.`)
 	tlsCert := fs.String("tls-cert", "", "PEM `file` of the server certificate (chain); serves TLS with --tls-key")
 	tlsKey := fs.String("tls-key", "", "PEM `file` of the server certificate's private key")
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM `file` of the CAs whose client certificates are accepted; requires one (mutual TLS)")
+	instances := fs.String("instances", "", "execution instances of models, `MODEL=N[,MODEL=N…]`: a model runs at most N requests at once and queues the others, as with Triton's instance_group count (default: no limit)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -61,6 +62,12 @@ of those CAs.`)
 			return fmt.Errorf("%w: --http: %v", errUsage, err)
 		}
 		cfg.HTTPAddr = addr
+	}
+	if *instances != "" {
+		var err error
+		if cfg.Instances, err = reference.ParseInstances(*instances); err != nil {
+			return fmt.Errorf("%w: --instances: %v", errUsage, err)
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

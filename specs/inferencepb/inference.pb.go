@@ -119,6 +119,58 @@ func (DataType) EnumDescriptor() ([]byte, []int) {
 	return file_inference_proto_rawDescGZIP(), []int{0}
 }
 
+type ModelInstanceGroup_Kind int32
+
+const (
+	ModelInstanceGroup_KIND_AUTO  ModelInstanceGroup_Kind = 0
+	ModelInstanceGroup_KIND_GPU   ModelInstanceGroup_Kind = 1
+	ModelInstanceGroup_KIND_CPU   ModelInstanceGroup_Kind = 2
+	ModelInstanceGroup_KIND_MODEL ModelInstanceGroup_Kind = 3
+)
+
+// Enum value maps for ModelInstanceGroup_Kind.
+var (
+	ModelInstanceGroup_Kind_name = map[int32]string{
+		0: "KIND_AUTO",
+		1: "KIND_GPU",
+		2: "KIND_CPU",
+		3: "KIND_MODEL",
+	}
+	ModelInstanceGroup_Kind_value = map[string]int32{
+		"KIND_AUTO":  0,
+		"KIND_GPU":   1,
+		"KIND_CPU":   2,
+		"KIND_MODEL": 3,
+	}
+)
+
+func (x ModelInstanceGroup_Kind) Enum() *ModelInstanceGroup_Kind {
+	p := new(ModelInstanceGroup_Kind)
+	*p = x
+	return p
+}
+
+func (x ModelInstanceGroup_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ModelInstanceGroup_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_inference_proto_enumTypes[1].Descriptor()
+}
+
+func (ModelInstanceGroup_Kind) Type() protoreflect.EnumType {
+	return &file_inference_proto_enumTypes[1]
+}
+
+func (x ModelInstanceGroup_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ModelInstanceGroup_Kind.Descriptor instead.
+func (ModelInstanceGroup_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_inference_proto_rawDescGZIP(), []int{20, 0}
+}
+
 type ServerLiveRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1359,6 +1411,68 @@ func (x *ModelTransactionPolicy) GetDecoupled() bool {
 	return false
 }
 
+// A group of execution instances of a model: count executions may run at
+// once; requests beyond them wait in the model's queue.
+type ModelInstanceGroup struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Name          string                  `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Count         int32                   `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	Kind          ModelInstanceGroup_Kind `protobuf:"varint,4,opt,name=kind,proto3,enum=inference.ModelInstanceGroup_Kind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelInstanceGroup) Reset() {
+	*x = ModelInstanceGroup{}
+	mi := &file_inference_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelInstanceGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelInstanceGroup) ProtoMessage() {}
+
+func (x *ModelInstanceGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_inference_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelInstanceGroup.ProtoReflect.Descriptor instead.
+func (*ModelInstanceGroup) Descriptor() ([]byte, []int) {
+	return file_inference_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ModelInstanceGroup) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ModelInstanceGroup) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ModelInstanceGroup) GetKind() ModelInstanceGroup_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return ModelInstanceGroup_KIND_AUTO
+}
+
 type ModelConfig struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1367,6 +1481,7 @@ type ModelConfig struct {
 	MaxBatchSize           int32                   `protobuf:"varint,4,opt,name=max_batch_size,json=maxBatchSize,proto3" json:"max_batch_size,omitempty"`
 	Input                  []*ModelInput           `protobuf:"bytes,5,rep,name=input,proto3" json:"input,omitempty"`
 	Output                 []*ModelOutput          `protobuf:"bytes,6,rep,name=output,proto3" json:"output,omitempty"`
+	InstanceGroup          []*ModelInstanceGroup   `protobuf:"bytes,7,rep,name=instance_group,json=instanceGroup,proto3" json:"instance_group,omitempty"`
 	Backend                string                  `protobuf:"bytes,17,opt,name=backend,proto3" json:"backend,omitempty"`
 	ModelTransactionPolicy *ModelTransactionPolicy `protobuf:"bytes,19,opt,name=model_transaction_policy,json=modelTransactionPolicy,proto3" json:"model_transaction_policy,omitempty"`
 	unknownFields          protoimpl.UnknownFields
@@ -1375,7 +1490,7 @@ type ModelConfig struct {
 
 func (x *ModelConfig) Reset() {
 	*x = ModelConfig{}
-	mi := &file_inference_proto_msgTypes[20]
+	mi := &file_inference_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1502,7 @@ func (x *ModelConfig) String() string {
 func (*ModelConfig) ProtoMessage() {}
 
 func (x *ModelConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[20]
+	mi := &file_inference_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1515,7 @@ func (x *ModelConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelConfig.ProtoReflect.Descriptor instead.
 func (*ModelConfig) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{20}
+	return file_inference_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ModelConfig) GetName() string {
@@ -1438,6 +1553,13 @@ func (x *ModelConfig) GetOutput() []*ModelOutput {
 	return nil
 }
 
+func (x *ModelConfig) GetInstanceGroup() []*ModelInstanceGroup {
+	if x != nil {
+		return x.InstanceGroup
+	}
+	return nil
+}
+
 func (x *ModelConfig) GetBackend() string {
 	if x != nil {
 		return x.Backend
@@ -1462,7 +1584,7 @@ type ModelStatisticsRequest struct {
 
 func (x *ModelStatisticsRequest) Reset() {
 	*x = ModelStatisticsRequest{}
-	mi := &file_inference_proto_msgTypes[21]
+	mi := &file_inference_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1474,7 +1596,7 @@ func (x *ModelStatisticsRequest) String() string {
 func (*ModelStatisticsRequest) ProtoMessage() {}
 
 func (x *ModelStatisticsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[21]
+	mi := &file_inference_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1487,7 +1609,7 @@ func (x *ModelStatisticsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelStatisticsRequest.ProtoReflect.Descriptor instead.
 func (*ModelStatisticsRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{21}
+	return file_inference_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ModelStatisticsRequest) GetName() string {
@@ -1514,7 +1636,7 @@ type StatisticDuration struct {
 
 func (x *StatisticDuration) Reset() {
 	*x = StatisticDuration{}
-	mi := &file_inference_proto_msgTypes[22]
+	mi := &file_inference_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1648,7 @@ func (x *StatisticDuration) String() string {
 func (*StatisticDuration) ProtoMessage() {}
 
 func (x *StatisticDuration) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[22]
+	mi := &file_inference_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1661,7 @@ func (x *StatisticDuration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatisticDuration.ProtoReflect.Descriptor instead.
 func (*StatisticDuration) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{22}
+	return file_inference_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StatisticDuration) GetCount() uint64 {
@@ -1572,7 +1694,7 @@ type InferStatistics struct {
 
 func (x *InferStatistics) Reset() {
 	*x = InferStatistics{}
-	mi := &file_inference_proto_msgTypes[23]
+	mi := &file_inference_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1706,7 @@ func (x *InferStatistics) String() string {
 func (*InferStatistics) ProtoMessage() {}
 
 func (x *InferStatistics) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[23]
+	mi := &file_inference_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1719,7 @@ func (x *InferStatistics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InferStatistics.ProtoReflect.Descriptor instead.
 func (*InferStatistics) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{23}
+	return file_inference_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *InferStatistics) GetSuccess() *StatisticDuration {
@@ -1670,7 +1792,7 @@ type InferResponseStatistics struct {
 
 func (x *InferResponseStatistics) Reset() {
 	*x = InferResponseStatistics{}
-	mi := &file_inference_proto_msgTypes[24]
+	mi := &file_inference_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1804,7 @@ func (x *InferResponseStatistics) String() string {
 func (*InferResponseStatistics) ProtoMessage() {}
 
 func (x *InferResponseStatistics) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[24]
+	mi := &file_inference_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1817,7 @@ func (x *InferResponseStatistics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InferResponseStatistics.ProtoReflect.Descriptor instead.
 func (*InferResponseStatistics) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{24}
+	return file_inference_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *InferResponseStatistics) GetComputeInfer() *StatisticDuration {
@@ -1752,7 +1874,7 @@ type InferBatchStatistics struct {
 
 func (x *InferBatchStatistics) Reset() {
 	*x = InferBatchStatistics{}
-	mi := &file_inference_proto_msgTypes[25]
+	mi := &file_inference_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1886,7 @@ func (x *InferBatchStatistics) String() string {
 func (*InferBatchStatistics) ProtoMessage() {}
 
 func (x *InferBatchStatistics) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[25]
+	mi := &file_inference_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1899,7 @@ func (x *InferBatchStatistics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InferBatchStatistics.ProtoReflect.Descriptor instead.
 func (*InferBatchStatistics) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{25}
+	return file_inference_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *InferBatchStatistics) GetBatchSize() uint64 {
@@ -1819,7 +1941,7 @@ type MemoryUsage struct {
 
 func (x *MemoryUsage) Reset() {
 	*x = MemoryUsage{}
-	mi := &file_inference_proto_msgTypes[26]
+	mi := &file_inference_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1831,7 +1953,7 @@ func (x *MemoryUsage) String() string {
 func (*MemoryUsage) ProtoMessage() {}
 
 func (x *MemoryUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[26]
+	mi := &file_inference_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1844,7 +1966,7 @@ func (x *MemoryUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryUsage.ProtoReflect.Descriptor instead.
 func (*MemoryUsage) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{26}
+	return file_inference_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MemoryUsage) GetType() string {
@@ -1885,7 +2007,7 @@ type ModelStatistics struct {
 
 func (x *ModelStatistics) Reset() {
 	*x = ModelStatistics{}
-	mi := &file_inference_proto_msgTypes[27]
+	mi := &file_inference_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1897,7 +2019,7 @@ func (x *ModelStatistics) String() string {
 func (*ModelStatistics) ProtoMessage() {}
 
 func (x *ModelStatistics) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[27]
+	mi := &file_inference_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1910,7 +2032,7 @@ func (x *ModelStatistics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelStatistics.ProtoReflect.Descriptor instead.
 func (*ModelStatistics) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{27}
+	return file_inference_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ModelStatistics) GetName() string {
@@ -1985,7 +2107,7 @@ type ModelStatisticsResponse struct {
 
 func (x *ModelStatisticsResponse) Reset() {
 	*x = ModelStatisticsResponse{}
-	mi := &file_inference_proto_msgTypes[28]
+	mi := &file_inference_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1997,7 +2119,7 @@ func (x *ModelStatisticsResponse) String() string {
 func (*ModelStatisticsResponse) ProtoMessage() {}
 
 func (x *ModelStatisticsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[28]
+	mi := &file_inference_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2010,7 +2132,7 @@ func (x *ModelStatisticsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelStatisticsResponse.ProtoReflect.Descriptor instead.
 func (*ModelStatisticsResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{28}
+	return file_inference_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ModelStatisticsResponse) GetModelStats() []*ModelStatistics {
@@ -2035,7 +2157,7 @@ type ModelRepositoryParameter struct {
 
 func (x *ModelRepositoryParameter) Reset() {
 	*x = ModelRepositoryParameter{}
-	mi := &file_inference_proto_msgTypes[29]
+	mi := &file_inference_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2169,7 @@ func (x *ModelRepositoryParameter) String() string {
 func (*ModelRepositoryParameter) ProtoMessage() {}
 
 func (x *ModelRepositoryParameter) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[29]
+	mi := &file_inference_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2182,7 @@ func (x *ModelRepositoryParameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelRepositoryParameter.ProtoReflect.Descriptor instead.
 func (*ModelRepositoryParameter) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{29}
+	return file_inference_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ModelRepositoryParameter) GetParameterChoice() isModelRepositoryParameter_ParameterChoice {
@@ -2144,7 +2266,7 @@ type RepositoryIndexRequest struct {
 
 func (x *RepositoryIndexRequest) Reset() {
 	*x = RepositoryIndexRequest{}
-	mi := &file_inference_proto_msgTypes[30]
+	mi := &file_inference_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2278,7 @@ func (x *RepositoryIndexRequest) String() string {
 func (*RepositoryIndexRequest) ProtoMessage() {}
 
 func (x *RepositoryIndexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[30]
+	mi := &file_inference_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2291,7 @@ func (x *RepositoryIndexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryIndexRequest.ProtoReflect.Descriptor instead.
 func (*RepositoryIndexRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{30}
+	return file_inference_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RepositoryIndexRequest) GetRepositoryName() string {
@@ -2195,7 +2317,7 @@ type RepositoryIndexResponse struct {
 
 func (x *RepositoryIndexResponse) Reset() {
 	*x = RepositoryIndexResponse{}
-	mi := &file_inference_proto_msgTypes[31]
+	mi := &file_inference_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2329,7 @@ func (x *RepositoryIndexResponse) String() string {
 func (*RepositoryIndexResponse) ProtoMessage() {}
 
 func (x *RepositoryIndexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[31]
+	mi := &file_inference_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2342,7 @@ func (x *RepositoryIndexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryIndexResponse.ProtoReflect.Descriptor instead.
 func (*RepositoryIndexResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{31}
+	return file_inference_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RepositoryIndexResponse) GetModels() []*RepositoryIndexResponse_ModelIndex {
@@ -2241,7 +2363,7 @@ type RepositoryModelLoadRequest struct {
 
 func (x *RepositoryModelLoadRequest) Reset() {
 	*x = RepositoryModelLoadRequest{}
-	mi := &file_inference_proto_msgTypes[32]
+	mi := &file_inference_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2253,7 +2375,7 @@ func (x *RepositoryModelLoadRequest) String() string {
 func (*RepositoryModelLoadRequest) ProtoMessage() {}
 
 func (x *RepositoryModelLoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[32]
+	mi := &file_inference_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2266,7 +2388,7 @@ func (x *RepositoryModelLoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryModelLoadRequest.ProtoReflect.Descriptor instead.
 func (*RepositoryModelLoadRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{32}
+	return file_inference_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RepositoryModelLoadRequest) GetRepositoryName() string {
@@ -2298,7 +2420,7 @@ type RepositoryModelLoadResponse struct {
 
 func (x *RepositoryModelLoadResponse) Reset() {
 	*x = RepositoryModelLoadResponse{}
-	mi := &file_inference_proto_msgTypes[33]
+	mi := &file_inference_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2310,7 +2432,7 @@ func (x *RepositoryModelLoadResponse) String() string {
 func (*RepositoryModelLoadResponse) ProtoMessage() {}
 
 func (x *RepositoryModelLoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[33]
+	mi := &file_inference_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2323,7 +2445,7 @@ func (x *RepositoryModelLoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryModelLoadResponse.ProtoReflect.Descriptor instead.
 func (*RepositoryModelLoadResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{33}
+	return file_inference_proto_rawDescGZIP(), []int{34}
 }
 
 type RepositoryModelUnloadRequest struct {
@@ -2337,7 +2459,7 @@ type RepositoryModelUnloadRequest struct {
 
 func (x *RepositoryModelUnloadRequest) Reset() {
 	*x = RepositoryModelUnloadRequest{}
-	mi := &file_inference_proto_msgTypes[34]
+	mi := &file_inference_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +2471,7 @@ func (x *RepositoryModelUnloadRequest) String() string {
 func (*RepositoryModelUnloadRequest) ProtoMessage() {}
 
 func (x *RepositoryModelUnloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[34]
+	mi := &file_inference_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +2484,7 @@ func (x *RepositoryModelUnloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryModelUnloadRequest.ProtoReflect.Descriptor instead.
 func (*RepositoryModelUnloadRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{34}
+	return file_inference_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RepositoryModelUnloadRequest) GetRepositoryName() string {
@@ -2394,7 +2516,7 @@ type RepositoryModelUnloadResponse struct {
 
 func (x *RepositoryModelUnloadResponse) Reset() {
 	*x = RepositoryModelUnloadResponse{}
-	mi := &file_inference_proto_msgTypes[35]
+	mi := &file_inference_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2406,7 +2528,7 @@ func (x *RepositoryModelUnloadResponse) String() string {
 func (*RepositoryModelUnloadResponse) ProtoMessage() {}
 
 func (x *RepositoryModelUnloadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[35]
+	mi := &file_inference_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2419,7 +2541,7 @@ func (x *RepositoryModelUnloadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepositoryModelUnloadResponse.ProtoReflect.Descriptor instead.
 func (*RepositoryModelUnloadResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{35}
+	return file_inference_proto_rawDescGZIP(), []int{36}
 }
 
 // System shared memory (Triton's extension_shared_memory.md). An empty name
@@ -2433,7 +2555,7 @@ type SystemSharedMemoryStatusRequest struct {
 
 func (x *SystemSharedMemoryStatusRequest) Reset() {
 	*x = SystemSharedMemoryStatusRequest{}
-	mi := &file_inference_proto_msgTypes[36]
+	mi := &file_inference_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2567,7 @@ func (x *SystemSharedMemoryStatusRequest) String() string {
 func (*SystemSharedMemoryStatusRequest) ProtoMessage() {}
 
 func (x *SystemSharedMemoryStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[36]
+	mi := &file_inference_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2580,7 @@ func (x *SystemSharedMemoryStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemSharedMemoryStatusRequest.ProtoReflect.Descriptor instead.
 func (*SystemSharedMemoryStatusRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{36}
+	return file_inference_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SystemSharedMemoryStatusRequest) GetName() string {
@@ -2477,7 +2599,7 @@ type SystemSharedMemoryStatusResponse struct {
 
 func (x *SystemSharedMemoryStatusResponse) Reset() {
 	*x = SystemSharedMemoryStatusResponse{}
-	mi := &file_inference_proto_msgTypes[37]
+	mi := &file_inference_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2611,7 @@ func (x *SystemSharedMemoryStatusResponse) String() string {
 func (*SystemSharedMemoryStatusResponse) ProtoMessage() {}
 
 func (x *SystemSharedMemoryStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[37]
+	mi := &file_inference_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2624,7 @@ func (x *SystemSharedMemoryStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemSharedMemoryStatusResponse.ProtoReflect.Descriptor instead.
 func (*SystemSharedMemoryStatusResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{37}
+	return file_inference_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SystemSharedMemoryStatusResponse) GetRegions() map[string]*SystemSharedMemoryStatusResponse_RegionStatus {
@@ -2524,7 +2646,7 @@ type SystemSharedMemoryRegisterRequest struct {
 
 func (x *SystemSharedMemoryRegisterRequest) Reset() {
 	*x = SystemSharedMemoryRegisterRequest{}
-	mi := &file_inference_proto_msgTypes[38]
+	mi := &file_inference_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2536,7 +2658,7 @@ func (x *SystemSharedMemoryRegisterRequest) String() string {
 func (*SystemSharedMemoryRegisterRequest) ProtoMessage() {}
 
 func (x *SystemSharedMemoryRegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[38]
+	mi := &file_inference_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2549,7 +2671,7 @@ func (x *SystemSharedMemoryRegisterRequest) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use SystemSharedMemoryRegisterRequest.ProtoReflect.Descriptor instead.
 func (*SystemSharedMemoryRegisterRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{38}
+	return file_inference_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SystemSharedMemoryRegisterRequest) GetName() string {
@@ -2588,7 +2710,7 @@ type SystemSharedMemoryRegisterResponse struct {
 
 func (x *SystemSharedMemoryRegisterResponse) Reset() {
 	*x = SystemSharedMemoryRegisterResponse{}
-	mi := &file_inference_proto_msgTypes[39]
+	mi := &file_inference_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2600,7 +2722,7 @@ func (x *SystemSharedMemoryRegisterResponse) String() string {
 func (*SystemSharedMemoryRegisterResponse) ProtoMessage() {}
 
 func (x *SystemSharedMemoryRegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[39]
+	mi := &file_inference_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2613,7 +2735,7 @@ func (x *SystemSharedMemoryRegisterResponse) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use SystemSharedMemoryRegisterResponse.ProtoReflect.Descriptor instead.
 func (*SystemSharedMemoryRegisterResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{39}
+	return file_inference_proto_rawDescGZIP(), []int{40}
 }
 
 type SystemSharedMemoryUnregisterRequest struct {
@@ -2625,7 +2747,7 @@ type SystemSharedMemoryUnregisterRequest struct {
 
 func (x *SystemSharedMemoryUnregisterRequest) Reset() {
 	*x = SystemSharedMemoryUnregisterRequest{}
-	mi := &file_inference_proto_msgTypes[40]
+	mi := &file_inference_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2759,7 @@ func (x *SystemSharedMemoryUnregisterRequest) String() string {
 func (*SystemSharedMemoryUnregisterRequest) ProtoMessage() {}
 
 func (x *SystemSharedMemoryUnregisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[40]
+	mi := &file_inference_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2772,7 @@ func (x *SystemSharedMemoryUnregisterRequest) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use SystemSharedMemoryUnregisterRequest.ProtoReflect.Descriptor instead.
 func (*SystemSharedMemoryUnregisterRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{40}
+	return file_inference_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SystemSharedMemoryUnregisterRequest) GetName() string {
@@ -2668,7 +2790,7 @@ type SystemSharedMemoryUnregisterResponse struct {
 
 func (x *SystemSharedMemoryUnregisterResponse) Reset() {
 	*x = SystemSharedMemoryUnregisterResponse{}
-	mi := &file_inference_proto_msgTypes[41]
+	mi := &file_inference_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2802,7 @@ func (x *SystemSharedMemoryUnregisterResponse) String() string {
 func (*SystemSharedMemoryUnregisterResponse) ProtoMessage() {}
 
 func (x *SystemSharedMemoryUnregisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[41]
+	mi := &file_inference_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2815,7 @@ func (x *SystemSharedMemoryUnregisterResponse) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use SystemSharedMemoryUnregisterResponse.ProtoReflect.Descriptor instead.
 func (*SystemSharedMemoryUnregisterResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{41}
+	return file_inference_proto_rawDescGZIP(), []int{42}
 }
 
 // CUDA shared memory: the reference server answers these with a "not
@@ -2708,7 +2830,7 @@ type CudaSharedMemoryStatusRequest struct {
 
 func (x *CudaSharedMemoryStatusRequest) Reset() {
 	*x = CudaSharedMemoryStatusRequest{}
-	mi := &file_inference_proto_msgTypes[42]
+	mi := &file_inference_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2720,7 +2842,7 @@ func (x *CudaSharedMemoryStatusRequest) String() string {
 func (*CudaSharedMemoryStatusRequest) ProtoMessage() {}
 
 func (x *CudaSharedMemoryStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[42]
+	mi := &file_inference_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2733,7 +2855,7 @@ func (x *CudaSharedMemoryStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CudaSharedMemoryStatusRequest.ProtoReflect.Descriptor instead.
 func (*CudaSharedMemoryStatusRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{42}
+	return file_inference_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CudaSharedMemoryStatusRequest) GetName() string {
@@ -2752,7 +2874,7 @@ type CudaSharedMemoryStatusResponse struct {
 
 func (x *CudaSharedMemoryStatusResponse) Reset() {
 	*x = CudaSharedMemoryStatusResponse{}
-	mi := &file_inference_proto_msgTypes[43]
+	mi := &file_inference_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2764,7 +2886,7 @@ func (x *CudaSharedMemoryStatusResponse) String() string {
 func (*CudaSharedMemoryStatusResponse) ProtoMessage() {}
 
 func (x *CudaSharedMemoryStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[43]
+	mi := &file_inference_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,7 +2899,7 @@ func (x *CudaSharedMemoryStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CudaSharedMemoryStatusResponse.ProtoReflect.Descriptor instead.
 func (*CudaSharedMemoryStatusResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{43}
+	return file_inference_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CudaSharedMemoryStatusResponse) GetRegions() map[string]*CudaSharedMemoryStatusResponse_RegionStatus {
@@ -2799,7 +2921,7 @@ type CudaSharedMemoryRegisterRequest struct {
 
 func (x *CudaSharedMemoryRegisterRequest) Reset() {
 	*x = CudaSharedMemoryRegisterRequest{}
-	mi := &file_inference_proto_msgTypes[44]
+	mi := &file_inference_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2811,7 +2933,7 @@ func (x *CudaSharedMemoryRegisterRequest) String() string {
 func (*CudaSharedMemoryRegisterRequest) ProtoMessage() {}
 
 func (x *CudaSharedMemoryRegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[44]
+	mi := &file_inference_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2824,7 +2946,7 @@ func (x *CudaSharedMemoryRegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CudaSharedMemoryRegisterRequest.ProtoReflect.Descriptor instead.
 func (*CudaSharedMemoryRegisterRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{44}
+	return file_inference_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CudaSharedMemoryRegisterRequest) GetName() string {
@@ -2863,7 +2985,7 @@ type CudaSharedMemoryRegisterResponse struct {
 
 func (x *CudaSharedMemoryRegisterResponse) Reset() {
 	*x = CudaSharedMemoryRegisterResponse{}
-	mi := &file_inference_proto_msgTypes[45]
+	mi := &file_inference_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +2997,7 @@ func (x *CudaSharedMemoryRegisterResponse) String() string {
 func (*CudaSharedMemoryRegisterResponse) ProtoMessage() {}
 
 func (x *CudaSharedMemoryRegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[45]
+	mi := &file_inference_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3010,7 @@ func (x *CudaSharedMemoryRegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CudaSharedMemoryRegisterResponse.ProtoReflect.Descriptor instead.
 func (*CudaSharedMemoryRegisterResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{45}
+	return file_inference_proto_rawDescGZIP(), []int{46}
 }
 
 type CudaSharedMemoryUnregisterRequest struct {
@@ -2900,7 +3022,7 @@ type CudaSharedMemoryUnregisterRequest struct {
 
 func (x *CudaSharedMemoryUnregisterRequest) Reset() {
 	*x = CudaSharedMemoryUnregisterRequest{}
-	mi := &file_inference_proto_msgTypes[46]
+	mi := &file_inference_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +3034,7 @@ func (x *CudaSharedMemoryUnregisterRequest) String() string {
 func (*CudaSharedMemoryUnregisterRequest) ProtoMessage() {}
 
 func (x *CudaSharedMemoryUnregisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[46]
+	mi := &file_inference_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +3047,7 @@ func (x *CudaSharedMemoryUnregisterRequest) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use CudaSharedMemoryUnregisterRequest.ProtoReflect.Descriptor instead.
 func (*CudaSharedMemoryUnregisterRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{46}
+	return file_inference_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CudaSharedMemoryUnregisterRequest) GetName() string {
@@ -2943,7 +3065,7 @@ type CudaSharedMemoryUnregisterResponse struct {
 
 func (x *CudaSharedMemoryUnregisterResponse) Reset() {
 	*x = CudaSharedMemoryUnregisterResponse{}
-	mi := &file_inference_proto_msgTypes[47]
+	mi := &file_inference_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2955,7 +3077,7 @@ func (x *CudaSharedMemoryUnregisterResponse) String() string {
 func (*CudaSharedMemoryUnregisterResponse) ProtoMessage() {}
 
 func (x *CudaSharedMemoryUnregisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[47]
+	mi := &file_inference_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2968,7 +3090,7 @@ func (x *CudaSharedMemoryUnregisterResponse) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use CudaSharedMemoryUnregisterResponse.ProtoReflect.Descriptor instead.
 func (*CudaSharedMemoryUnregisterResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{47}
+	return file_inference_proto_rawDescGZIP(), []int{48}
 }
 
 // Trace extension: read or update the trace settings, of the server when
@@ -2984,7 +3106,7 @@ type TraceSettingRequest struct {
 
 func (x *TraceSettingRequest) Reset() {
 	*x = TraceSettingRequest{}
-	mi := &file_inference_proto_msgTypes[48]
+	mi := &file_inference_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2996,7 +3118,7 @@ func (x *TraceSettingRequest) String() string {
 func (*TraceSettingRequest) ProtoMessage() {}
 
 func (x *TraceSettingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[48]
+	mi := &file_inference_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3009,7 +3131,7 @@ func (x *TraceSettingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceSettingRequest.ProtoReflect.Descriptor instead.
 func (*TraceSettingRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{48}
+	return file_inference_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TraceSettingRequest) GetSettings() map[string]*TraceSettingRequest_SettingValue {
@@ -3035,7 +3157,7 @@ type TraceSettingResponse struct {
 
 func (x *TraceSettingResponse) Reset() {
 	*x = TraceSettingResponse{}
-	mi := &file_inference_proto_msgTypes[49]
+	mi := &file_inference_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3047,7 +3169,7 @@ func (x *TraceSettingResponse) String() string {
 func (*TraceSettingResponse) ProtoMessage() {}
 
 func (x *TraceSettingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[49]
+	mi := &file_inference_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3060,7 +3182,7 @@ func (x *TraceSettingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceSettingResponse.ProtoReflect.Descriptor instead.
 func (*TraceSettingResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{49}
+	return file_inference_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *TraceSettingResponse) GetSettings() map[string]*TraceSettingResponse_SettingValue {
@@ -3080,7 +3202,7 @@ type LogSettingsRequest struct {
 
 func (x *LogSettingsRequest) Reset() {
 	*x = LogSettingsRequest{}
-	mi := &file_inference_proto_msgTypes[50]
+	mi := &file_inference_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3214,7 @@ func (x *LogSettingsRequest) String() string {
 func (*LogSettingsRequest) ProtoMessage() {}
 
 func (x *LogSettingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[50]
+	mi := &file_inference_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3227,7 @@ func (x *LogSettingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogSettingsRequest.ProtoReflect.Descriptor instead.
 func (*LogSettingsRequest) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{50}
+	return file_inference_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *LogSettingsRequest) GetSettings() map[string]*LogSettingsRequest_SettingValue {
@@ -3124,7 +3246,7 @@ type LogSettingsResponse struct {
 
 func (x *LogSettingsResponse) Reset() {
 	*x = LogSettingsResponse{}
-	mi := &file_inference_proto_msgTypes[51]
+	mi := &file_inference_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3136,7 +3258,7 @@ func (x *LogSettingsResponse) String() string {
 func (*LogSettingsResponse) ProtoMessage() {}
 
 func (x *LogSettingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[51]
+	mi := &file_inference_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3149,7 +3271,7 @@ func (x *LogSettingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogSettingsResponse.ProtoReflect.Descriptor instead.
 func (*LogSettingsResponse) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{51}
+	return file_inference_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *LogSettingsResponse) GetSettings() map[string]*LogSettingsResponse_SettingValue {
@@ -3171,7 +3293,7 @@ type ModelMetadataResponse_TensorMetadata struct {
 
 func (x *ModelMetadataResponse_TensorMetadata) Reset() {
 	*x = ModelMetadataResponse_TensorMetadata{}
-	mi := &file_inference_proto_msgTypes[52]
+	mi := &file_inference_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3305,7 @@ func (x *ModelMetadataResponse_TensorMetadata) String() string {
 func (*ModelMetadataResponse_TensorMetadata) ProtoMessage() {}
 
 func (x *ModelMetadataResponse_TensorMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[52]
+	mi := &file_inference_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3234,7 +3356,7 @@ type ModelInferRequest_InferInputTensor struct {
 
 func (x *ModelInferRequest_InferInputTensor) Reset() {
 	*x = ModelInferRequest_InferInputTensor{}
-	mi := &file_inference_proto_msgTypes[54]
+	mi := &file_inference_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3246,7 +3368,7 @@ func (x *ModelInferRequest_InferInputTensor) String() string {
 func (*ModelInferRequest_InferInputTensor) ProtoMessage() {}
 
 func (x *ModelInferRequest_InferInputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[54]
+	mi := &file_inference_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3307,7 +3429,7 @@ type ModelInferRequest_InferRequestedOutputTensor struct {
 
 func (x *ModelInferRequest_InferRequestedOutputTensor) Reset() {
 	*x = ModelInferRequest_InferRequestedOutputTensor{}
-	mi := &file_inference_proto_msgTypes[55]
+	mi := &file_inference_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3319,7 +3441,7 @@ func (x *ModelInferRequest_InferRequestedOutputTensor) String() string {
 func (*ModelInferRequest_InferRequestedOutputTensor) ProtoMessage() {}
 
 func (x *ModelInferRequest_InferRequestedOutputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[55]
+	mi := &file_inference_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3362,7 +3484,7 @@ type ModelInferResponse_InferOutputTensor struct {
 
 func (x *ModelInferResponse_InferOutputTensor) Reset() {
 	*x = ModelInferResponse_InferOutputTensor{}
-	mi := &file_inference_proto_msgTypes[59]
+	mi := &file_inference_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3374,7 +3496,7 @@ func (x *ModelInferResponse_InferOutputTensor) String() string {
 func (*ModelInferResponse_InferOutputTensor) ProtoMessage() {}
 
 func (x *ModelInferResponse_InferOutputTensor) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[59]
+	mi := &file_inference_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3437,7 +3559,7 @@ type RepositoryIndexResponse_ModelIndex struct {
 
 func (x *RepositoryIndexResponse_ModelIndex) Reset() {
 	*x = RepositoryIndexResponse_ModelIndex{}
-	mi := &file_inference_proto_msgTypes[63]
+	mi := &file_inference_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3449,7 +3571,7 @@ func (x *RepositoryIndexResponse_ModelIndex) String() string {
 func (*RepositoryIndexResponse_ModelIndex) ProtoMessage() {}
 
 func (x *RepositoryIndexResponse_ModelIndex) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[63]
+	mi := &file_inference_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3462,7 +3584,7 @@ func (x *RepositoryIndexResponse_ModelIndex) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use RepositoryIndexResponse_ModelIndex.ProtoReflect.Descriptor instead.
 func (*RepositoryIndexResponse_ModelIndex) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{31, 0}
+	return file_inference_proto_rawDescGZIP(), []int{32, 0}
 }
 
 func (x *RepositoryIndexResponse_ModelIndex) GetName() string {
@@ -3505,7 +3627,7 @@ type SystemSharedMemoryStatusResponse_RegionStatus struct {
 
 func (x *SystemSharedMemoryStatusResponse_RegionStatus) Reset() {
 	*x = SystemSharedMemoryStatusResponse_RegionStatus{}
-	mi := &file_inference_proto_msgTypes[66]
+	mi := &file_inference_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3517,7 +3639,7 @@ func (x *SystemSharedMemoryStatusResponse_RegionStatus) String() string {
 func (*SystemSharedMemoryStatusResponse_RegionStatus) ProtoMessage() {}
 
 func (x *SystemSharedMemoryStatusResponse_RegionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[66]
+	mi := &file_inference_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3530,7 +3652,7 @@ func (x *SystemSharedMemoryStatusResponse_RegionStatus) ProtoReflect() protorefl
 
 // Deprecated: Use SystemSharedMemoryStatusResponse_RegionStatus.ProtoReflect.Descriptor instead.
 func (*SystemSharedMemoryStatusResponse_RegionStatus) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{37, 0}
+	return file_inference_proto_rawDescGZIP(), []int{38, 0}
 }
 
 func (x *SystemSharedMemoryStatusResponse_RegionStatus) GetName() string {
@@ -3572,7 +3694,7 @@ type CudaSharedMemoryStatusResponse_RegionStatus struct {
 
 func (x *CudaSharedMemoryStatusResponse_RegionStatus) Reset() {
 	*x = CudaSharedMemoryStatusResponse_RegionStatus{}
-	mi := &file_inference_proto_msgTypes[68]
+	mi := &file_inference_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3584,7 +3706,7 @@ func (x *CudaSharedMemoryStatusResponse_RegionStatus) String() string {
 func (*CudaSharedMemoryStatusResponse_RegionStatus) ProtoMessage() {}
 
 func (x *CudaSharedMemoryStatusResponse_RegionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[68]
+	mi := &file_inference_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3597,7 +3719,7 @@ func (x *CudaSharedMemoryStatusResponse_RegionStatus) ProtoReflect() protoreflec
 
 // Deprecated: Use CudaSharedMemoryStatusResponse_RegionStatus.ProtoReflect.Descriptor instead.
 func (*CudaSharedMemoryStatusResponse_RegionStatus) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{43, 0}
+	return file_inference_proto_rawDescGZIP(), []int{44, 0}
 }
 
 func (x *CudaSharedMemoryStatusResponse_RegionStatus) GetName() string {
@@ -3630,7 +3752,7 @@ type TraceSettingRequest_SettingValue struct {
 
 func (x *TraceSettingRequest_SettingValue) Reset() {
 	*x = TraceSettingRequest_SettingValue{}
-	mi := &file_inference_proto_msgTypes[70]
+	mi := &file_inference_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3764,7 @@ func (x *TraceSettingRequest_SettingValue) String() string {
 func (*TraceSettingRequest_SettingValue) ProtoMessage() {}
 
 func (x *TraceSettingRequest_SettingValue) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[70]
+	mi := &file_inference_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3777,7 @@ func (x *TraceSettingRequest_SettingValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceSettingRequest_SettingValue.ProtoReflect.Descriptor instead.
 func (*TraceSettingRequest_SettingValue) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{48, 0}
+	return file_inference_proto_rawDescGZIP(), []int{49, 0}
 }
 
 func (x *TraceSettingRequest_SettingValue) GetValue() []string {
@@ -3674,7 +3796,7 @@ type TraceSettingResponse_SettingValue struct {
 
 func (x *TraceSettingResponse_SettingValue) Reset() {
 	*x = TraceSettingResponse_SettingValue{}
-	mi := &file_inference_proto_msgTypes[72]
+	mi := &file_inference_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3686,7 +3808,7 @@ func (x *TraceSettingResponse_SettingValue) String() string {
 func (*TraceSettingResponse_SettingValue) ProtoMessage() {}
 
 func (x *TraceSettingResponse_SettingValue) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[72]
+	mi := &file_inference_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3699,7 +3821,7 @@ func (x *TraceSettingResponse_SettingValue) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use TraceSettingResponse_SettingValue.ProtoReflect.Descriptor instead.
 func (*TraceSettingResponse_SettingValue) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{49, 0}
+	return file_inference_proto_rawDescGZIP(), []int{50, 0}
 }
 
 func (x *TraceSettingResponse_SettingValue) GetValue() []string {
@@ -3723,7 +3845,7 @@ type LogSettingsRequest_SettingValue struct {
 
 func (x *LogSettingsRequest_SettingValue) Reset() {
 	*x = LogSettingsRequest_SettingValue{}
-	mi := &file_inference_proto_msgTypes[74]
+	mi := &file_inference_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3735,7 +3857,7 @@ func (x *LogSettingsRequest_SettingValue) String() string {
 func (*LogSettingsRequest_SettingValue) ProtoMessage() {}
 
 func (x *LogSettingsRequest_SettingValue) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[74]
+	mi := &file_inference_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3748,7 +3870,7 @@ func (x *LogSettingsRequest_SettingValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogSettingsRequest_SettingValue.ProtoReflect.Descriptor instead.
 func (*LogSettingsRequest_SettingValue) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{50, 0}
+	return file_inference_proto_rawDescGZIP(), []int{51, 0}
 }
 
 func (x *LogSettingsRequest_SettingValue) GetParameterChoice() isLogSettingsRequest_SettingValue_ParameterChoice {
@@ -3824,7 +3946,7 @@ type LogSettingsResponse_SettingValue struct {
 
 func (x *LogSettingsResponse_SettingValue) Reset() {
 	*x = LogSettingsResponse_SettingValue{}
-	mi := &file_inference_proto_msgTypes[76]
+	mi := &file_inference_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3836,7 +3958,7 @@ func (x *LogSettingsResponse_SettingValue) String() string {
 func (*LogSettingsResponse_SettingValue) ProtoMessage() {}
 
 func (x *LogSettingsResponse_SettingValue) ProtoReflect() protoreflect.Message {
-	mi := &file_inference_proto_msgTypes[76]
+	mi := &file_inference_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3849,7 +3971,7 @@ func (x *LogSettingsResponse_SettingValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogSettingsResponse_SettingValue.ProtoReflect.Descriptor instead.
 func (*LogSettingsResponse_SettingValue) Descriptor() ([]byte, []int) {
-	return file_inference_proto_rawDescGZIP(), []int{51, 0}
+	return file_inference_proto_rawDescGZIP(), []int{52, 0}
 }
 
 func (x *LogSettingsResponse_SettingValue) GetParameterChoice() isLogSettingsResponse_SettingValue_ParameterChoice {
@@ -4049,13 +4171,24 @@ const file_inference_proto_rawDesc = "" +
 	"\x04dims\x18\x03 \x03(\x03R\x04dims\x12&\n" +
 	"\x0fis_shape_tensor\x18\x06 \x01(\bR\risShapeTensor\"6\n" +
 	"\x16ModelTransactionPolicy\x12\x1c\n" +
-	"\tdecoupled\x18\x01 \x01(\bR\tdecoupled\"\xb7\x02\n" +
+	"\tdecoupled\x18\x01 \x01(\bR\tdecoupled\"\xb9\x01\n" +
+	"\x12ModelInstanceGroup\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\x126\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\".inference.ModelInstanceGroup.KindR\x04kind\"A\n" +
+	"\x04Kind\x12\r\n" +
+	"\tKIND_AUTO\x10\x00\x12\f\n" +
+	"\bKIND_GPU\x10\x01\x12\f\n" +
+	"\bKIND_CPU\x10\x02\x12\x0e\n" +
+	"\n" +
+	"KIND_MODEL\x10\x03\"\xfd\x02\n" +
 	"\vModelConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bplatform\x18\x02 \x01(\tR\bplatform\x12$\n" +
 	"\x0emax_batch_size\x18\x04 \x01(\x05R\fmaxBatchSize\x12+\n" +
 	"\x05input\x18\x05 \x03(\v2\x15.inference.ModelInputR\x05input\x12.\n" +
-	"\x06output\x18\x06 \x03(\v2\x16.inference.ModelOutputR\x06output\x12\x18\n" +
+	"\x06output\x18\x06 \x03(\v2\x16.inference.ModelOutputR\x06output\x12D\n" +
+	"\x0einstance_group\x18\a \x03(\v2\x1d.inference.ModelInstanceGroupR\rinstanceGroup\x12\x18\n" +
 	"\abackend\x18\x11 \x01(\tR\abackend\x12[\n" +
 	"\x18model_transaction_policy\x18\x13 \x01(\v2!.inference.ModelTransactionPolicyR\x16modelTransactionPolicy\"F\n" +
 	"\x16ModelStatisticsRequest\x12\x12\n" +
@@ -4288,200 +4421,204 @@ func file_inference_proto_rawDescGZIP() []byte {
 	return file_inference_proto_rawDescData
 }
 
-var file_inference_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_inference_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_inference_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_inference_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_inference_proto_goTypes = []any{
 	(DataType)(0),                                // 0: inference.DataType
-	(*ServerLiveRequest)(nil),                    // 1: inference.ServerLiveRequest
-	(*ServerLiveResponse)(nil),                   // 2: inference.ServerLiveResponse
-	(*ServerReadyRequest)(nil),                   // 3: inference.ServerReadyRequest
-	(*ServerReadyResponse)(nil),                  // 4: inference.ServerReadyResponse
-	(*ModelReadyRequest)(nil),                    // 5: inference.ModelReadyRequest
-	(*ModelReadyResponse)(nil),                   // 6: inference.ModelReadyResponse
-	(*ServerMetadataRequest)(nil),                // 7: inference.ServerMetadataRequest
-	(*ServerMetadataResponse)(nil),               // 8: inference.ServerMetadataResponse
-	(*ModelMetadataRequest)(nil),                 // 9: inference.ModelMetadataRequest
-	(*ModelMetadataResponse)(nil),                // 10: inference.ModelMetadataResponse
-	(*InferParameter)(nil),                       // 11: inference.InferParameter
-	(*InferTensorContents)(nil),                  // 12: inference.InferTensorContents
-	(*ModelInferRequest)(nil),                    // 13: inference.ModelInferRequest
-	(*ModelInferResponse)(nil),                   // 14: inference.ModelInferResponse
-	(*ModelStreamInferResponse)(nil),             // 15: inference.ModelStreamInferResponse
-	(*ModelConfigRequest)(nil),                   // 16: inference.ModelConfigRequest
-	(*ModelConfigResponse)(nil),                  // 17: inference.ModelConfigResponse
-	(*ModelInput)(nil),                           // 18: inference.ModelInput
-	(*ModelOutput)(nil),                          // 19: inference.ModelOutput
-	(*ModelTransactionPolicy)(nil),               // 20: inference.ModelTransactionPolicy
-	(*ModelConfig)(nil),                          // 21: inference.ModelConfig
-	(*ModelStatisticsRequest)(nil),               // 22: inference.ModelStatisticsRequest
-	(*StatisticDuration)(nil),                    // 23: inference.StatisticDuration
-	(*InferStatistics)(nil),                      // 24: inference.InferStatistics
-	(*InferResponseStatistics)(nil),              // 25: inference.InferResponseStatistics
-	(*InferBatchStatistics)(nil),                 // 26: inference.InferBatchStatistics
-	(*MemoryUsage)(nil),                          // 27: inference.MemoryUsage
-	(*ModelStatistics)(nil),                      // 28: inference.ModelStatistics
-	(*ModelStatisticsResponse)(nil),              // 29: inference.ModelStatisticsResponse
-	(*ModelRepositoryParameter)(nil),             // 30: inference.ModelRepositoryParameter
-	(*RepositoryIndexRequest)(nil),               // 31: inference.RepositoryIndexRequest
-	(*RepositoryIndexResponse)(nil),              // 32: inference.RepositoryIndexResponse
-	(*RepositoryModelLoadRequest)(nil),           // 33: inference.RepositoryModelLoadRequest
-	(*RepositoryModelLoadResponse)(nil),          // 34: inference.RepositoryModelLoadResponse
-	(*RepositoryModelUnloadRequest)(nil),         // 35: inference.RepositoryModelUnloadRequest
-	(*RepositoryModelUnloadResponse)(nil),        // 36: inference.RepositoryModelUnloadResponse
-	(*SystemSharedMemoryStatusRequest)(nil),      // 37: inference.SystemSharedMemoryStatusRequest
-	(*SystemSharedMemoryStatusResponse)(nil),     // 38: inference.SystemSharedMemoryStatusResponse
-	(*SystemSharedMemoryRegisterRequest)(nil),    // 39: inference.SystemSharedMemoryRegisterRequest
-	(*SystemSharedMemoryRegisterResponse)(nil),   // 40: inference.SystemSharedMemoryRegisterResponse
-	(*SystemSharedMemoryUnregisterRequest)(nil),  // 41: inference.SystemSharedMemoryUnregisterRequest
-	(*SystemSharedMemoryUnregisterResponse)(nil), // 42: inference.SystemSharedMemoryUnregisterResponse
-	(*CudaSharedMemoryStatusRequest)(nil),        // 43: inference.CudaSharedMemoryStatusRequest
-	(*CudaSharedMemoryStatusResponse)(nil),       // 44: inference.CudaSharedMemoryStatusResponse
-	(*CudaSharedMemoryRegisterRequest)(nil),      // 45: inference.CudaSharedMemoryRegisterRequest
-	(*CudaSharedMemoryRegisterResponse)(nil),     // 46: inference.CudaSharedMemoryRegisterResponse
-	(*CudaSharedMemoryUnregisterRequest)(nil),    // 47: inference.CudaSharedMemoryUnregisterRequest
-	(*CudaSharedMemoryUnregisterResponse)(nil),   // 48: inference.CudaSharedMemoryUnregisterResponse
-	(*TraceSettingRequest)(nil),                  // 49: inference.TraceSettingRequest
-	(*TraceSettingResponse)(nil),                 // 50: inference.TraceSettingResponse
-	(*LogSettingsRequest)(nil),                   // 51: inference.LogSettingsRequest
-	(*LogSettingsResponse)(nil),                  // 52: inference.LogSettingsResponse
-	(*ModelMetadataResponse_TensorMetadata)(nil), // 53: inference.ModelMetadataResponse.TensorMetadata
-	nil, // 54: inference.ModelMetadataResponse.PropertiesEntry
-	(*ModelInferRequest_InferInputTensor)(nil),           // 55: inference.ModelInferRequest.InferInputTensor
-	(*ModelInferRequest_InferRequestedOutputTensor)(nil), // 56: inference.ModelInferRequest.InferRequestedOutputTensor
-	nil, // 57: inference.ModelInferRequest.ParametersEntry
-	nil, // 58: inference.ModelInferRequest.InferInputTensor.ParametersEntry
-	nil, // 59: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
-	(*ModelInferResponse_InferOutputTensor)(nil), // 60: inference.ModelInferResponse.InferOutputTensor
-	nil, // 61: inference.ModelInferResponse.ParametersEntry
-	nil, // 62: inference.ModelInferResponse.InferOutputTensor.ParametersEntry
-	nil, // 63: inference.ModelStatistics.ResponseStatsEntry
-	(*RepositoryIndexResponse_ModelIndex)(nil), // 64: inference.RepositoryIndexResponse.ModelIndex
-	nil, // 65: inference.RepositoryModelLoadRequest.ParametersEntry
-	nil, // 66: inference.RepositoryModelUnloadRequest.ParametersEntry
-	(*SystemSharedMemoryStatusResponse_RegionStatus)(nil), // 67: inference.SystemSharedMemoryStatusResponse.RegionStatus
-	nil, // 68: inference.SystemSharedMemoryStatusResponse.RegionsEntry
-	(*CudaSharedMemoryStatusResponse_RegionStatus)(nil), // 69: inference.CudaSharedMemoryStatusResponse.RegionStatus
-	nil,                                      // 70: inference.CudaSharedMemoryStatusResponse.RegionsEntry
-	(*TraceSettingRequest_SettingValue)(nil), // 71: inference.TraceSettingRequest.SettingValue
-	nil,                                      // 72: inference.TraceSettingRequest.SettingsEntry
-	(*TraceSettingResponse_SettingValue)(nil), // 73: inference.TraceSettingResponse.SettingValue
-	nil,                                      // 74: inference.TraceSettingResponse.SettingsEntry
-	(*LogSettingsRequest_SettingValue)(nil),  // 75: inference.LogSettingsRequest.SettingValue
-	nil,                                      // 76: inference.LogSettingsRequest.SettingsEntry
-	(*LogSettingsResponse_SettingValue)(nil), // 77: inference.LogSettingsResponse.SettingValue
-	nil,                                      // 78: inference.LogSettingsResponse.SettingsEntry
+	(ModelInstanceGroup_Kind)(0),                 // 1: inference.ModelInstanceGroup.Kind
+	(*ServerLiveRequest)(nil),                    // 2: inference.ServerLiveRequest
+	(*ServerLiveResponse)(nil),                   // 3: inference.ServerLiveResponse
+	(*ServerReadyRequest)(nil),                   // 4: inference.ServerReadyRequest
+	(*ServerReadyResponse)(nil),                  // 5: inference.ServerReadyResponse
+	(*ModelReadyRequest)(nil),                    // 6: inference.ModelReadyRequest
+	(*ModelReadyResponse)(nil),                   // 7: inference.ModelReadyResponse
+	(*ServerMetadataRequest)(nil),                // 8: inference.ServerMetadataRequest
+	(*ServerMetadataResponse)(nil),               // 9: inference.ServerMetadataResponse
+	(*ModelMetadataRequest)(nil),                 // 10: inference.ModelMetadataRequest
+	(*ModelMetadataResponse)(nil),                // 11: inference.ModelMetadataResponse
+	(*InferParameter)(nil),                       // 12: inference.InferParameter
+	(*InferTensorContents)(nil),                  // 13: inference.InferTensorContents
+	(*ModelInferRequest)(nil),                    // 14: inference.ModelInferRequest
+	(*ModelInferResponse)(nil),                   // 15: inference.ModelInferResponse
+	(*ModelStreamInferResponse)(nil),             // 16: inference.ModelStreamInferResponse
+	(*ModelConfigRequest)(nil),                   // 17: inference.ModelConfigRequest
+	(*ModelConfigResponse)(nil),                  // 18: inference.ModelConfigResponse
+	(*ModelInput)(nil),                           // 19: inference.ModelInput
+	(*ModelOutput)(nil),                          // 20: inference.ModelOutput
+	(*ModelTransactionPolicy)(nil),               // 21: inference.ModelTransactionPolicy
+	(*ModelInstanceGroup)(nil),                   // 22: inference.ModelInstanceGroup
+	(*ModelConfig)(nil),                          // 23: inference.ModelConfig
+	(*ModelStatisticsRequest)(nil),               // 24: inference.ModelStatisticsRequest
+	(*StatisticDuration)(nil),                    // 25: inference.StatisticDuration
+	(*InferStatistics)(nil),                      // 26: inference.InferStatistics
+	(*InferResponseStatistics)(nil),              // 27: inference.InferResponseStatistics
+	(*InferBatchStatistics)(nil),                 // 28: inference.InferBatchStatistics
+	(*MemoryUsage)(nil),                          // 29: inference.MemoryUsage
+	(*ModelStatistics)(nil),                      // 30: inference.ModelStatistics
+	(*ModelStatisticsResponse)(nil),              // 31: inference.ModelStatisticsResponse
+	(*ModelRepositoryParameter)(nil),             // 32: inference.ModelRepositoryParameter
+	(*RepositoryIndexRequest)(nil),               // 33: inference.RepositoryIndexRequest
+	(*RepositoryIndexResponse)(nil),              // 34: inference.RepositoryIndexResponse
+	(*RepositoryModelLoadRequest)(nil),           // 35: inference.RepositoryModelLoadRequest
+	(*RepositoryModelLoadResponse)(nil),          // 36: inference.RepositoryModelLoadResponse
+	(*RepositoryModelUnloadRequest)(nil),         // 37: inference.RepositoryModelUnloadRequest
+	(*RepositoryModelUnloadResponse)(nil),        // 38: inference.RepositoryModelUnloadResponse
+	(*SystemSharedMemoryStatusRequest)(nil),      // 39: inference.SystemSharedMemoryStatusRequest
+	(*SystemSharedMemoryStatusResponse)(nil),     // 40: inference.SystemSharedMemoryStatusResponse
+	(*SystemSharedMemoryRegisterRequest)(nil),    // 41: inference.SystemSharedMemoryRegisterRequest
+	(*SystemSharedMemoryRegisterResponse)(nil),   // 42: inference.SystemSharedMemoryRegisterResponse
+	(*SystemSharedMemoryUnregisterRequest)(nil),  // 43: inference.SystemSharedMemoryUnregisterRequest
+	(*SystemSharedMemoryUnregisterResponse)(nil), // 44: inference.SystemSharedMemoryUnregisterResponse
+	(*CudaSharedMemoryStatusRequest)(nil),        // 45: inference.CudaSharedMemoryStatusRequest
+	(*CudaSharedMemoryStatusResponse)(nil),       // 46: inference.CudaSharedMemoryStatusResponse
+	(*CudaSharedMemoryRegisterRequest)(nil),      // 47: inference.CudaSharedMemoryRegisterRequest
+	(*CudaSharedMemoryRegisterResponse)(nil),     // 48: inference.CudaSharedMemoryRegisterResponse
+	(*CudaSharedMemoryUnregisterRequest)(nil),    // 49: inference.CudaSharedMemoryUnregisterRequest
+	(*CudaSharedMemoryUnregisterResponse)(nil),   // 50: inference.CudaSharedMemoryUnregisterResponse
+	(*TraceSettingRequest)(nil),                  // 51: inference.TraceSettingRequest
+	(*TraceSettingResponse)(nil),                 // 52: inference.TraceSettingResponse
+	(*LogSettingsRequest)(nil),                   // 53: inference.LogSettingsRequest
+	(*LogSettingsResponse)(nil),                  // 54: inference.LogSettingsResponse
+	(*ModelMetadataResponse_TensorMetadata)(nil), // 55: inference.ModelMetadataResponse.TensorMetadata
+	nil, // 56: inference.ModelMetadataResponse.PropertiesEntry
+	(*ModelInferRequest_InferInputTensor)(nil),           // 57: inference.ModelInferRequest.InferInputTensor
+	(*ModelInferRequest_InferRequestedOutputTensor)(nil), // 58: inference.ModelInferRequest.InferRequestedOutputTensor
+	nil, // 59: inference.ModelInferRequest.ParametersEntry
+	nil, // 60: inference.ModelInferRequest.InferInputTensor.ParametersEntry
+	nil, // 61: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
+	(*ModelInferResponse_InferOutputTensor)(nil), // 62: inference.ModelInferResponse.InferOutputTensor
+	nil, // 63: inference.ModelInferResponse.ParametersEntry
+	nil, // 64: inference.ModelInferResponse.InferOutputTensor.ParametersEntry
+	nil, // 65: inference.ModelStatistics.ResponseStatsEntry
+	(*RepositoryIndexResponse_ModelIndex)(nil), // 66: inference.RepositoryIndexResponse.ModelIndex
+	nil, // 67: inference.RepositoryModelLoadRequest.ParametersEntry
+	nil, // 68: inference.RepositoryModelUnloadRequest.ParametersEntry
+	(*SystemSharedMemoryStatusResponse_RegionStatus)(nil), // 69: inference.SystemSharedMemoryStatusResponse.RegionStatus
+	nil, // 70: inference.SystemSharedMemoryStatusResponse.RegionsEntry
+	(*CudaSharedMemoryStatusResponse_RegionStatus)(nil), // 71: inference.CudaSharedMemoryStatusResponse.RegionStatus
+	nil,                                      // 72: inference.CudaSharedMemoryStatusResponse.RegionsEntry
+	(*TraceSettingRequest_SettingValue)(nil), // 73: inference.TraceSettingRequest.SettingValue
+	nil,                                      // 74: inference.TraceSettingRequest.SettingsEntry
+	(*TraceSettingResponse_SettingValue)(nil), // 75: inference.TraceSettingResponse.SettingValue
+	nil,                                      // 76: inference.TraceSettingResponse.SettingsEntry
+	(*LogSettingsRequest_SettingValue)(nil),  // 77: inference.LogSettingsRequest.SettingValue
+	nil,                                      // 78: inference.LogSettingsRequest.SettingsEntry
+	(*LogSettingsResponse_SettingValue)(nil), // 79: inference.LogSettingsResponse.SettingValue
+	nil,                                      // 80: inference.LogSettingsResponse.SettingsEntry
 }
 var file_inference_proto_depIdxs = []int32{
-	53, // 0: inference.ModelMetadataResponse.inputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
-	53, // 1: inference.ModelMetadataResponse.outputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
-	54, // 2: inference.ModelMetadataResponse.properties:type_name -> inference.ModelMetadataResponse.PropertiesEntry
-	57, // 3: inference.ModelInferRequest.parameters:type_name -> inference.ModelInferRequest.ParametersEntry
-	55, // 4: inference.ModelInferRequest.inputs:type_name -> inference.ModelInferRequest.InferInputTensor
-	56, // 5: inference.ModelInferRequest.outputs:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor
-	61, // 6: inference.ModelInferResponse.parameters:type_name -> inference.ModelInferResponse.ParametersEntry
-	60, // 7: inference.ModelInferResponse.outputs:type_name -> inference.ModelInferResponse.InferOutputTensor
-	14, // 8: inference.ModelStreamInferResponse.infer_response:type_name -> inference.ModelInferResponse
-	21, // 9: inference.ModelConfigResponse.config:type_name -> inference.ModelConfig
+	55, // 0: inference.ModelMetadataResponse.inputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
+	55, // 1: inference.ModelMetadataResponse.outputs:type_name -> inference.ModelMetadataResponse.TensorMetadata
+	56, // 2: inference.ModelMetadataResponse.properties:type_name -> inference.ModelMetadataResponse.PropertiesEntry
+	59, // 3: inference.ModelInferRequest.parameters:type_name -> inference.ModelInferRequest.ParametersEntry
+	57, // 4: inference.ModelInferRequest.inputs:type_name -> inference.ModelInferRequest.InferInputTensor
+	58, // 5: inference.ModelInferRequest.outputs:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor
+	63, // 6: inference.ModelInferResponse.parameters:type_name -> inference.ModelInferResponse.ParametersEntry
+	62, // 7: inference.ModelInferResponse.outputs:type_name -> inference.ModelInferResponse.InferOutputTensor
+	15, // 8: inference.ModelStreamInferResponse.infer_response:type_name -> inference.ModelInferResponse
+	23, // 9: inference.ModelConfigResponse.config:type_name -> inference.ModelConfig
 	0,  // 10: inference.ModelInput.data_type:type_name -> inference.DataType
 	0,  // 11: inference.ModelOutput.data_type:type_name -> inference.DataType
-	18, // 12: inference.ModelConfig.input:type_name -> inference.ModelInput
-	19, // 13: inference.ModelConfig.output:type_name -> inference.ModelOutput
-	20, // 14: inference.ModelConfig.model_transaction_policy:type_name -> inference.ModelTransactionPolicy
-	23, // 15: inference.InferStatistics.success:type_name -> inference.StatisticDuration
-	23, // 16: inference.InferStatistics.fail:type_name -> inference.StatisticDuration
-	23, // 17: inference.InferStatistics.queue:type_name -> inference.StatisticDuration
-	23, // 18: inference.InferStatistics.compute_input:type_name -> inference.StatisticDuration
-	23, // 19: inference.InferStatistics.compute_infer:type_name -> inference.StatisticDuration
-	23, // 20: inference.InferStatistics.compute_output:type_name -> inference.StatisticDuration
-	23, // 21: inference.InferStatistics.cache_hit:type_name -> inference.StatisticDuration
-	23, // 22: inference.InferStatistics.cache_miss:type_name -> inference.StatisticDuration
-	23, // 23: inference.InferResponseStatistics.compute_infer:type_name -> inference.StatisticDuration
-	23, // 24: inference.InferResponseStatistics.compute_output:type_name -> inference.StatisticDuration
-	23, // 25: inference.InferResponseStatistics.success:type_name -> inference.StatisticDuration
-	23, // 26: inference.InferResponseStatistics.fail:type_name -> inference.StatisticDuration
-	23, // 27: inference.InferResponseStatistics.empty_response:type_name -> inference.StatisticDuration
-	23, // 28: inference.InferResponseStatistics.cancel:type_name -> inference.StatisticDuration
-	23, // 29: inference.InferBatchStatistics.compute_input:type_name -> inference.StatisticDuration
-	23, // 30: inference.InferBatchStatistics.compute_infer:type_name -> inference.StatisticDuration
-	23, // 31: inference.InferBatchStatistics.compute_output:type_name -> inference.StatisticDuration
-	24, // 32: inference.ModelStatistics.inference_stats:type_name -> inference.InferStatistics
-	26, // 33: inference.ModelStatistics.batch_stats:type_name -> inference.InferBatchStatistics
-	27, // 34: inference.ModelStatistics.memory_usage:type_name -> inference.MemoryUsage
-	63, // 35: inference.ModelStatistics.response_stats:type_name -> inference.ModelStatistics.ResponseStatsEntry
-	28, // 36: inference.ModelStatisticsResponse.model_stats:type_name -> inference.ModelStatistics
-	64, // 37: inference.RepositoryIndexResponse.models:type_name -> inference.RepositoryIndexResponse.ModelIndex
-	65, // 38: inference.RepositoryModelLoadRequest.parameters:type_name -> inference.RepositoryModelLoadRequest.ParametersEntry
-	66, // 39: inference.RepositoryModelUnloadRequest.parameters:type_name -> inference.RepositoryModelUnloadRequest.ParametersEntry
-	68, // 40: inference.SystemSharedMemoryStatusResponse.regions:type_name -> inference.SystemSharedMemoryStatusResponse.RegionsEntry
-	70, // 41: inference.CudaSharedMemoryStatusResponse.regions:type_name -> inference.CudaSharedMemoryStatusResponse.RegionsEntry
-	72, // 42: inference.TraceSettingRequest.settings:type_name -> inference.TraceSettingRequest.SettingsEntry
-	74, // 43: inference.TraceSettingResponse.settings:type_name -> inference.TraceSettingResponse.SettingsEntry
-	76, // 44: inference.LogSettingsRequest.settings:type_name -> inference.LogSettingsRequest.SettingsEntry
-	78, // 45: inference.LogSettingsResponse.settings:type_name -> inference.LogSettingsResponse.SettingsEntry
-	58, // 46: inference.ModelInferRequest.InferInputTensor.parameters:type_name -> inference.ModelInferRequest.InferInputTensor.ParametersEntry
-	12, // 47: inference.ModelInferRequest.InferInputTensor.contents:type_name -> inference.InferTensorContents
-	59, // 48: inference.ModelInferRequest.InferRequestedOutputTensor.parameters:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
-	11, // 49: inference.ModelInferRequest.ParametersEntry.value:type_name -> inference.InferParameter
-	11, // 50: inference.ModelInferRequest.InferInputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	11, // 51: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	62, // 52: inference.ModelInferResponse.InferOutputTensor.parameters:type_name -> inference.ModelInferResponse.InferOutputTensor.ParametersEntry
-	12, // 53: inference.ModelInferResponse.InferOutputTensor.contents:type_name -> inference.InferTensorContents
-	11, // 54: inference.ModelInferResponse.ParametersEntry.value:type_name -> inference.InferParameter
-	11, // 55: inference.ModelInferResponse.InferOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
-	25, // 56: inference.ModelStatistics.ResponseStatsEntry.value:type_name -> inference.InferResponseStatistics
-	30, // 57: inference.RepositoryModelLoadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
-	30, // 58: inference.RepositoryModelUnloadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
-	67, // 59: inference.SystemSharedMemoryStatusResponse.RegionsEntry.value:type_name -> inference.SystemSharedMemoryStatusResponse.RegionStatus
-	69, // 60: inference.CudaSharedMemoryStatusResponse.RegionsEntry.value:type_name -> inference.CudaSharedMemoryStatusResponse.RegionStatus
-	71, // 61: inference.TraceSettingRequest.SettingsEntry.value:type_name -> inference.TraceSettingRequest.SettingValue
-	73, // 62: inference.TraceSettingResponse.SettingsEntry.value:type_name -> inference.TraceSettingResponse.SettingValue
-	75, // 63: inference.LogSettingsRequest.SettingsEntry.value:type_name -> inference.LogSettingsRequest.SettingValue
-	77, // 64: inference.LogSettingsResponse.SettingsEntry.value:type_name -> inference.LogSettingsResponse.SettingValue
-	1,  // 65: inference.GRPCInferenceService.ServerLive:input_type -> inference.ServerLiveRequest
-	3,  // 66: inference.GRPCInferenceService.ServerReady:input_type -> inference.ServerReadyRequest
-	5,  // 67: inference.GRPCInferenceService.ModelReady:input_type -> inference.ModelReadyRequest
-	7,  // 68: inference.GRPCInferenceService.ServerMetadata:input_type -> inference.ServerMetadataRequest
-	9,  // 69: inference.GRPCInferenceService.ModelMetadata:input_type -> inference.ModelMetadataRequest
-	13, // 70: inference.GRPCInferenceService.ModelInfer:input_type -> inference.ModelInferRequest
-	13, // 71: inference.GRPCInferenceService.ModelStreamInfer:input_type -> inference.ModelInferRequest
-	16, // 72: inference.GRPCInferenceService.ModelConfig:input_type -> inference.ModelConfigRequest
-	22, // 73: inference.GRPCInferenceService.ModelStatistics:input_type -> inference.ModelStatisticsRequest
-	31, // 74: inference.GRPCInferenceService.RepositoryIndex:input_type -> inference.RepositoryIndexRequest
-	33, // 75: inference.GRPCInferenceService.RepositoryModelLoad:input_type -> inference.RepositoryModelLoadRequest
-	35, // 76: inference.GRPCInferenceService.RepositoryModelUnload:input_type -> inference.RepositoryModelUnloadRequest
-	37, // 77: inference.GRPCInferenceService.SystemSharedMemoryStatus:input_type -> inference.SystemSharedMemoryStatusRequest
-	39, // 78: inference.GRPCInferenceService.SystemSharedMemoryRegister:input_type -> inference.SystemSharedMemoryRegisterRequest
-	41, // 79: inference.GRPCInferenceService.SystemSharedMemoryUnregister:input_type -> inference.SystemSharedMemoryUnregisterRequest
-	43, // 80: inference.GRPCInferenceService.CudaSharedMemoryStatus:input_type -> inference.CudaSharedMemoryStatusRequest
-	45, // 81: inference.GRPCInferenceService.CudaSharedMemoryRegister:input_type -> inference.CudaSharedMemoryRegisterRequest
-	47, // 82: inference.GRPCInferenceService.CudaSharedMemoryUnregister:input_type -> inference.CudaSharedMemoryUnregisterRequest
-	49, // 83: inference.GRPCInferenceService.TraceSetting:input_type -> inference.TraceSettingRequest
-	51, // 84: inference.GRPCInferenceService.LogSettings:input_type -> inference.LogSettingsRequest
-	2,  // 85: inference.GRPCInferenceService.ServerLive:output_type -> inference.ServerLiveResponse
-	4,  // 86: inference.GRPCInferenceService.ServerReady:output_type -> inference.ServerReadyResponse
-	6,  // 87: inference.GRPCInferenceService.ModelReady:output_type -> inference.ModelReadyResponse
-	8,  // 88: inference.GRPCInferenceService.ServerMetadata:output_type -> inference.ServerMetadataResponse
-	10, // 89: inference.GRPCInferenceService.ModelMetadata:output_type -> inference.ModelMetadataResponse
-	14, // 90: inference.GRPCInferenceService.ModelInfer:output_type -> inference.ModelInferResponse
-	15, // 91: inference.GRPCInferenceService.ModelStreamInfer:output_type -> inference.ModelStreamInferResponse
-	17, // 92: inference.GRPCInferenceService.ModelConfig:output_type -> inference.ModelConfigResponse
-	29, // 93: inference.GRPCInferenceService.ModelStatistics:output_type -> inference.ModelStatisticsResponse
-	32, // 94: inference.GRPCInferenceService.RepositoryIndex:output_type -> inference.RepositoryIndexResponse
-	34, // 95: inference.GRPCInferenceService.RepositoryModelLoad:output_type -> inference.RepositoryModelLoadResponse
-	36, // 96: inference.GRPCInferenceService.RepositoryModelUnload:output_type -> inference.RepositoryModelUnloadResponse
-	38, // 97: inference.GRPCInferenceService.SystemSharedMemoryStatus:output_type -> inference.SystemSharedMemoryStatusResponse
-	40, // 98: inference.GRPCInferenceService.SystemSharedMemoryRegister:output_type -> inference.SystemSharedMemoryRegisterResponse
-	42, // 99: inference.GRPCInferenceService.SystemSharedMemoryUnregister:output_type -> inference.SystemSharedMemoryUnregisterResponse
-	44, // 100: inference.GRPCInferenceService.CudaSharedMemoryStatus:output_type -> inference.CudaSharedMemoryStatusResponse
-	46, // 101: inference.GRPCInferenceService.CudaSharedMemoryRegister:output_type -> inference.CudaSharedMemoryRegisterResponse
-	48, // 102: inference.GRPCInferenceService.CudaSharedMemoryUnregister:output_type -> inference.CudaSharedMemoryUnregisterResponse
-	50, // 103: inference.GRPCInferenceService.TraceSetting:output_type -> inference.TraceSettingResponse
-	52, // 104: inference.GRPCInferenceService.LogSettings:output_type -> inference.LogSettingsResponse
-	85, // [85:105] is the sub-list for method output_type
-	65, // [65:85] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	1,  // 12: inference.ModelInstanceGroup.kind:type_name -> inference.ModelInstanceGroup.Kind
+	19, // 13: inference.ModelConfig.input:type_name -> inference.ModelInput
+	20, // 14: inference.ModelConfig.output:type_name -> inference.ModelOutput
+	22, // 15: inference.ModelConfig.instance_group:type_name -> inference.ModelInstanceGroup
+	21, // 16: inference.ModelConfig.model_transaction_policy:type_name -> inference.ModelTransactionPolicy
+	25, // 17: inference.InferStatistics.success:type_name -> inference.StatisticDuration
+	25, // 18: inference.InferStatistics.fail:type_name -> inference.StatisticDuration
+	25, // 19: inference.InferStatistics.queue:type_name -> inference.StatisticDuration
+	25, // 20: inference.InferStatistics.compute_input:type_name -> inference.StatisticDuration
+	25, // 21: inference.InferStatistics.compute_infer:type_name -> inference.StatisticDuration
+	25, // 22: inference.InferStatistics.compute_output:type_name -> inference.StatisticDuration
+	25, // 23: inference.InferStatistics.cache_hit:type_name -> inference.StatisticDuration
+	25, // 24: inference.InferStatistics.cache_miss:type_name -> inference.StatisticDuration
+	25, // 25: inference.InferResponseStatistics.compute_infer:type_name -> inference.StatisticDuration
+	25, // 26: inference.InferResponseStatistics.compute_output:type_name -> inference.StatisticDuration
+	25, // 27: inference.InferResponseStatistics.success:type_name -> inference.StatisticDuration
+	25, // 28: inference.InferResponseStatistics.fail:type_name -> inference.StatisticDuration
+	25, // 29: inference.InferResponseStatistics.empty_response:type_name -> inference.StatisticDuration
+	25, // 30: inference.InferResponseStatistics.cancel:type_name -> inference.StatisticDuration
+	25, // 31: inference.InferBatchStatistics.compute_input:type_name -> inference.StatisticDuration
+	25, // 32: inference.InferBatchStatistics.compute_infer:type_name -> inference.StatisticDuration
+	25, // 33: inference.InferBatchStatistics.compute_output:type_name -> inference.StatisticDuration
+	26, // 34: inference.ModelStatistics.inference_stats:type_name -> inference.InferStatistics
+	28, // 35: inference.ModelStatistics.batch_stats:type_name -> inference.InferBatchStatistics
+	29, // 36: inference.ModelStatistics.memory_usage:type_name -> inference.MemoryUsage
+	65, // 37: inference.ModelStatistics.response_stats:type_name -> inference.ModelStatistics.ResponseStatsEntry
+	30, // 38: inference.ModelStatisticsResponse.model_stats:type_name -> inference.ModelStatistics
+	66, // 39: inference.RepositoryIndexResponse.models:type_name -> inference.RepositoryIndexResponse.ModelIndex
+	67, // 40: inference.RepositoryModelLoadRequest.parameters:type_name -> inference.RepositoryModelLoadRequest.ParametersEntry
+	68, // 41: inference.RepositoryModelUnloadRequest.parameters:type_name -> inference.RepositoryModelUnloadRequest.ParametersEntry
+	70, // 42: inference.SystemSharedMemoryStatusResponse.regions:type_name -> inference.SystemSharedMemoryStatusResponse.RegionsEntry
+	72, // 43: inference.CudaSharedMemoryStatusResponse.regions:type_name -> inference.CudaSharedMemoryStatusResponse.RegionsEntry
+	74, // 44: inference.TraceSettingRequest.settings:type_name -> inference.TraceSettingRequest.SettingsEntry
+	76, // 45: inference.TraceSettingResponse.settings:type_name -> inference.TraceSettingResponse.SettingsEntry
+	78, // 46: inference.LogSettingsRequest.settings:type_name -> inference.LogSettingsRequest.SettingsEntry
+	80, // 47: inference.LogSettingsResponse.settings:type_name -> inference.LogSettingsResponse.SettingsEntry
+	60, // 48: inference.ModelInferRequest.InferInputTensor.parameters:type_name -> inference.ModelInferRequest.InferInputTensor.ParametersEntry
+	13, // 49: inference.ModelInferRequest.InferInputTensor.contents:type_name -> inference.InferTensorContents
+	61, // 50: inference.ModelInferRequest.InferRequestedOutputTensor.parameters:type_name -> inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry
+	12, // 51: inference.ModelInferRequest.ParametersEntry.value:type_name -> inference.InferParameter
+	12, // 52: inference.ModelInferRequest.InferInputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	12, // 53: inference.ModelInferRequest.InferRequestedOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	64, // 54: inference.ModelInferResponse.InferOutputTensor.parameters:type_name -> inference.ModelInferResponse.InferOutputTensor.ParametersEntry
+	13, // 55: inference.ModelInferResponse.InferOutputTensor.contents:type_name -> inference.InferTensorContents
+	12, // 56: inference.ModelInferResponse.ParametersEntry.value:type_name -> inference.InferParameter
+	12, // 57: inference.ModelInferResponse.InferOutputTensor.ParametersEntry.value:type_name -> inference.InferParameter
+	27, // 58: inference.ModelStatistics.ResponseStatsEntry.value:type_name -> inference.InferResponseStatistics
+	32, // 59: inference.RepositoryModelLoadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
+	32, // 60: inference.RepositoryModelUnloadRequest.ParametersEntry.value:type_name -> inference.ModelRepositoryParameter
+	69, // 61: inference.SystemSharedMemoryStatusResponse.RegionsEntry.value:type_name -> inference.SystemSharedMemoryStatusResponse.RegionStatus
+	71, // 62: inference.CudaSharedMemoryStatusResponse.RegionsEntry.value:type_name -> inference.CudaSharedMemoryStatusResponse.RegionStatus
+	73, // 63: inference.TraceSettingRequest.SettingsEntry.value:type_name -> inference.TraceSettingRequest.SettingValue
+	75, // 64: inference.TraceSettingResponse.SettingsEntry.value:type_name -> inference.TraceSettingResponse.SettingValue
+	77, // 65: inference.LogSettingsRequest.SettingsEntry.value:type_name -> inference.LogSettingsRequest.SettingValue
+	79, // 66: inference.LogSettingsResponse.SettingsEntry.value:type_name -> inference.LogSettingsResponse.SettingValue
+	2,  // 67: inference.GRPCInferenceService.ServerLive:input_type -> inference.ServerLiveRequest
+	4,  // 68: inference.GRPCInferenceService.ServerReady:input_type -> inference.ServerReadyRequest
+	6,  // 69: inference.GRPCInferenceService.ModelReady:input_type -> inference.ModelReadyRequest
+	8,  // 70: inference.GRPCInferenceService.ServerMetadata:input_type -> inference.ServerMetadataRequest
+	10, // 71: inference.GRPCInferenceService.ModelMetadata:input_type -> inference.ModelMetadataRequest
+	14, // 72: inference.GRPCInferenceService.ModelInfer:input_type -> inference.ModelInferRequest
+	14, // 73: inference.GRPCInferenceService.ModelStreamInfer:input_type -> inference.ModelInferRequest
+	17, // 74: inference.GRPCInferenceService.ModelConfig:input_type -> inference.ModelConfigRequest
+	24, // 75: inference.GRPCInferenceService.ModelStatistics:input_type -> inference.ModelStatisticsRequest
+	33, // 76: inference.GRPCInferenceService.RepositoryIndex:input_type -> inference.RepositoryIndexRequest
+	35, // 77: inference.GRPCInferenceService.RepositoryModelLoad:input_type -> inference.RepositoryModelLoadRequest
+	37, // 78: inference.GRPCInferenceService.RepositoryModelUnload:input_type -> inference.RepositoryModelUnloadRequest
+	39, // 79: inference.GRPCInferenceService.SystemSharedMemoryStatus:input_type -> inference.SystemSharedMemoryStatusRequest
+	41, // 80: inference.GRPCInferenceService.SystemSharedMemoryRegister:input_type -> inference.SystemSharedMemoryRegisterRequest
+	43, // 81: inference.GRPCInferenceService.SystemSharedMemoryUnregister:input_type -> inference.SystemSharedMemoryUnregisterRequest
+	45, // 82: inference.GRPCInferenceService.CudaSharedMemoryStatus:input_type -> inference.CudaSharedMemoryStatusRequest
+	47, // 83: inference.GRPCInferenceService.CudaSharedMemoryRegister:input_type -> inference.CudaSharedMemoryRegisterRequest
+	49, // 84: inference.GRPCInferenceService.CudaSharedMemoryUnregister:input_type -> inference.CudaSharedMemoryUnregisterRequest
+	51, // 85: inference.GRPCInferenceService.TraceSetting:input_type -> inference.TraceSettingRequest
+	53, // 86: inference.GRPCInferenceService.LogSettings:input_type -> inference.LogSettingsRequest
+	3,  // 87: inference.GRPCInferenceService.ServerLive:output_type -> inference.ServerLiveResponse
+	5,  // 88: inference.GRPCInferenceService.ServerReady:output_type -> inference.ServerReadyResponse
+	7,  // 89: inference.GRPCInferenceService.ModelReady:output_type -> inference.ModelReadyResponse
+	9,  // 90: inference.GRPCInferenceService.ServerMetadata:output_type -> inference.ServerMetadataResponse
+	11, // 91: inference.GRPCInferenceService.ModelMetadata:output_type -> inference.ModelMetadataResponse
+	15, // 92: inference.GRPCInferenceService.ModelInfer:output_type -> inference.ModelInferResponse
+	16, // 93: inference.GRPCInferenceService.ModelStreamInfer:output_type -> inference.ModelStreamInferResponse
+	18, // 94: inference.GRPCInferenceService.ModelConfig:output_type -> inference.ModelConfigResponse
+	31, // 95: inference.GRPCInferenceService.ModelStatistics:output_type -> inference.ModelStatisticsResponse
+	34, // 96: inference.GRPCInferenceService.RepositoryIndex:output_type -> inference.RepositoryIndexResponse
+	36, // 97: inference.GRPCInferenceService.RepositoryModelLoad:output_type -> inference.RepositoryModelLoadResponse
+	38, // 98: inference.GRPCInferenceService.RepositoryModelUnload:output_type -> inference.RepositoryModelUnloadResponse
+	40, // 99: inference.GRPCInferenceService.SystemSharedMemoryStatus:output_type -> inference.SystemSharedMemoryStatusResponse
+	42, // 100: inference.GRPCInferenceService.SystemSharedMemoryRegister:output_type -> inference.SystemSharedMemoryRegisterResponse
+	44, // 101: inference.GRPCInferenceService.SystemSharedMemoryUnregister:output_type -> inference.SystemSharedMemoryUnregisterResponse
+	46, // 102: inference.GRPCInferenceService.CudaSharedMemoryStatus:output_type -> inference.CudaSharedMemoryStatusResponse
+	48, // 103: inference.GRPCInferenceService.CudaSharedMemoryRegister:output_type -> inference.CudaSharedMemoryRegisterResponse
+	50, // 104: inference.GRPCInferenceService.CudaSharedMemoryUnregister:output_type -> inference.CudaSharedMemoryUnregisterResponse
+	52, // 105: inference.GRPCInferenceService.TraceSetting:output_type -> inference.TraceSettingResponse
+	54, // 106: inference.GRPCInferenceService.LogSettings:output_type -> inference.LogSettingsResponse
+	87, // [87:107] is the sub-list for method output_type
+	67, // [67:87] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_inference_proto_init() }
@@ -4496,18 +4633,18 @@ func file_inference_proto_init() {
 		(*InferParameter_DoubleParam)(nil),
 		(*InferParameter_Uint64Param)(nil),
 	}
-	file_inference_proto_msgTypes[29].OneofWrappers = []any{
+	file_inference_proto_msgTypes[30].OneofWrappers = []any{
 		(*ModelRepositoryParameter_BoolParam)(nil),
 		(*ModelRepositoryParameter_Int64Param)(nil),
 		(*ModelRepositoryParameter_StringParam)(nil),
 		(*ModelRepositoryParameter_BytesParam)(nil),
 	}
-	file_inference_proto_msgTypes[74].OneofWrappers = []any{
+	file_inference_proto_msgTypes[75].OneofWrappers = []any{
 		(*LogSettingsRequest_SettingValue_BoolParam)(nil),
 		(*LogSettingsRequest_SettingValue_Uint32Param)(nil),
 		(*LogSettingsRequest_SettingValue_StringParam)(nil),
 	}
-	file_inference_proto_msgTypes[76].OneofWrappers = []any{
+	file_inference_proto_msgTypes[77].OneofWrappers = []any{
 		(*LogSettingsResponse_SettingValue_BoolParam)(nil),
 		(*LogSettingsResponse_SettingValue_Uint32Param)(nil),
 		(*LogSettingsResponse_SettingValue_StringParam)(nil),
@@ -4517,8 +4654,8 @@ func file_inference_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_inference_proto_rawDesc), len(file_inference_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   78,
+			NumEnums:      2,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
