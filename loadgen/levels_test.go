@@ -310,7 +310,8 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 		}
 	})
 	t.Run("nothing holds", func(t *testing.T) {
-		cfg := fakeConfig(LoadConfig{Concurrency: 2, Duration: Duration(300 * time.Millisecond)})
+		// 1s: enough samples for p90 at c=1 even on a loaded machine.
+		cfg := fakeConfig(LoadConfig{Concurrency: 2, Duration: Duration(time.Second)})
 		cfg.SLO = []string{"p90<1ms"}
 		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
 		if s := res.Search; s.Found || s.Fails != 1 || len(res.Steps) != 2 || res.Steps[1].Verdict != "fails" {
@@ -461,5 +462,28 @@ func TestGeneratorBoundNeedsLateRequests(t *testing.T) {
 	}
 	if n := h.countAbove(10); n != 2 {
 		t.Errorf("countAbove(10) = %d, want 2", n)
+	}
+}
+
+// A search whose first probe has too few samples for the SLO's percentile
+// stops there, inconclusive: lower levels would have fewer still.
+func TestSearchTooFewSamples(t *testing.T) {
+	cfg := fakeConfig(LoadConfig{Rate: "10", Duration: Duration(300 * time.Millisecond)})
+	cfg.SLO = []string{"p99<1s"}
+	res := mustRun(t, fixedTarget{}, cfg)
+	s := res.Search
+	if s == nil || s.Found || !s.Unjudged || len(res.Steps) != 1 || !strings.Contains(s.Summary, "too few samples") {
+		t.Fatalf("search %+v over %d probes", s, len(res.Steps))
+	}
+	if v := Judge(res); v.Status != StatusInconclusive {
+		t.Errorf("verdict %+v", v)
+	}
+}
+
+func TestGridFloor(t *testing.T) {
+	for in, want := range map[float64]float64{0.3: 1, 1.5: 1, 2: 2, 4.9: 2, 99: 50, 307: 200, 450: 200, 520: 500, 1999: 1000} {
+		if got := gridFloor(in); got != want {
+			t.Errorf("gridFloor(%v) = %v, want %v", in, got, want)
+		}
 	}
 }

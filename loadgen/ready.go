@@ -62,6 +62,10 @@ func (t *OIPTarget) identify(ctx context.Context) error {
 	return nil
 }
 
+// answering checks, as identify does, that the target still answers; the
+// run uses it to tell a server that went away from one that answers badly.
+func (t *OIPTarget) answering(ctx context.Context) error { return t.identify(ctx) }
+
 // waitReady identifies the target, then polls server and model readiness
 // until both hold or timeout passes, telling progress about the wait.
 //

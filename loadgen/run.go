@@ -2,12 +2,15 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/oipkit/oipkit/client"
 )
 
 // A Target sends one request. Do is called concurrently from many
@@ -239,7 +242,59 @@ func (r *runner) run(ctx context.Context) *Result {
 	res.computeRates()
 	res.summarize()
 	res.Checks = r.checks(res, meter)
+	if res.EndReason == EndCompleted {
+		if why := r.stoppedAnswering(ctx, res); why != "" {
+			res.EndReason, res.Error = EndError, why
+		}
+	}
 	return res
+}
+
+// answerer is a target that can tell whether its server still answers:
+// nil when it does, an error wrapping client.ErrUnreachable when nothing
+// answers at its address.
+type answerer interface {
+	answering(ctx context.Context) error
+}
+
+// stoppedAnswering says when and how the server stopped answering, or "":
+// no request succeeded from some point of the measurement to its end, some
+// failed, and after the run the server does not answer a liveness probe.
+// Such a run could not complete: its failures describe a server that went
+// away, not one that answered badly (which the failed-request bound
+// judges).
+func (r *runner) stoppedAnswering(ctx context.Context, res *Result) string {
+	a, ok := r.target.(answerer)
+	if !ok || len(res.Intervals) == 0 || res.Counts.Errors+res.Counts.Timeouts == 0 {
+		return ""
+	}
+	last := -1 // the last interval with a success
+	for i, iv := range res.Intervals {
+		if iv.OK > 0 {
+			last = i
+		}
+	}
+	var failed int64
+	for _, iv := range res.Intervals[last+1:] {
+		failed += iv.Errors + iv.Timeouts
+	}
+	if failed == 0 {
+		return ""
+	}
+	err := a.answering(ctx)
+	if err == nil || !errors.Is(err, client.ErrUnreachable) {
+		return ""
+	}
+	// The last success is known to the interval: the server stopped
+	// answering within it (or before the first success, in the first).
+	from, to := 0.0, res.Intervals[0].Length
+	if last >= 0 {
+		from = res.Intervals[last].Start
+		to = from + res.Intervals[last].Length
+	}
+	when := res.Start.Add(time.Duration(to * float64(time.Second))).UTC().Format("15:04:05Z07:00")
+	return fmt.Sprintf("the server stopped answering %.1f–%.1fs into the measurement (by %s): all %d requests completed after that failed, and after the run it did not answer a liveness probe: %v",
+		from, to, when, failed, err)
 }
 
 // phaseEnd describes how a phase ended.

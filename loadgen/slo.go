@@ -26,10 +26,13 @@ type SearchOutcome struct {
 	// Limited says the upper bracket is a level the generator could not
 	// produce (generator-bound), so the server's limit is only known to be
 	// at least Holds.
-	Limited bool    `json:"limited,omitempty"`
-	Min     float64 `json:"min"`
-	Max     float64 `json:"max"`
-	Summary string  `json:"summary"`
+	Limited bool `json:"limited,omitempty"`
+	// Unjudged says no probe could be judged: the highest level probed
+	// gave too few samples for the SLO's percentile.
+	Unjudged bool    `json:"unjudged,omitempty"`
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+	Summary  string  `json:"summary"`
 }
 
 // Search bounds.
@@ -106,7 +109,7 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		switch pass := s.judge(cfg.SLO, gates); {
 		case calibration:
 			s.Verdict = "calibration"
-			s.Why = fmt.Sprintf("one closed-loop worker: the rate search starts at its throughput, %.0f/s", r.Rates.Completed)
+			s.Why = fmt.Sprintf("one closed-loop worker: the rate search starts at its throughput, %.0f/s, rounded down to 1, 2 or 5 times a power of ten", r.Rates.Completed)
 		case r.EndReason != EndCompleted:
 			s.Verdict, s.Why = "inconclusive", fmt.Sprintf("ended %s: %s", r.EndReason, r.Error)
 		case s.GeneratorBound:
@@ -127,11 +130,17 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		}
 		return &steps[len(steps)-1], r
 	}
-	stopped := func() bool { return ctx.Err() != nil }
+	// The search stops when interrupted or when a probe could not go on
+	// (the server stopped answering): later probes would say nothing.
+	stopped := func() bool {
+		return ctx.Err() != nil || (len(runs) > 0 && runs[len(runs)-1].EndReason == EndError)
+	}
 
 	if !closed && start == 0 {
 		_, r := probe(1, true)
-		start = max(lo, math.Round(r.Rates.Completed))
+		// On the 1-2-5 grid, so that reruns whose calibrations differ by a
+		// few percent probe the same levels and land on the same answer.
+		start = max(lo, gridFloor(r.Rates.Completed))
 		if r.Counts.OK == 0 {
 			start = lo
 		}
@@ -141,18 +150,26 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 	pass, fail := 0.0, 0.0 // highest holding, lowest failing (0: none yet)
 	passIdx := -1
 	limited := false
+	unjudged := 0.0 // a level too low to have enough samples to judge
 	try := func(level float64) {
 		s, _ := probe(level, false)
-		if s.Verdict == "holds" {
+		switch {
+		case s.Verdict == "holds":
 			pass, passIdx = level, len(steps)-1
-			return
+		case s.Verdict == "inconclusive" && tooFewSamples(s, cfg.SLO) != "":
+			// Lower levels have fewer samples still: going on down
+			// would only repeat this.
+			unjudged = level
+		default:
+			fail = level
+			limited = s.Verdict == "inconclusive" && s.GeneratorBound
 		}
-		fail = level
-		limited = s.Verdict == "inconclusive" && s.GeneratorBound
 	}
 	// Bracket.
-	try(start)
-	for len(steps) < maxProbes && !stopped() {
+	if !stopped() {
+		try(start)
+	}
+	for len(steps) < maxProbes && !stopped() && unjudged == 0 {
 		if pass > 0 && fail == 0 { // going up
 			if pass >= hi {
 				break
@@ -206,10 +223,17 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		out.Summary = fmt.Sprintf("%s holds %s (%s); %d probes", level(pass), strings.Join(cfg.SLO, " and "), bracket(), countProbes(steps))
 	case fail > 0:
 		why := "failed"
-		if st := steps[len(steps)-1]; st.Verdict == "inconclusive" {
+		if st := steps[len(steps)-1]; st.Verdict == "inconclusive" && unjudged == 0 {
 			why = "did not hold (" + st.Why + ")"
 		}
 		out.Summary = fmt.Sprintf("no level holds %s: even %s %s; %d probes", strings.Join(cfg.SLO, " and "), level(fail), why, countProbes(steps))
+		if unjudged > 0 {
+			out.Summary += fmt.Sprintf(" (%s and below have too few samples to judge in --duration)", level(unjudged))
+		}
+	case unjudged > 0:
+		out.Unjudged = true
+		out.Summary = fmt.Sprintf("no level could be judged: %s has too few samples for %s (a longer --duration); %d probes",
+			level(unjudged), strings.Join(cfg.SLO, " and "), countProbes(steps))
 	default:
 		out.Summary = "the search did not run"
 	}
@@ -225,6 +249,9 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 	res.Intervals = intervals
 	res.Search = out
 	res.Start = first.Start
+	if last := runs[len(runs)-1]; last.EndReason == EndError {
+		res.EndReason, res.Error = EndError, fmt.Sprintf("probe %d: %s", countProbes(steps), last.Error)
+	}
 	if ctx.Err() != nil {
 		res.EndReason, res.Error = EndCanceled, "the search was interrupted"
 		if ctx.Err() == context.DeadlineExceeded {
@@ -261,6 +288,20 @@ func tooFewSamples(s *Step, slo []string) string {
 		}
 	}
 	return ""
+}
+
+// gridFloor rounds v down to 1, 2 or 5 times a power of ten (at least 1).
+func gridFloor(v float64) float64 {
+	if v < 1 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{5, 2, 1} {
+		if v >= m*p {
+			return m * p
+		}
+	}
+	return p
 }
 
 // roundLevel rounds a probe level: a whole concurrency, or a rate to three

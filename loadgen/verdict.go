@@ -53,7 +53,7 @@ func Judge(r *Result) Verdict {
 			inconclusive = append(inconclusive, fmt.Sprintf("%s unstable: %s", s.Label(), s.Stability.Reason))
 		}
 	}
-	if sr := r.Search; sr != nil && sr.Limited {
+	if sr := r.Search; sr != nil && (sr.Limited || sr.Unjudged) {
 		inconclusive = append(inconclusive, sr.Summary)
 	}
 	if len(inconclusive) > 0 {
@@ -64,7 +64,7 @@ func Judge(r *Result) Verdict {
 	if r.EndReason == EndAborted {
 		failed = append(failed, r.Error)
 	}
-	if sr := r.Search; sr != nil && !sr.Found {
+	if sr := r.Search; sr != nil && !sr.Found && !sr.Unjudged {
 		failed = append(failed, sr.Summary)
 	}
 	for _, t := range r.Thresholds {

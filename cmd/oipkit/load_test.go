@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oipkit/oipkit/loadgen"
 	"github.com/oipkit/oipkit/reference/referencetest"
@@ -172,5 +173,41 @@ func TestLoadStreaming(t *testing.T) {
 	}
 	if res.Counts.Responses != 32 || res.Histograms.FirstResponse == nil || res.Histograms.FirstResponse.Count() != 8 {
 		t.Errorf("result: %d responses, first-response histogram %v", res.Counts.Responses, res.Histograms.FirstResponse)
+	}
+}
+
+// TestLoadServerStopsAnswering: a server shut down in the middle of a run
+// refuses every request after that; the run could not complete (exit 2),
+// says when the server stopped answering, and keeps its result file with
+// the error counts. A server that answers badly instead is a failed
+// verdict (exit 3, above).
+func TestLoadServerStopsAnswering(t *testing.T) {
+	for _, transport := range []string{"--http", "--grpc"} {
+		t.Run(transport, func(t *testing.T) {
+			srv := referencetest.Start(t)
+			addr := srv.GRPCAddr()
+			if transport == "--http" {
+				addr = srv.HTTPURL()
+			}
+			out := filepath.Join(t.TempDir(), "r.json")
+			stop := time.AfterFunc(700*time.Millisecond, func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				srv.Shutdown(ctx)
+			})
+			defer stop.Stop()
+			var stdout, stderr bytes.Buffer
+			args := []string{"load", transport, addr, "--model", "add_sub", "--rate", "200", "--duration", "2s", "--progress", "never", "--output", out}
+			if got := run(context.Background(), args, &stdout, &stderr); got != exitNotRun {
+				t.Fatalf("exit %d, want %d\n%s\n%s", got, exitNotRun, stderr.String(), stdout.String())
+			}
+			r := readResult(t, out)
+			if !strings.Contains(r.Error, "stopped answering") || !strings.Contains(r.Error, "s into the measurement") || strings.Contains(r.Error, "\n") {
+				t.Errorf("error %q: want one line saying when the server stopped answering", r.Error)
+			}
+			if r.EndReason != loadgen.EndError || r.Counts.Errors == 0 || len(r.Errors) == 0 || len(r.ErrorSamples) == 0 {
+				t.Errorf("result: end %s, counts %+v, errors %v, samples %v: want the failures kept", r.EndReason, r.Counts, r.Errors, r.ErrorSamples)
+			}
+		})
 	}
 }
