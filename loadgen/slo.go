@@ -148,7 +148,7 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 	start = min(max(start, lo), hi)
 
 	pass, fail := 0.0, 0.0 // highest holding, lowest failing (0: none yet)
-	passIdx := -1
+	passIdx, failIdx := -1, -1
 	limited := false
 	unjudged := 0.0 // a level too low to have enough samples to judge
 	try := func(level float64) {
@@ -161,7 +161,7 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 			// would only repeat this.
 			unjudged = level
 		default:
-			fail = level
+			fail, failIdx = level, len(steps)-1
 			limited = s.Verdict == "inconclusive" && s.GeneratorBound
 		}
 	}
@@ -223,7 +223,7 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		out.Summary = fmt.Sprintf("%s holds %s (%s); %d probes", level(pass), strings.Join(cfg.SLO, " and "), bracket(), countProbes(steps))
 	case fail > 0:
 		why := "failed"
-		if st := steps[len(steps)-1]; st.Verdict == "inconclusive" && unjudged == 0 {
+		if st := steps[failIdx]; st.Verdict == "inconclusive" {
 			why = "did not hold (" + st.Why + ")"
 		}
 		out.Summary = fmt.Sprintf("no level holds %s: even %s %s; %d probes", strings.Join(cfg.SLO, " and "), level(fail), why, countProbes(steps))

@@ -2,20 +2,33 @@
 # distributed-demo.sh — `make distributed-demo`: one open-loop test run as N segment processes
 # (`oipkit load --segment I/N --start-at T`) on loopback against the reference server, merged
 # with `oipkit report`, then the same test in one process; scripts/segmentcheck compares them.
-# N=4 RATE=400 DURATION=10s MODEL=delay by default (the delay fixture gives a known service time).
+#
+# The server runs the delay fixture (DELAY, default 10ms) on INSTANCES execution instances
+# (`oipkit serve --instances`, default 1): its response times are then set by the queue the
+# test's seeded Poisson schedule builds, not by how the machine's CPU schedules the generator
+# processes, and the segments' union is exactly the single-process schedule — so both runs
+# should see the same response times, request for request, and the same p99 (segmentcheck
+# says whether they agree to the histogram's precision). RATE (default 60/s, 60% of one
+# 10 ms instance) keeps the CPU idle. INSTANCES=0 runs delay without a limit.
+#   N=4 RATE=60 DURATION=20s DELAY=10ms INSTANCES=1 scripts/distributed-demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-4}
-RATE=${RATE:-400}
-DURATION=${DURATION:-10s}
+RATE=${RATE:-60}
+DURATION=${DURATION:-20s}
 MODEL=${MODEL:-delay}
+DELAY=${DELAY:-10ms}
+INSTANCES=${INSTANCES:-1}
 HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:8010}
 GRPC_ADDR=${GRPC_ADDR:-127.0.0.1:8011}
 OUT=${OUT:-out/distributed-demo}
 rm -rf "$OUT"
 mkdir -p "$OUT/segments"
 
-bin/oipkit serve --http "$HTTP_ADDR" --grpc "$GRPC_ADDR" > "$OUT/serve.log" 2>&1 &
+serve=(bin/oipkit serve --http "$HTTP_ADDR" --grpc "$GRPC_ADDR" --delay "$DELAY")
+((INSTANCES > 0)) && serve+=(--instances "$MODEL=$INSTANCES")
+echo "== server: ${serve[*]}"
+"${serve[@]}" > "$OUT/serve.log" 2>&1 &
 server=$!
 pids=()
 cleanup() {
@@ -32,6 +45,7 @@ done
 test=(--http "http://$HTTP_ADDR" --model "$MODEL" --rate "$RATE" --arrival poisson --duration "$DURATION"
   --warmup 1s --progress never)
 start=$(date -u -d '+5 seconds' +%Y-%m-%dT%H:%M:%S.%NZ)
+echo "== load average: $(cut -d" " -f1-3 /proc/loadavg)"
 echo "== $N segments of: oipkit load ${test[*]} (shared start $start)"
 for ((i = 0; i < N; i++)); do
   bin/oipkit load "${test[@]}" --segment "$i/$N" --start-at "$start" \
