@@ -156,7 +156,7 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		switch {
 		case s.Verdict == "holds":
 			pass, passIdx = level, len(steps)-1
-		case s.Verdict == "inconclusive" && tooFewSamples(s, cfg.SLO) != "":
+		case s.Verdict == "inconclusive" && s.Why == tooFewSamples(s, cfg.SLO):
 			// Lower levels have fewer samples still: going on down
 			// would only repeat this.
 			unjudged = level

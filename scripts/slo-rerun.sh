@@ -55,9 +55,9 @@ for i in range(1, int(n) + 1):
     print(f"| {i} (load {load}) | {s.get('holds', 0):.0f} | {s.get('fails', 0):.0f} | {probes} | "
           f"{'limited by the generator' if s.get('limited') else ('found' if s.get('found') else 'none holds')} | {s.get('summary', '')} |")
     for st in r.get("steps", []):
-        lvl = st.get("rate") or st.get("concurrency")
+        lvl = f"{st['rate']:.0f}/s" if st.get("rate") else f"c={st.get('concurrency')}"
         p99 = st["latency"]["response"]["p99Ns"] / 1e6
-        print(f"|  | probe {lvl:.0f}/s | p99 {p99:.2f} ms | {st['rates']['completed']:.0f}/s | {st.get('verdict','')} | {st.get('why','')} |")
+        print(f"|  | probe {lvl} | p99 {p99:.2f} ms | {st['rates']['completed']:.0f}/s | {st.get('verdict','')} | {st.get('why','')} |")
 if len(found) >= 2:
     res = json.load(open(f"{out}/search-1.json"))["search"]["resolution"]
     lo, hi = min(h for h, _ in found), max(h for h, _ in found)
