@@ -156,9 +156,10 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		switch {
 		case s.Verdict == "holds":
 			pass, passIdx = level, len(steps)-1
-		case s.Verdict == "inconclusive" && s.Why == tooFewSamples(s, cfg.SLO):
-			// Lower levels have fewer samples still: going on down
-			// would only repeat this.
+		case s.Verdict == "inconclusive" && tooFewSamples(s, cfg.SLO) != "":
+			// Too few samples to judge, whatever else held it back
+			// (a generator-bound probe too): lower levels have fewer
+			// still, so going on down would only repeat this.
 			unjudged = level
 		default:
 			fail, failIdx = level, len(steps)-1
