@@ -4,17 +4,21 @@
 # probes) and how far the reruns landed from each other against the stated resolution.
 #
 # The server runs delay on INSTANCES execution instances (`oipkit serve --instances`, Triton's
-# instance_group count): with one instance of a 1 ms service the model's capacity is about
-# 900/s, and under Poisson arrivals (the same seeded schedule in every probe and rerun) the p99
+# instance_group count): with one instance of a 2 ms service the model's capacity is about
+# 450/s, and under Poisson arrivals (the same seeded schedule in every probe and rerun) the p99
 # grows with the queue long before the CPU is busy, so the bound is a property of the queue,
 # not of the machine's scheduling noise. Without a limit (INSTANCES=0) every request runs at
 # once and the only limit is the CPU that generator and server share.
-#   N=2 SLO='p99<5ms' PARAMS='--param delay_ms=1' DURATION=10s INSTANCES=1 scripts/slo-rerun.sh
+#
+# The default bound, p99<20ms, sits well above the p99 a busy shared machine adds by itself
+# (about 5 ms at a load average of 5 on 2 cores, where a 1 ms service's p99<5ms cannot hold at
+# any rate); on an idle machine SLO='p99<5ms' PARAMS='--param delay_ms=1' works the same way.
+#   N=2 SLO='p99<20ms' PARAMS='--param delay_ms=2' DURATION=10s INSTANCES=1 scripts/slo-rerun.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-2}
-SLO=${SLO:-p99<5ms}
-PARAMS=${PARAMS:---param delay_ms=1}
+SLO=${SLO:-p99<20ms}
+PARAMS=${PARAMS:---param delay_ms=2}
 DURATION=${DURATION:-10s}
 INSTANCES=${INSTANCES:-1}
 EXTRA=${EXTRA:---arrival poisson}
