@@ -468,9 +468,10 @@ func TestGeneratorBoundNeedsLateRequests(t *testing.T) {
 // A search whose first probe has too few samples for the SLO's percentile
 // stops there, inconclusive: lower levels would have fewer still.
 func TestSearchTooFewSamples(t *testing.T) {
-	cfg := fakeConfig(LoadConfig{Rate: "10", Duration: Duration(300 * time.Millisecond)})
+	// Closed loop: rate probes are lengthened for samples (TestProbeDuration).
+	cfg := fakeConfig(LoadConfig{Concurrency: 1, Duration: Duration(300 * time.Millisecond)})
 	cfg.SLO = []string{"p99<1s"}
-	res := mustRun(t, fixedTarget{}, cfg)
+	res := mustRun(t, fixedTarget{delay: 20 * time.Millisecond}, cfg)
 	s := res.Search
 	if s == nil || s.Found || !s.Unjudged || len(res.Steps) != 1 || !strings.Contains(s.Summary, "too few samples") {
 		t.Fatalf("search %+v over %d probes", s, len(res.Steps))
@@ -484,6 +485,17 @@ func TestGridFloor(t *testing.T) {
 	for in, want := range map[float64]float64{0.3: 1, 1.5: 1, 2: 2, 4.9: 2, 99: 50, 307: 200, 450: 200, 520: 500, 1999: 1000} {
 		if got := gridFloor(in); got != want {
 			t.Errorf("gridFloor(%v) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// A rate probe lasts long enough to judge the SLO's percentile: p99 needs
+// 1,000 samples, so 100/s probes for 11 s where --duration says 5 s.
+func TestProbeDuration(t *testing.T) {
+	cfg := Config{SLO: []string{"p99<20ms", "error_rate<1%"}, Load: LoadConfig{Duration: Duration(5 * time.Second)}}
+	for rate, want := range map[float64]time.Duration{1000: 5 * time.Second, 100: 11 * time.Second, 1: time.Minute} {
+		if got := probeDuration(cfg, rate).D(); got != want {
+			t.Errorf("probe at %v/s: %v, want %v", rate, got, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // SearchOutcome is the result of an SLO search: the highest load found to
@@ -96,7 +97,11 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		if closed || calibration {
 			c, rate = int(level), 0
 		}
-		r := levelRun(ctx, t, cfg, c, rate)
+		pc := cfg
+		if rate > 0 && cfg.Load.Stability == nil {
+			pc.Load.Duration = probeDuration(cfg, rate)
+		}
+		r := levelRun(ctx, t, pc, c, rate)
 		if first == nil {
 			first = r
 		}
@@ -260,6 +265,31 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		}
 	}
 	return &res
+}
+
+// maxProbeDuration caps how far a rate probe is lengthened for samples.
+const maxProbeDuration = time.Minute
+
+// probeDuration is how long an open-loop probe at rate lasts: --duration,
+// or longer when that would give too few samples to judge the SLOs'
+// percentiles (10% over the count they need, for the Poisson count's
+// spread), up to a minute — a search must not be too short to judge the
+// levels it descends to.
+func probeDuration(cfg Config, rate float64) Duration {
+	d := cfg.Load.Duration.D()
+	if cfg.Load.Requests > 0 {
+		return cfg.Load.Duration // -n decides the sample count
+	}
+	need := 0.0
+	for _, e := range cfg.SLO {
+		if t, err := ParseThreshold(e); err == nil {
+			if q, ok := percentileOf(t.metric); ok {
+				need = max(need, math.Ceil(minTailSamples*100/(100-q)-1e-9))
+			}
+		}
+	}
+	want := time.Duration(1.1 * need / rate * float64(time.Second)).Round(time.Second)
+	return Duration(max(d, min(want, maxProbeDuration)))
 }
 
 // minTailSamples is how many samples a probe needs beyond an SLO's
