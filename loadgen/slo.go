@@ -161,10 +161,11 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		switch {
 		case s.Verdict == "holds":
 			pass, passIdx = level, len(steps)-1
-		case s.Verdict == "inconclusive" && tooFewSamples(s, cfg.SLO) != "":
-			// Too few samples to judge, whatever else held it back
-			// (a generator-bound probe too): lower levels have fewer
-			// still, so going on down would only repeat this.
+		case pass == 0 && s.Verdict == "inconclusive" && tooFewSamples(s, cfg.SLO) != "":
+			// Descending, too few samples to judge, whatever else held
+			// it back (a generator-bound probe too): lower levels have
+			// fewer still, so going on down would only repeat this.
+			// Above a level that held, such a probe counts as failing.
 			unjudged = level
 		default:
 			fail, failIdx = level, len(steps)-1

@@ -13,6 +13,9 @@
 # The default bound, p99<20ms, sits well above the p99 a busy shared machine adds by itself
 # (about 5 ms at a load average of 5 on 2 cores, where a 1 ms service's p99<5ms cannot hold at
 # any rate); on an idle machine SLO='p99<5ms' PARAMS='--param delay_ms=1' works the same way.
+# For the same reason the generator may lag its schedule by 5 ms at p99 (--lag-tolerance;
+# default 2 ms) before a probe counts as generator-bound: the response time is measured from
+# the intended start, so the lag is inside the p99 that the bound judges.
 #   N=2 SLO='p99<20ms' PARAMS='--param delay_ms=2' DURATION=10s INSTANCES=1 scripts/slo-rerun.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +24,7 @@ SLO=${SLO:-p99<20ms}
 PARAMS=${PARAMS:---param delay_ms=2}
 DURATION=${DURATION:-10s}
 INSTANCES=${INSTANCES:-1}
-EXTRA=${EXTRA:---arrival poisson}
+EXTRA=${EXTRA:---arrival poisson --lag-tolerance 5ms}
 HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:18620}
 GRPC_ADDR=${GRPC_ADDR:-127.0.0.1:18621}
 OUT=${OUT:-$(mktemp -d)}
