@@ -499,3 +499,11 @@ func TestProbeDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestRoundLevel(t *testing.T) {
+	for in, want := range map[float64]float64{29.6875: 29.7, 212.5: 213, 0.4: 1, 1234.5: 1230} {
+		if got := roundLevel(in, false); got != want {
+			t.Errorf("roundLevel(%v) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -346,7 +346,9 @@ func roundLevel(v float64, integer bool) float64 {
 		return 1
 	}
 	mag := math.Pow(10, math.Floor(math.Log10(v))-2)
-	return math.Round(v/mag) * mag
+	// Through the decimal form, so 29.7 is 29.7, not 29.700000000000003.
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(math.Round(v/mag)*mag, 'g', 3, 64), 64)
+	return r
 }
 
 func countProbes(steps []Step) int {
