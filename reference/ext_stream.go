@@ -277,6 +277,12 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Tim
 	}
 	md := m.Metadata()
 	st := s.stats.of(md.Name, version)
+	gate, queued, err := s.instances.enter(sc.ctx, md.Name, req.Parameters) // instances.go
+	if err != nil {
+		st.failed(time.Since(received))
+		return version, err
+	}
+	defer gate.leave()
 	inputs, err := validateRequest(&md, req)
 	if err != nil {
 		st.failed(time.Since(received))
@@ -303,6 +309,6 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Tim
 		st.failed(time.Since(received))
 		return version, fmt.Errorf("model %q: %w", md.Name, err)
 	}
-	st.succeeded(received, 0, inputDone, inferDone, time.Now())
+	st.succeeded(received, queued, inputDone, inferDone, time.Now())
 	return version, nil
 }

@@ -27,7 +27,11 @@ import (
 // (`oipkit serve --instances delay=1`) or, for one load of a model, by the
 // instance_group of a configuration override in the model repository
 // extension's load call ({"instance_group": [{"count": 1}]}). Every version
-// of a model shares its instances (Triton gives each version its own).
+// of a model shares its instances (Triton gives each version its own). The
+// gate is taken wherever a model runs: inference over REST and gRPC, each
+// request of a ModelStreamInfer stream (a decoupled model holds its
+// instance until its last response), and generate (whose wait counts as
+// compute time: it records no queue time).
 //
 // A request's schedule_policy timeout bounds its wait in the queue; a
 // request that times out there fails as one whose run timed out. The queue
