@@ -294,6 +294,15 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 		cfg.SLO = []string{"p90<30ms"}
 		cfg.SLOResolution = 0.05
 		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
+		// A generator that could not keep the schedule measured the
+		// machine, not the fake server's queue (the self-check itself is
+		// TestGeneratorBoundNeedsLateRequests): where the limit lies is
+		// then not this run's to tell.
+		for _, st := range res.Steps {
+			if st.GeneratorBound {
+				t.Skipf("probe at %v/s generator-bound on this machine (%v): the limit is not measurable here", st.Rate, st.Reasons)
+			}
+		}
 		s := res.Search
 		if s == nil || !s.Found || s.Mode != "rate" || s.Holds > 560 || s.Fails > s.Holds*1.05 || s.Fails <= s.Holds {
 			t.Fatalf("search %+v", s)
