@@ -180,22 +180,25 @@ func appendRESTTensor(b []byte, t tensor.Tensor, params Parameters, extra paramF
 //
 // BYTES elements of binary inputs alias body.
 func DecodeRESTRequest(body []byte, headerLen int, lim Limits) (*InferRequest, error) {
-	return decodeRESTRequest(body, headerLen, lim, scanRequest)
+	return decodeRESTRequest(body, headerLen, lim, true)
 }
 
-// decodeRESTRequest is DecodeRESTRequest with the fast path as a parameter,
-// so that tests can compare it with encoding/json alone.
-func decodeRESTRequest(body []byte, headerLen int, lim Limits, scan func([]byte, *restRequestJSON, int64) bool) (*InferRequest, error) {
+// decodeRESTRequest is DecodeRESTRequest with the fast path (scanRequest)
+// switched off when fast is false, so that tests can compare it with
+// encoding/json alone. (A flag rather than a function value: passing &j to
+// an unknown function would move it to the heap.)
+func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast bool) (*InferRequest, error) {
 	header, tail, err := splitBody(body, headerLen, true)
 	if err != nil {
 		return nil, err
 	}
-	var j restRequestJSON
-	if !scan(header, &j, lim.MaxElements) {
-		j = restRequestJSON{}
-		if err := unmarshalHeader(header, &j); err != nil {
+	var j restRequestJSON // on the stack: only the slow path below escapes
+	if !fast || !scanRequest(header, &j, lim.MaxElements) {
+		slow := new(restRequestJSON)
+		if err := unmarshalHeader(header, slow); err != nil {
 			return nil, err
 		}
+		j = *slow
 	}
 	if j.Inputs == nil {
 		return nil, invalidf("missing inputs")
@@ -209,7 +212,12 @@ func decodeRESTRequest(body []byte, headerLen int, lim Limits, scan func([]byte,
 	if req.Parameters, err = parseParameters(j.Parameters, "parameters"); err != nil {
 		return nil, invalidf("%w", err)
 	}
-	ts := make([]restTensor, len(j.Inputs))
+	var small [4]restTensor // most models have a few inputs
+	ts := small[:0]
+	if len(j.Inputs) > len(small) {
+		ts = make([]restTensor, 0, len(j.Inputs))
+	}
+	ts = ts[:len(j.Inputs)]
 	for i := range j.Inputs {
 		if err = parseRESTTensor(&j.Inputs[i], "input", i, &ts[i]); err != nil {
 			return nil, err
@@ -353,20 +361,23 @@ func AppendRESTResponse(dst []byte, resp *InferResponse, binary func(output stri
 // members are ignored and parameter values of any JSON kind are kept. Errors
 // wrap ErrInvalid. BYTES elements of binary outputs alias body.
 func DecodeRESTResponse(body []byte, headerLen int) (*InferResponse, error) {
-	return decodeRESTResponse(body, headerLen, scanResponse)
+	return decodeRESTResponse(body, headerLen, true)
 }
 
-func decodeRESTResponse(body []byte, headerLen int, scan func([]byte, *restResponseJSON) bool) (*InferResponse, error) {
+// decodeRESTResponse is DecodeRESTResponse with the fast path (scanResponse)
+// switched off when fast is false, as decodeRESTRequest.
+func decodeRESTResponse(body []byte, headerLen int, fast bool) (*InferResponse, error) {
 	header, tail, err := splitBody(body, headerLen, false)
 	if err != nil {
 		return nil, err
 	}
-	var j restResponseJSON
-	if !scan(header, &j) {
-		j = restResponseJSON{}
-		if err := unmarshalHeader(header, &j); err != nil {
+	var j restResponseJSON // on the stack: only the slow path below escapes
+	if !fast || !scanResponse(header, &j) {
+		slow := new(restResponseJSON)
+		if err := unmarshalHeader(header, slow); err != nil {
 			return nil, err
 		}
+		j = *slow
 	}
 	if j.Outputs == nil {
 		return nil, invalidf("missing outputs")

@@ -328,7 +328,7 @@ func parseParameters(raw json.RawMessage, what string) (Parameters, error) {
 	if absent(raw) {
 		return nil, nil
 	}
-	if p, ok := fastParameters(raw); ok {
+	if p, _, ok := fastParameters(raw, ""); ok {
 		return p, nil
 	}
 	if firstByte(raw) != '{' {
@@ -347,6 +347,28 @@ func parseParameters(raw json.RawMessage, what string) (Parameters, error) {
 		m[k] = convertNumbers(v)
 	}
 	return Parameters(m), nil
+}
+
+// tensorParameters is parseParameters for a tensor's parameters with
+// binary_data_size, framing rather than a parameter, taken out: size is its
+// value when has is true. Parameters left empty are nil.
+func tensorParameters(raw json.RawMessage) (p Parameters, size any, has bool, err error) {
+	if absent(raw) {
+		return nil, nil, false, nil
+	}
+	if p, size, ok := fastParameters(raw, ParamBinaryDataSize); ok {
+		return p, size, size != nil, nil // fast-path values are never nil
+	}
+	if p, err = parseParameters(raw, "parameters"); err != nil {
+		return nil, nil, false, err
+	}
+	if size, has = p[ParamBinaryDataSize]; has {
+		delete(p, ParamBinaryDataSize)
+		if len(p) == 0 {
+			p = nil
+		}
+	}
+	return p, size, has, nil
 }
 
 // convertNumbers replaces json.Number values, also inside arrays and
@@ -437,20 +459,18 @@ func parseRESTTensor(j *restTensorJSON, kind string, i int, t *restTensor) error
 	if t.count, err = tensor.ElementCount(t.shape); err != nil {
 		return invalidf("%s %q: %v", kind, name, err)
 	}
-	if t.params, err = parseParameters(j.Parameters, "parameters"); err != nil {
+	var size any
+	var hasSize bool
+	if t.params, size, hasSize, err = tensorParameters(j.Parameters); err != nil {
 		return invalidf("%s %q: %w", kind, name, err)
 	}
 	t.binarySize = -1
-	if v, ok := t.params[ParamBinaryDataSize]; ok {
-		n, isInt := v.(int64)
+	if hasSize {
+		n, isInt := size.(int64)
 		if !isInt || n < 0 {
-			return invalidf("%s %q: %s must be a non-negative integer, got %v", kind, name, ParamBinaryDataSize, v)
+			return invalidf("%s %q: %s must be a non-negative integer, got %v", kind, name, ParamBinaryDataSize, size)
 		}
 		t.binarySize = n
-		delete(t.params, ParamBinaryDataSize) // framing, not a parameter
-		if len(t.params) == 0 {
-			t.params = nil
-		}
 	}
 	hasData := !absent(j.Data)
 	if InSharedMemory(t.params) {

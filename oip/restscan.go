@@ -518,18 +518,20 @@ func fastShape(raw json.RawMessage) ([]int64, bool) {
 // fastParameters parses a parameters object in its plain form — distinct
 // unescaped names, values that are booleans, unescaped valid UTF-8 strings
 // or numbers — into what parseParameters gives for it. ok is false for
-// anything else; parseParameters then decodes with encoding/json.
-func fastParameters(raw json.RawMessage) (Parameters, bool) {
+// anything else; parseParameters then decodes with encoding/json. The
+// member named drop (none when "") is not put in p but returned as dropped
+// (nil when absent), so that taking it out allocates no map.
+func fastParameters(raw json.RawMessage, drop string) (p Parameters, dropped any, ok bool) {
 	s := jsonScan{b: raw}
 	if s.peek() != '{' {
-		return nil, false
+		return nil, nil, false
 	}
-	var p Parameters
-	ok := s.object(func(name []byte) bool {
+	ok = s.object(func(name []byte) bool {
 		if !utf8.Valid(name) {
 			return false
 		}
-		if _, dup := p[string(name)]; dup {
+		isDrop := drop != "" && string(name) == drop
+		if _, dup := p[string(name)]; dup || (isDrop && dropped != nil) {
 			return false
 		}
 		var v any
@@ -557,6 +559,10 @@ func fastParameters(raw json.RawMessage) (Parameters, bool) {
 			}
 			v = numberValue(json.Number(s.b[start:s.i]))
 		}
+		if isDrop {
+			dropped = v
+			return true
+		}
 		if p == nil {
 			p = make(Parameters, 2)
 		}
@@ -564,9 +570,9 @@ func fastParameters(raw json.RawMessage) (Parameters, bool) {
 		return true
 	})
 	if !ok || !s.end() {
-		return nil, false
+		return nil, nil, false
 	}
-	return p, true
+	return p, dropped, true
 }
 
 // paramName is string(name), without allocating for the binary-data

@@ -1,6 +1,8 @@
 package oip
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -10,11 +12,6 @@ import (
 
 	"github.com/oipkit/oipkit/tensor"
 )
-
-// noScan is the decoders' path before the one-pass scanner: encoding/json
-// for the whole JSON header.
-func noScanRequest([]byte, *restRequestJSON, int64) bool { return false }
-func noScanResponse([]byte, *restResponseJSON) bool      { return false }
 
 // restScanSeeds are bodies on the scanner's edges: each is either taken by
 // the fast path or handed to encoding/json, and must decode the same.
@@ -48,6 +45,11 @@ var restScanSeeds = []string{
 	`{"inputs":[{"name":"a","shape":[100],"datatype":"INT32","data":[1,2]}]}`,
 	`{"inputs":[{"name":"a","shape":[4],"datatype":"INT8","data":[[[[1]]],2,3,4]}]}`,
 	`{"inputs":[{"name":"a","shape":[1],"datatype":"FP32","data":["NaN"]}],"x":{"y":[true,false,null,"\ud800"]}}`,
+	`{"inputs":[{"name":"a","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":8,"binary_data_size":8}}]}`,
+	`{"inputs":[{"name":"a","shape":[2],"datatype":"INT32","parameters":{"x":1,"binary_data_size":"8"}}]}`,
+	`{"inputs":[{"name":"a","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":null}}]}`,
+	`{"inputs":[{"name":"a","shape":[2],"datatype":"INT32","parameters":{"binary_data_size":-1,"y":true}}]}`,
+	`{"inputs":[{"name":"a","shape":[2],"datatype":"INT32","data":[1,2],"parameters":{"y":"z"}}]}`,
 	"{\"inputs\":[{\"name\":\"\xff\",\"shape\":[1],\"datatype\":\"FP32\",\"data\":[1]}]}",
 	"{\"inputs\":[{\"name\":\"a\",\"shape\":[1],\"datatype\":\"FP32\",\"data\":[1]}],\"id\":\"\x01\"}",
 }
@@ -69,8 +71,8 @@ func FuzzDecodeRESTRequestDifferential(f *testing.F) {
 		if limited {
 			lim.MaxElements = 3
 		}
-		got, err := decodeRESTRequest(body, headerLen, lim, scanRequest)
-		want, wantErr := decodeRESTRequest(body, headerLen, lim, noScanRequest)
+		got, err := decodeRESTRequest(body, headerLen, lim, true)
+		want, wantErr := decodeRESTRequest(body, headerLen, lim, false)
 		if msg := differ(got, err, want, wantErr); msg != "" {
 			t.Fatalf("%q (header length %d): %s", body, headerLen, msg)
 		}
@@ -85,8 +87,8 @@ func FuzzDecodeRESTResponseDifferential(f *testing.F) {
 	f.Add([]byte(`{"model_name":"m","id":"i","parameters":{"p":1},"outputs":[{"name":"o","shape":[1],"datatype":"INT32","data":[1]}]}`), -1)
 	f.Add([]byte(`{"Model_Name":"m","outputs":[]}`), -1)
 	f.Fuzz(func(t *testing.T, body []byte, headerLen int) {
-		got, err := decodeRESTResponse(body, headerLen, scanResponse)
-		want, wantErr := decodeRESTResponse(body, headerLen, noScanResponse)
+		got, err := decodeRESTResponse(body, headerLen, true)
+		want, wantErr := decodeRESTResponse(body, headerLen, false)
 		if msg := differ(got, err, want, wantErr); msg != "" {
 			t.Fatalf("%q (header length %d): %s", body, headerLen, msg)
 		}
@@ -97,8 +99,8 @@ func FuzzDecodeRESTResponseDifferential(f *testing.F) {
 func TestRESTScanSeeds(t *testing.T) {
 	for _, s := range restScanSeeds {
 		for _, lim := range []Limits{{}, {MaxElements: 3}} {
-			got, err := decodeRESTRequest([]byte(s), -1, lim, scanRequest)
-			want, wantErr := decodeRESTRequest([]byte(s), -1, lim, noScanRequest)
+			got, err := decodeRESTRequest([]byte(s), -1, lim, true)
+			want, wantErr := decodeRESTRequest([]byte(s), -1, lim, false)
 			if msg := differ(got, err, want, wantErr); msg != "" {
 				t.Errorf("%s: %s", s, msg)
 			}
@@ -184,4 +186,50 @@ func dump(v reflect.Value) string {
 	}
 	walk(v)
 	return b.String()
+}
+
+// TestTensorParameters checks the fast path of tensorParameters, which takes
+// binary_data_size out without a map, against encoding/json's decode with
+// the member deleted afterwards.
+func TestTensorParameters(t *testing.T) {
+	for _, raw := range []string{
+		`{"binary_data_size":64}`, `{"binary_data_size":64,"a":true}`, `{"a":"x","binary_data_size":0}`,
+		`{"binary_data_size":1.5}`, `{"binary_data_size":"8"}`, `{"binary_data_size":-3}`, `{"binary_data_size":null}`,
+		`{"binary_data_size":1,"binary_data_size":2}`, `{"a":1,"a":2}`, `{}`, `{"a":1}`, `null`, ``,
+		`{"binary_data_size":18446744073709551615}`, `{"binary_data_size":1e400}`, `[]`, `{"b":[1]}`,
+	} {
+		p, size, has, err := tensorParameters(json.RawMessage(raw))
+		var want Parameters
+		var wantErr error
+		if !absent(json.RawMessage(raw)) {
+			dec := json.NewDecoder(strings.NewReader(raw))
+			dec.UseNumber()
+			var m map[string]any
+			if wantErr = dec.Decode(&m); wantErr == nil && m == nil {
+				wantErr = errors.New("not an object")
+			}
+			for k, v := range m {
+				m[k] = convertNumbers(v)
+			}
+			want = m
+		}
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("%s: error %v, encoding/json %v", raw, err, wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		wantSize, wantHas := want[ParamBinaryDataSize]
+		delete(want, ParamBinaryDataSize)
+		if len(want) == 0 {
+			want = nil
+		}
+		if has != wantHas || fmt.Sprintf("%T %v", size, size) != fmt.Sprintf("%T %v", wantSize, wantSize) {
+			t.Errorf("%s: binary_data_size %T %v (present %v), want %T %v (present %v)", raw, size, size, has, wantSize, wantSize, wantHas)
+		}
+		if fmt.Sprintf("%#v", p) != fmt.Sprintf("%#v", want) {
+			t.Errorf("%s: parameters %#v, want %#v", raw, p, want)
+		}
+	}
 }
