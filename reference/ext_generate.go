@@ -152,6 +152,7 @@ func (s *Server) serveGenerate(w *statusWriter, r *http.Request, rt route, strea
 		fail(err)
 		return
 	}
+	defer releaseInputs(inputs)
 	inputDone := time.Now()
 	answer := func(text []byte) map[string]string {
 		return map[string]string{"id": g.id, "model_name": md.Name, "model_version": version, fixture.TextOutput: string(text)}

@@ -288,6 +288,7 @@ func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Tim
 		st.failed(time.Since(received))
 		return version, err
 	}
+	defer releaseInputs(inputs)
 	inputDone := time.Now()
 	timer := st.responseTimer(received)
 	emptyFinal, _ := req.Parameters.Bool(oip.ParamTritonEnableEmptyFinalResponse)

@@ -51,6 +51,7 @@ func (s *Server) inferTimed(ctx context.Context, m model.Model, md *oip.ModelMet
 	if err != nil {
 		return nil, inputDone, inferDone, err
 	}
+	defer releaseInputs(inputs)
 	inputDone = time.Now()
 	ctx, cancel := scheduleContext(ctx, req.Parameters)
 	defer cancel()

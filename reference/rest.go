@@ -310,10 +310,19 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 	} else {
 		h["Content-Type"] = contentTypeJSON
 	}
-	h["Content-Length"] = []string{strconv.Itoa(len(out))}
+	if len(out) > autoContentLength {
+		h["Content-Length"] = []string{strconv.Itoa(len(out))}
+	}
 	w.WriteHeader(http.StatusOK)
 	w.Write(out)
 }
+
+// autoContentLength is the largest body for which net/http (HTTP/1.1 and
+// HTTP/2 alike) sends the Content-Length itself: a handler that writes a
+// body this small and returns without flushing gets one, computed without
+// allocating, so serveInfer declares it only for larger bodies (which would
+// otherwise be chunked). TestInferContentLength checks both sides.
+const autoContentLength = 2048
 
 // Header values shared by every response; net/http only reads them.
 var (

@@ -2,81 +2,105 @@ package reference
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/tensor"
 )
 
 // validateRequest checks a decoded request against the model metadata, for
-// REST and gRPC alike, and returns the inputs by name. Every failure is an
+// REST and gRPC alike, and returns the inputs by name, in a map to hand back
+// with releaseInputs once the model has returned. Every failure is an
 // invalidError naming the offending input, output or parameter.
 func validateRequest(md *oip.ModelMetadata, req *oip.InferRequest) (map[string]tensor.Tensor, error) {
+	inputs := inputMaps.Get().(map[string]tensor.Tensor)
+	if err := checkRequest(md, req, inputs); err != nil {
+		releaseInputs(inputs)
+		return nil, err
+	}
+	return inputs, nil
+}
+
+// inputMaps recycles the maps of inputs that models are called with: a
+// model reads the map during its call and keeps none of it (fixture.Model),
+// so a map is reused once the call returns. A map holds at most one entry
+// per input of a model's metadata, so what the pool keeps is bounded.
+var inputMaps = sync.Pool{New: func() any { return make(map[string]tensor.Tensor, 4) }}
+
+// releaseInputs returns a map of validateRequest to the pool; its tensors
+// stay the caller's.
+func releaseInputs(inputs map[string]tensor.Tensor) {
+	clear(inputs)
+	inputMaps.Put(inputs)
+}
+
+// checkRequest is validateRequest putting the inputs in an empty map.
+func checkRequest(md *oip.ModelMetadata, req *oip.InferRequest, inputs map[string]tensor.Tensor) error {
 	if err := req.Parameters.Validate(); err != nil {
-		return nil, invalidf("request parameters: %v", err)
+		return invalidf("request parameters: %v", err)
 	}
 	if err := wantBool(req.Parameters, oip.ParamBinaryDataOutput); err != nil {
-		return nil, invalidf("request parameters: %v", err)
+		return invalidf("request parameters: %v", err)
 	}
 	if err := checkReserved(req.Parameters); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkSchedule(req.Parameters); err != nil {
-		return nil, err
+		return err
 	}
-	inputs := make(map[string]tensor.Tensor, len(req.Inputs))
 	for _, in := range req.Inputs {
 		meta := findTensor(md.Inputs, in.Name)
 		if meta == nil {
-			return nil, invalidf("unknown input %q: model %q has inputs %s", in.Name, md.Name, tensorNames(md.Inputs))
+			return invalidf("unknown input %q: model %q has inputs %s", in.Name, md.Name, tensorNames(md.Inputs))
 		}
 		if _, dup := inputs[in.Name]; dup {
-			return nil, invalidf("duplicate input %q", in.Name)
+			return invalidf("duplicate input %q", in.Name)
 		}
 		if err := in.Parameters.Validate(); err != nil {
-			return nil, invalidf("input %q parameters: %v", in.Name, err)
+			return invalidf("input %q parameters: %v", in.Name, err)
 		}
 		if in.Datatype != meta.Datatype {
-			return nil, invalidf("input %q: datatype %q does not match the model's %s", in.Name, in.Datatype, meta.Datatype)
+			return invalidf("input %q: datatype %q does not match the model's %s", in.Name, in.Datatype, meta.Datatype)
 		}
 		if len(in.Shape) != len(meta.Shape) {
-			return nil, invalidf("input %q: shape %s has rank %d, the model's shape %v has rank %d",
+			return invalidf("input %q: shape %s has rank %d, the model's shape %v has rank %d",
 				in.Name, shapeText(in.Shape), len(in.Shape), meta.Shape, len(meta.Shape))
 		}
 		if !tensor.ShapeMatches(meta.Shape, in.Shape) {
-			return nil, invalidf("input %q: shape %s does not match the model's shape %v (-1 is any size)", in.Name, shapeText(in.Shape), meta.Shape)
+			return invalidf("input %q: shape %s does not match the model's shape %v (-1 is any size)", in.Name, shapeText(in.Shape), meta.Shape)
 		}
 		// The decoders guarantee this; checking again keeps models safe
 		// from any decoder that does not.
 		if err := in.Tensor.Validate(); err != nil {
-			return nil, invalidf("input %q: %v", in.Name, err)
+			return invalidf("input %q: %v", in.Name, err)
 		}
 		inputs[in.Name] = in.Tensor
 	}
 	for _, meta := range md.Inputs {
 		if _, ok := inputs[meta.Name]; !ok {
-			return nil, invalidf("missing input %q: model %q needs inputs %s", meta.Name, md.Name, tensorNames(md.Inputs))
+			return invalidf("missing input %q: model %q needs inputs %s", meta.Name, md.Name, tensorNames(md.Inputs))
 		}
 	}
 	for i, out := range req.Outputs {
 		if findTensor(md.Outputs, out.Name) == nil {
-			return nil, invalidf("unknown output %q: model %q has outputs %s", out.Name, md.Name, tensorNames(md.Outputs))
+			return invalidf("unknown output %q: model %q has outputs %s", out.Name, md.Name, tensorNames(md.Outputs))
 		}
 		for _, prev := range req.Outputs[:i] {
 			if prev.Name == out.Name {
-				return nil, invalidf("duplicate requested output %q", out.Name)
+				return invalidf("duplicate requested output %q", out.Name)
 			}
 		}
 		if err := out.Parameters.Validate(); err != nil {
-			return nil, invalidf("output %q parameters: %v", out.Name, err)
+			return invalidf("output %q parameters: %v", out.Name, err)
 		}
 		if err := wantBool(out.Parameters, oip.ParamBinaryData); err != nil {
-			return nil, invalidf("output %q parameters: %v", out.Name, err)
+			return invalidf("output %q parameters: %v", out.Name, err)
 		}
 		if _, _, err := classificationCount(md, &req.Outputs[i]); err != nil {
-			return nil, invalidf("output %q parameters: %v", out.Name, err)
+			return invalidf("output %q parameters: %v", out.Name, err)
 		}
 	}
-	return inputs, nil
+	return nil
 }
 
 // wantBool checks that the binary-data extension parameter name, when
