@@ -203,7 +203,7 @@ func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast bool) (*Infe
 	if j.Inputs == nil {
 		return nil, invalidf("missing inputs")
 	}
-	req := &InferRequest{}
+	req := newRequest(len(j.Inputs))
 	if !absent(j.ID) {
 		if req.ID, err = parseString(j.ID, "id"); err != nil {
 			return nil, invalidf("%w", err)
@@ -252,9 +252,6 @@ func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast bool) (*Infe
 	if err != nil {
 		return nil, err
 	}
-	if len(ts) > 0 {
-		req.Inputs = make([]InferInput, len(ts))
-	}
 	for i := range ts {
 		var part []byte
 		if parts != nil {
@@ -267,6 +264,23 @@ func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast bool) (*Infe
 		req.Inputs[i] = InferInput{Tensor: t, Parameters: ts[i].params}
 	}
 	return req, nil
+}
+
+// newRequest allocates a request with n inputs (nil when n is 0), in one
+// allocation when n is small, as it is for most models.
+func newRequest(n int) *InferRequest {
+	switch {
+	case n == 0:
+		return &InferRequest{}
+	case n <= 2:
+		r := new(struct {
+			req    InferRequest
+			inputs [2]InferInput
+		})
+		r.req.Inputs = r.inputs[:n:n]
+		return &r.req
+	}
+	return &InferRequest{Inputs: make([]InferInput, n)}
 }
 
 // EncodeRESTResponse writes resp as a REST inference body. Outputs for which

@@ -83,7 +83,8 @@ func response(md *oip.ModelMetadata, labels labeler, version string, req *oip.In
 	if n == 0 {
 		n = len(md.Outputs)
 	}
-	resp := &oip.InferResponse{Model: md.Name, Version: version, ID: req.ID, Outputs: make([]oip.InferOutput, 0, n)}
+	resp := newResponse(n)
+	resp.Model, resp.Version, resp.ID = md.Name, version, req.ID
 	outputName := func(i int) string {
 		if len(req.Outputs) > 0 {
 			return req.Outputs[i].Name
@@ -109,6 +110,20 @@ func response(md *oip.ModelMetadata, labels labeler, version string, req *oip.In
 		resp.Outputs = append(resp.Outputs, oip.InferOutput{Tensor: t})
 	}
 	return resp, nil
+}
+
+// newResponse allocates a response with room for n outputs, in one
+// allocation when n is small, as it is for most models.
+func newResponse(n int) *oip.InferResponse {
+	if n <= 2 {
+		r := new(struct {
+			resp    oip.InferResponse
+			outputs [2]oip.InferOutput
+		})
+		r.resp.Outputs = r.outputs[:0:n]
+		return &r.resp
+	}
+	return &oip.InferResponse{Outputs: make([]oip.InferOutput, 0, n)}
 }
 
 // runModel calls m.Infer, turning a panic into a panicError so that one bad
