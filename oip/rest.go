@@ -248,16 +248,11 @@ func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast bool) (*Infe
 			req.Outputs[i] = RequestedOutput{Name: name, Parameters: p}
 		}
 	}
-	parts, err := splitBinary(ts, tail, headerLen >= 0)
-	if err != nil {
+	if err := splitBinary(ts, tail, headerLen >= 0); err != nil {
 		return nil, err
 	}
 	for i := range ts {
-		var part []byte
-		if parts != nil {
-			part = parts[i]
-		}
-		t, err := decodeTensorData(&ts[i], part, lim.MaxElements)
+		t, err := decodeTensorData(&ts[i], lim.MaxElements)
 		if err != nil {
 			return nil, invalidf("input %q: %w", ts[i].name, err)
 		}
@@ -421,19 +416,14 @@ func decodeRESTResponse(body []byte, headerLen int, fast bool) (*InferResponse, 
 			return nil, err
 		}
 	}
-	parts, err := splitBinary(ts, tail, headerLen >= 0)
-	if err != nil {
+	if err := splitBinary(ts, tail, headerLen >= 0); err != nil {
 		return nil, err
 	}
 	if len(ts) > 0 {
 		resp.Outputs = make([]InferOutput, len(ts))
 	}
 	for i := range ts {
-		var part []byte
-		if parts != nil {
-			part = parts[i]
-		}
-		t, err := decodeTensorData(&ts[i], part, 0)
+		t, err := decodeTensorData(&ts[i], 0)
 		if err != nil {
 			return nil, invalidf("output %q: %w", ts[i].name, err)
 		}

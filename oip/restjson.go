@@ -412,10 +412,10 @@ type restTensor struct {
 	shape      []int64
 	count      int64
 	params     Parameters
-	binarySize int64 // -1 when the data is in JSON
-	shm        bool  // the data is in a shared-memory region, not the message
-	data       json.RawMessage
-	decoded    any // data converted by the scanner, for decodedAs
+	binarySize int64           // -1 when the data is in JSON
+	shm        bool            // the data is in a shared-memory region, not the message
+	data       json.RawMessage // the JSON data, or the binary slice of the tail (splitBinary)
+	decoded    any             // data converted by the scanner, for decodedAs
 	decodedAs  decodedAs
 }
 
@@ -493,10 +493,10 @@ func parseRESTTensor(j *restTensorJSON, kind string, i int, t *restTensor) error
 }
 
 // splitBinary checks that the binary_data_size values of ts add up to the
-// tail exactly and returns each binary tensor's slice of it (nil for JSON
-// tensors). hasHeader is false when the Inference-Header-Content-Length
-// header was absent.
-func splitBinary(ts []restTensor, tail []byte, hasHeader bool) ([][]byte, error) {
+// tail exactly and gives each binary tensor its slice of it as data.
+// hasHeader is false when the Inference-Header-Content-Length header was
+// absent.
+func splitBinary(ts []restTensor, tail []byte, hasHeader bool) error {
 	var sum int64
 	binary := false
 	for _, t := range ts {
@@ -511,35 +511,31 @@ func splitBinary(ts []restTensor, tail []byte, hasHeader bool) ([][]byte, error)
 		}
 	}
 	if binary && !hasHeader {
-		return nil, invalidf("binary data requires the %s header", HeaderInferenceHeaderContentLength)
+		return invalidf("binary data requires the %s header", HeaderInferenceHeaderContentLength)
 	}
 	if sum != int64(len(tail)) {
-		return nil, invalidf("binary_data_size values add up to %d bytes but %d bytes follow the JSON header", sum, len(tail))
+		return invalidf("binary_data_size values add up to %d bytes but %d bytes follow the JSON header", sum, len(tail))
 	}
-	if !binary {
-		return nil, nil
-	}
-	parts := make([][]byte, len(ts))
 	off := 0
-	for i, t := range ts {
-		if t.binarySize < 0 {
+	for i := range ts {
+		if ts[i].binarySize < 0 {
 			continue
 		}
-		end := off + int(t.binarySize)
-		parts[i] = tail[off:end:end]
+		end := off + int(ts[i].binarySize)
+		ts[i].data = tail[off:end:end]
 		off = end
 	}
-	return parts, nil
+	return nil
 }
 
-// decodeTensorData decodes t's data, from its binary slice when raw is not
-// nil or t is binary, else from JSON. maxElements bounds JSON allocation.
-func decodeTensorData(t *restTensor, raw []byte, maxElements int64) (tensor.Tensor, error) {
+// decodeTensorData decodes t's data: binary when t is (splitBinary gave
+// it its slice of the tail), else JSON. maxElements bounds JSON allocation.
+func decodeTensorData(t *restTensor, maxElements int64) (tensor.Tensor, error) {
 	if t.shm {
 		return tensor.Tensor{Name: t.name, Datatype: t.datatype, Shape: t.shape}, nil
 	}
 	if t.binarySize >= 0 {
-		return tensor.DecodeRaw(t.name, t.datatype, t.shape, raw)
+		return tensor.DecodeRaw(t.name, t.datatype, t.shape, t.data)
 	}
 	// Every JSON element takes at least one byte plus a separator, so a
 	// shape that needs more elements than the text could hold fails here,
