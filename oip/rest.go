@@ -192,18 +192,27 @@ func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast bool) (*Infe
 	if err != nil {
 		return nil, err
 	}
-	var j restRequestJSON // on the stack: only the slow path below escapes
-	if !fast || !scanRequest(header, &j, lim.MaxElements) {
+	// j, and the first inputs in buf, stay on the stack; only the slow
+	// path below escapes. The inputs are kept apart from j (inputs, not
+	// j.Inputs): escape analysis does not tell j's members apart.
+	var j restRequestJSON
+	var buf [2]restTensorJSON
+	var inputs []restTensorJSON
+	ok := false
+	if fast {
+		inputs, ok = scanRequest(header, &j, buf[:0], lim.MaxElements)
+	}
+	if !ok {
 		slow := new(restRequestJSON)
 		if err := unmarshalHeader(header, slow); err != nil {
 			return nil, err
 		}
-		j = *slow
+		j, inputs = *slow, slow.Inputs
 	}
-	if j.Inputs == nil {
+	if inputs == nil {
 		return nil, invalidf("missing inputs")
 	}
-	req := newRequest(len(j.Inputs))
+	req := newRequest(len(inputs))
 	if !absent(j.ID) {
 		if req.ID, err = parseString(j.ID, "id"); err != nil {
 			return nil, invalidf("%w", err)
@@ -214,12 +223,12 @@ func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast bool) (*Infe
 	}
 	var small [4]restTensor // most models have a few inputs
 	ts := small[:0]
-	if len(j.Inputs) > len(small) {
-		ts = make([]restTensor, 0, len(j.Inputs))
+	if len(inputs) > len(small) {
+		ts = make([]restTensor, 0, len(inputs))
 	}
-	ts = ts[:len(j.Inputs)]
-	for i := range j.Inputs {
-		if err = parseRESTTensor(&j.Inputs[i], "input", i, &ts[i]); err != nil {
+	ts = ts[:len(inputs)]
+	for i := range inputs {
+		if err = parseRESTTensor(&inputs[i], "input", i, &ts[i]); err != nil {
 			return nil, err
 		}
 		if lim.MaxElements > 0 && ts[i].count > lim.MaxElements {

@@ -286,14 +286,17 @@ var (
 	outputFields   = []string{"name", "parameters"}
 )
 
-// scanRequest is the fast path for unmarshalHeader(header, j).
-func scanRequest(header []byte, j *restRequestJSON, maxElements int64) bool {
+// scanRequest is the fast path for unmarshalHeader(header, j), but for
+// j.Inputs: the inputs are appended to buf and returned, so that a caller
+// can keep them on its stack (a store through j would move them to the
+// heap).
+func scanRequest(header []byte, j *restRequestJSON, buf []restTensorJSON, maxElements int64) (inputs []restTensorJSON, ok bool) {
 	s := &jsonScan{b: header, maxElements: maxElements}
 	if s.peek() != '{' {
-		return false
+		return nil, false
 	}
 	m := members{names: requestFields}
-	ok := s.object(func(name []byte) bool {
+	ok = s.object(func(name []byte) bool {
 		var ok bool
 		switch m.field(name) {
 		case 0:
@@ -301,8 +304,8 @@ func scanRequest(header []byte, j *restRequestJSON, maxElements int64) bool {
 		case 1:
 			j.Parameters, ok = s.value()
 		case 2:
-			j.Inputs, ok = s.tensors()
-			return ok && j.Inputs != nil
+			inputs, ok = s.tensors(buf)
+			return ok && inputs != nil
 		case 3:
 			ok = s.peek() == '[' && s.array(func() bool {
 				o, ok := s.outputRef()
@@ -317,7 +320,7 @@ func scanRequest(header []byte, j *restRequestJSON, maxElements int64) bool {
 		}
 		return ok
 	})
-	return ok && s.end()
+	return inputs, ok && s.end()
 }
 
 // scanResponse is the fast path for unmarshalHeader(header, j).
@@ -339,7 +342,7 @@ func scanResponse(header []byte, j *restResponseJSON) bool {
 		case 3:
 			j.Parameters, ok = s.value()
 		case 4:
-			j.Outputs, ok = s.tensors()
+			j.Outputs, ok = s.tensors(nil)
 			return ok && j.Outputs != nil
 		case -1:
 			_, ok = s.value()
@@ -355,13 +358,17 @@ func (s *jsonScan) end() bool {
 	return s.i == len(s.b)
 }
 
-// tensors scans an array of tensor objects; an empty array gives an empty,
-// non-nil slice as encoding/json does.
-func (s *jsonScan) tensors() ([]restTensorJSON, bool) {
+// tensors scans an array of tensor objects, appending them to buf (nil: a
+// new slice); an empty array gives an empty, non-nil slice as encoding/json
+// does.
+func (s *jsonScan) tensors(buf []restTensorJSON) ([]restTensorJSON, bool) {
 	if s.peek() != '[' {
 		return nil, false
 	}
-	ts := make([]restTensorJSON, 0, 2)
+	ts := buf
+	if ts == nil {
+		ts = make([]restTensorJSON, 0, 2)
+	}
 	ok := s.array(func() bool {
 		ts = append(ts, restTensorJSON{})
 		return s.tensor(&ts[len(ts)-1])
