@@ -161,8 +161,17 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// statusWriters recycles the statusWriter of each request: like net/http's
+// ResponseWriter it wraps, it is not used once the handler has returned.
+var statusWriters = sync.Pool{New: func() any { return new(statusWriter) }}
+
 func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
-	w := &statusWriter{ResponseWriter: rw}
+	w := statusWriters.Get().(*statusWriter)
+	*w = statusWriter{ResponseWriter: rw}
+	defer func() {
+		*w = statusWriter{} // keep nothing of the request
+		statusWriters.Put(w)
+	}()
 	defer func() {
 		p := recover()
 		if p == nil {
