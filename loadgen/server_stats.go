@@ -48,11 +48,11 @@ func (after *ServerBreakdown) delta(before *ServerBreakdown) *ServerBreakdown {
 	}
 	d := &ServerBreakdown{Source: after.Source, Requests: after.Requests - before.Requests}
 	for i, a := range after.Components {
-		b := before.Components[i]
-		if a.Name != b.Name || a.Count < b.Count || a.TotalNs < b.TotalNs {
+		c, ok := a.minus(before.Components[i])
+		if !ok || a.Name != before.Components[i].Name {
 			return nil
 		}
-		d.Components = append(d.Components, ServerComponent{Name: a.Name, Count: a.Count - b.Count, TotalNs: a.TotalNs - b.TotalNs})
+		d.Components = append(d.Components, c)
 	}
 	d.Stream = after.Stream.delta(before.Stream)
 	return d
@@ -68,16 +68,19 @@ func (after *ServerStream) delta(before *ServerStream) *ServerStream {
 		// The families appear with a model's first streamed request.
 		before = &ServerStream{}
 	}
-	sub := func(a, b ServerComponent) (ServerComponent, bool) {
-		c := ServerComponent{Name: a.Name, Count: a.Count - b.Count, TotalNs: a.TotalNs - b.TotalNs}
-		return c, c.Count >= 0 && c.TotalNs >= 0
-	}
-	first, ok1 := sub(after.FirstResponse, before.FirstResponse)
-	gap, ok2 := sub(after.InterResponse, before.InterResponse)
+	first, ok1 := after.FirstResponse.minus(before.FirstResponse)
+	gap, ok2 := after.InterResponse.minus(before.InterResponse)
 	if !ok1 || !ok2 || first.Count == 0 {
 		return nil
 	}
 	return &ServerStream{FirstResponse: first, InterResponse: gap}
+}
+
+// minus is the component's growth since b; false when a counter went back
+// (a restarted server, a reloaded model).
+func (a ServerComponent) minus(b ServerComponent) (ServerComponent, bool) {
+	c := ServerComponent{Name: a.Name, Count: a.Count - b.Count, TotalNs: a.TotalNs - b.TotalNs}
+	return c, c.Count >= 0 && c.TotalNs >= 0
 }
 
 // statisticsReader is a client of the statistics extension.

@@ -85,8 +85,8 @@ type versionStats struct {
 	// the statistics extension has no field for them): the time from
 	// receiving the request to its first response, and every gap between
 	// two consecutive responses of one request.
-	firstResponse msHistogram
-	interResponse msHistogram
+	firstResponse histogram // streamBuckets
+	interResponse histogram // streamBuckets
 }
 
 // responseTimer times the responses of one streamed request of a decoupled
@@ -106,9 +106,9 @@ func (v *versionStats) responseTimer(received time.Time) responseTimer {
 func (t *responseTimer) responded() {
 	now := time.Now()
 	if t.n == 0 {
-		t.st.firstResponse.observe(now.Sub(t.start))
+		t.st.firstResponse.observe(streamBuckets, now.Sub(t.start))
 	} else {
-		t.st.interResponse.observe(now.Sub(t.last))
+		t.st.interResponse.observe(streamBuckets, now.Sub(t.last))
 	}
 	t.last = now
 	t.n++

@@ -36,60 +36,64 @@ import (
 //     the server's. Streamed requests are counted when their last response
 //     was sent; see ext_statistics.go for what each counter covers.
 
-// durationBuckets are the upper bounds of the latency histogram.
-var durationBuckets = []time.Duration{
-	500 * time.Microsecond,
-	time.Millisecond,
-	2500 * time.Microsecond,
-	5 * time.Millisecond,
-	10 * time.Millisecond,
-	25 * time.Millisecond,
-	50 * time.Millisecond,
-	100 * time.Millisecond,
-	250 * time.Millisecond,
-	500 * time.Millisecond,
-	time.Second,
-	2500 * time.Millisecond,
-	5 * time.Second,
-	10 * time.Second,
+// buckets are a histogram's upper bounds and the unit in which the
+// exposition writes them and the sum.
+type buckets struct {
+	bounds []time.Duration // at most 14: histogram.counts holds one more
+	unit   time.Duration
 }
+
+// latencyBuckets are those of oip_request_duration_seconds.
+var latencyBuckets = &buckets{unit: time.Second, bounds: []time.Duration{
+	500 * time.Microsecond, time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+	250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2500 * time.Millisecond,
+	5 * time.Second, 10 * time.Second,
+}}
+
+// streamBuckets are those of the stream histograms, in milliseconds as
+// Triton writes them (finer than Triton's default so that token intervals
+// of a few milliseconds fall into distinct buckets).
+var streamBuckets = &buckets{unit: time.Millisecond, bounds: []time.Duration{
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 2500 * time.Millisecond, 5 * time.Second,
+	10 * time.Second, 30 * time.Second,
+}}
 
 type counterKey struct{ model, protocol, code string }
 
 type histogramKey struct{ model, protocol string }
 
 // histogram counts observations per bucket (not cumulated; the exposition
-// cumulates) plus one overflow bucket, and the sum in nanoseconds.
+// cumulates) plus one overflow bucket, and the exact sum in nanoseconds.
+// Its buckets are given by the family it belongs to.
 type histogram struct {
-	counts   [15]atomic.Uint64 // len(durationBuckets)+1
+	counts   [15]atomic.Uint64
 	sumNanos atomic.Int64
 }
 
-func (h *histogram) observe(d time.Duration) {
-	i, _ := slices.BinarySearch(durationBuckets, d) // first bound >= d: le is inclusive
-	h.counts[i].Add(1)
-	h.sumNanos.Add(int64(d))
-}
-
-// msBuckets are the upper bounds, in milliseconds, of the stream
-// histograms (finer than Triton's default so that token intervals of a few
-// milliseconds fall into distinct buckets).
-var msBuckets = []float64{1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000}
-
-// msHistogram is a histogram of durations exposed in milliseconds: counts
-// per bucket (not cumulated) plus an overflow bucket, and the exact sum in
-// nanoseconds.
-type msHistogram struct {
-	counts   [15]atomic.Uint64 // len(msBuckets)+1
-	sumNanos atomic.Int64
-}
-
-func (h *msHistogram) observe(d time.Duration) {
+func (h *histogram) observe(b *buckets, d time.Duration) {
 	d = max(d, 0)
-	ms := float64(d) / float64(time.Millisecond)
-	i, _ := slices.BinarySearch(msBuckets, ms) // first bound >= ms: le is inclusive
+	i, _ := slices.BinarySearch(b.bounds, d) // first bound >= d: le is inclusive
 	h.counts[i].Add(1)
 	h.sumNanos.Add(int64(d))
+}
+
+// write writes the histogram's series of one label set: the cumulated
+// buckets, the sum and the count (the cumulated buckets, so it always
+// equals +Inf even while observations are being recorded).
+func (h *histogram) write(bw *bufio.Writer, b *buckets, name, labels string) {
+	in := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/float64(b.unit), 'g', -1, 64) }
+	var cum uint64
+	for i := range b.bounds {
+		cum += h.counts[i].Load()
+		bw.WriteString(name + "_bucket{" + labels + `,le="` + in(b.bounds[i]) + `"} ` + strconv.FormatUint(cum, 10) + "\n")
+	}
+	cum += h.counts[len(b.bounds)].Load()
+	bw.WriteString(name + "_bucket{" + labels + `,le="+Inf"} ` + strconv.FormatUint(cum, 10) + "\n")
+	bw.WriteString(name + "_sum{" + labels + "} " + in(time.Duration(h.sumNanos.Load())) + "\n")
+	bw.WriteString(name + "_count{" + labels + "} " + strconv.FormatUint(cum, 10) + "\n")
 }
 
 type metrics struct {
@@ -129,7 +133,7 @@ func (m *metrics) observe(model, protocol, code string, d time.Duration) {
 		m.mu.Unlock()
 	}
 	c.Add(1)
-	h.observe(d)
+	h.observe(latencyBuckets, d)
 }
 
 // write writes every metric in the Prometheus text format, series sorted by
@@ -172,27 +176,7 @@ func (m *metrics) write(w io.Writer) error {
 	bw.WriteString("# HELP oip_request_duration_seconds Inference request latency, by model and protocol.\n")
 	bw.WriteString("# TYPE oip_request_duration_seconds histogram\n")
 	for _, k := range histograms {
-		h := k.h
-		labels := `model="` + escapeLabel(k.model) + `",protocol="` + k.protocol + `"`
-		var cum uint64
-		for i := range h.counts {
-			cum += h.counts[i].Load()
-			le := "+Inf"
-			if i < len(durationBuckets) {
-				le = strconv.FormatFloat(durationBuckets[i].Seconds(), 'g', -1, 64)
-			}
-			bw.WriteString("oip_request_duration_seconds_bucket{" + labels + `,le="` + le + `"} `)
-			bw.WriteString(strconv.FormatUint(cum, 10))
-			bw.WriteByte('\n')
-		}
-		bw.WriteString("oip_request_duration_seconds_sum{" + labels + "} ")
-		bw.WriteString(strconv.FormatFloat(time.Duration(h.sumNanos.Load()).Seconds(), 'g', -1, 64))
-		bw.WriteByte('\n')
-		// The count is the cumulated buckets, so it always equals +Inf even
-		// while requests are being recorded.
-		bw.WriteString("oip_request_duration_seconds_count{" + labels + "} ")
-		bw.WriteString(strconv.FormatUint(cum, 10))
-		bw.WriteByte('\n')
+		k.h.write(bw, latencyBuckets, "oip_request_duration_seconds", `model="`+escapeLabel(k.model)+`",protocol="`+k.protocol+`"`)
 	}
 
 	bw.WriteString("# HELP oip_inflight_requests Inference requests being handled.\n")
@@ -254,32 +238,18 @@ func (st *statistics) writeTriton(bw *bufio.Writer) {
 	} {
 		counter(c.name, c.help, func(v *versionStats) uint64 { return c.of(v).ns.Load() / 1000 })
 	}
-	histogram := func(name, help string, of func(*versionStats) *msHistogram) {
+	streamHistogram := func(name, help string, of func(*versionStats) *histogram) {
 		bw.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n")
 		for _, s := range all {
-			h := of(s.v)
-			if h.sumNanos.Load() == 0 && h.counts[0].Load() == 0 {
-				continue // not a decoupled model, or not streamed yet
+			if h := of(s.v); h.sumNanos.Load() != 0 || h.counts[0].Load() != 0 { // else not a decoupled model, or not streamed yet
+				h.write(bw, streamBuckets, name, labels(s.statsKey))
 			}
-			l := labels(s.statsKey)
-			var cum uint64
-			for i := range h.counts {
-				cum += h.counts[i].Load()
-				le := "+Inf"
-				if i < len(msBuckets) {
-					le = strconv.FormatFloat(msBuckets[i], 'g', -1, 64)
-				}
-				bw.WriteString(name + "_bucket{" + l + `,le="` + le + `"} ` + strconv.FormatUint(cum, 10) + "\n")
-			}
-			sum := float64(h.sumNanos.Load()) / float64(time.Millisecond)
-			bw.WriteString(name + "_sum{" + l + "} " + strconv.FormatFloat(sum, 'g', -1, 64) + "\n")
-			bw.WriteString(name + "_count{" + l + "} " + strconv.FormatUint(cum, 10) + "\n")
 		}
 	}
-	histogram("nv_inference_first_response_histogram_ms", "Duration from request to first response in milliseconds (decoupled models)",
-		func(v *versionStats) *msHistogram { return &v.firstResponse })
-	histogram("oip_inference_inter_response_histogram_ms", "Gaps between consecutive responses of one streamed request in milliseconds (decoupled models; reference only, Triton has no such family)",
-		func(v *versionStats) *msHistogram { return &v.interResponse })
+	streamHistogram("nv_inference_first_response_histogram_ms", "Duration from request to first response in milliseconds (decoupled models)",
+		func(v *versionStats) *histogram { return &v.firstResponse })
+	streamHistogram("oip_inference_inter_response_histogram_ms", "Gaps between consecutive responses of one streamed request in milliseconds (decoupled models; reference only, Triton has no such family)",
+		func(v *versionStats) *histogram { return &v.interResponse })
 }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
