@@ -55,7 +55,7 @@ func WriteComparison(w io.Writer, results []*Result, servers []string) error {
 	rows := make([]row, len(results))
 	order := map[string]int{}
 	for i, r := range results {
-		rows[i] = row{r, serverName(r)}
+		rows[i] = row{r, ServerName(r)}
 		if servers != nil {
 			rows[i].server = servers[i]
 		}
@@ -137,7 +137,9 @@ func WriteComparison(w io.Writer, results []*Result, servers []string) error {
 	return err
 }
 
-func serverName(r *Result) string {
+// ServerName is the result's server as tables name it: its name and
+// version, or "unknown server" for a run that never identified it.
+func ServerName(r *Result) string {
 	if s := serverOf(r); s != "" {
 		return s
 	}

@@ -191,10 +191,7 @@ func serverLabels(results []*loadgen.Result, files []string) []string {
 	labels := make([]string, len(results))
 	folders := map[string]map[string]bool{}
 	for i, r := range results {
-		labels[i] = "unknown server"
-		if r.Target != nil && r.Target.Server.Name != "" {
-			labels[i] = strings.TrimSpace(r.Target.Server.Name + " " + r.Target.Server.Version)
-		}
+		labels[i] = loadgen.ServerName(r)
 		if folders[labels[i]] == nil {
 			folders[labels[i]] = map[string]bool{}
 		}
