@@ -12,7 +12,7 @@ FUZZTIME    ?= 5s
 
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build test unit fuzz race vet proto tools demo distributed-demo serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean chromium vendor-js load-reports conformance-pages
+.PHONY: all build test unit fuzz race vet proto tools demo distributed-demo ttfr-check serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean chromium vendor-js load-reports conformance-pages
 
 all: build
 
@@ -82,6 +82,12 @@ demo: build
 # reference server, merges them with oipkit report and compares with a single-process run.
 distributed-demo: build
 	scripts/distributed-demo.sh
+
+# ttfr-check compares oipkit load's time to first response and inter-response gap with the
+# reference server's own metrics (tokens fixture) and prints the loopback round trip under the
+# difference (bench/rtt: bare TCP and bare grpc-go). Markdown on stdout.
+ttfr-check: build
+	scripts/ttfr-check.sh
 
 # verify fails when the conformance coverage table is stale, a blocking
 # requirement has neither a spec nor a waiver, or a spec names an unknown ID.
