@@ -25,6 +25,7 @@ PARAMS=${PARAMS:---param delay_ms=2}
 DURATION=${DURATION:-10s}
 INSTANCES=${INSTANCES:-1}
 EXTRA=${EXTRA:---arrival poisson --lag-tolerance 5ms}
+FLOOR_RATE=${FLOOR_RATE:-62}
 HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:18620}
 GRPC_ADDR=${GRPC_ADDR:-127.0.0.1:18621}
 OUT=${OUT:-$(mktemp -d)}
@@ -38,15 +39,24 @@ for _ in $(seq 1 100); do
   curl -fsS "http://$HTTP_ADDR/v2/health/ready" >/dev/null 2>&1 && break
   sleep 0.1
 done
+# The machine's own floor under the bound: add_sub (no service time) at a low fixed rate, before
+# the searches and after them; its p99 is what any level's p99 starts from.
+floor() {
+  # shellcheck disable=SC2086
+  bin/oipkit load --grpc "$GRPC_ADDR" --model add_sub --rate "$FLOOR_RATE" --duration "$DURATION" --warmup 1s $EXTRA \
+    --progress never --output "$OUT/floor-$1.json" > "$OUT/floor-$1.txt" 2>&1 || true
+}
+floor before
 for i in $(seq 1 "$N"); do
   cut -d' ' -f1-3 /proc/loadavg > "$OUT/loadavg-$i.txt"
   # shellcheck disable=SC2086
   bin/oipkit load --grpc "$GRPC_ADDR" --model delay $PARAMS --slo "$SLO" --duration "$DURATION" --warmup 1s $EXTRA \
     --progress never --output "$OUT/search-$i.json" > "$OUT/search-$i.txt" || true
 done
-python3 - "$OUT" "$N" "$SLO" "$PARAMS" "$DURATION" "$EXTRA" "$INSTANCES" <<'PY'
+floor after
+python3 - "$OUT" "$N" "$SLO" "$PARAMS" "$DURATION" "$EXTRA" "$INSTANCES" "$FLOOR_RATE" <<'PY'
 import json, sys
-out, n, slo, params, duration, extra, instances = sys.argv[1:]
+out, n, slo, params, duration, extra, instances, floor_rate = sys.argv[1:]
 server = f"`oipkit serve --instances delay={instances}`" if instances != "0" else "`oipkit serve` (no instance limit)"
 print(f"{server}; `oipkit load --model delay {params} --slo '{slo}' --duration {duration} --warmup 1s {extra}`, {n} runs:\n")
 print("| run | holds (req/s) | lowest failing (req/s) | probes | verdict | summary |")
@@ -65,6 +75,19 @@ for i in range(1, int(n) + 1):
         lvl = f"{st['rate']:.0f}/s" if st.get("rate") else f"c={st.get('concurrency')}"
         p99 = st["latency"]["response"]["p99Ns"] / 1e6
         print(f"|  | probe {lvl} | p99 {p99:.2f} ms | {st['rates']['completed']:.0f}/s | {st.get('verdict','')} | {st.get('why','')} |")
+print(f"\nThe machine's floor: `oipkit load --model add_sub --rate {floor_rate} --duration {duration} --warmup 1s {extra}` (no service time), before and after the searches:\n")
+print("| when | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | send lag p99 (ms) | generator hiccup p99 / max (ms) |")
+print("|---|---:|---:|---:|---:|---:|---|")
+for when in ("before", "after"):
+    try:
+        r = json.load(open(f"{out}/floor-{when}.json"))
+    except (OSError, ValueError):
+        print(f"| {when} | no result | | | | | |")
+        continue
+    lat, ck = r["latency"]["response"], r.get("checks", {})
+    ms = lambda v: f"{v / 1e6:.2f}"
+    print(f"| {when} | {ms(lat['p50Ns'])} | {ms(lat['p99Ns'])} | {ms(lat['p99.9Ns'])} | {ms(lat['maxNs'])} | "
+          f"{ms(r['latency']['sendLag']['p99Ns'])} | {ms(ck.get('hiccupP99Ns', 0))} / {ms(ck.get('hiccupMaxNs', 0))} |")
 if len(found) >= 2:
     res = json.load(open(f"{out}/search-1.json"))["search"]["resolution"]
     lo, hi = min(h for h, _ in found), max(h for h, _ in found)
