@@ -8,10 +8,11 @@
 # set by the queue the test's seeded Poisson schedule builds, not by how the machine's CPU
 # schedules the generator processes, and the segments' union is exactly the single-process
 # schedule — so both runs should see the same response times, request for request, and the
-# same p99 (segmentcheck says whether they agree to the histogram's precision). RATE (default
-# 80/s, 80% of the capacity) keeps the CPU idle while the queue shapes the tail; a long service
-# time keeps the timer's jitter (tens of µs per request on an idle machine) small beside the
-# histogram's bucket at the p99 (about 0.1%). INSTANCES=0 runs delay without a limit.
+# same p99 but for timing noise (segmentcheck says whether they agree to the histogram's
+# precision). RATE (default 80/s, 80% of the capacity) keeps the CPU idle while the queue
+# shapes the tail; a long service time keeps each wake-up's lateness (0.1–0.4 ms on this VM,
+# more when it stalls) small beside the response time, though the queue adds up the lateness
+# of the requests ahead. INSTANCES=0 runs delay without a limit.
 # The single-process run is repeated (RERUN=1, the default) so that segmentcheck can print how
 # far the same test in one process lands from itself: the machine's own run-to-run spread of
 # the p99, the scale against which the merged p99's difference means something.
