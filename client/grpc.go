@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -35,6 +36,11 @@ type GRPC struct {
 	conns []*grpc.ClientConn
 	next  atomic.Uint64
 	stub  inferencepb.GRPCInferenceServiceClient
+
+	// The lean transport of PreparedGRPCInfer over plaintext, made on first use.
+	h2once sync.Once
+	h2     *h2cClient
+	h2err  error
 }
 
 // NewGRPC returns a gRPC client for addr ("host:port").
@@ -260,6 +266,10 @@ func (c *GRPC) Infer(ctx context.Context, req *oip.InferRequest) (*oip.InferResp
 // Close closes every connection; calls in flight fail.
 func (c *GRPC) Close() error {
 	var errs []error
+	c.h2once.Do(func() {}) // no lean transport from now on
+	if c.h2 != nil {
+		c.h2.close()
+	}
 	for _, cc := range c.conns {
 		if err := cc.Close(); err != nil {
 			errs = append(errs, err)

@@ -29,6 +29,7 @@ type OIPTarget struct {
 	ctl      client.Client // identify, readiness and metadata (bounded; see ready.go)
 	data     client.Client // the requests
 	rest     *client.REST
+	grpc     *client.GRPC
 	conn     grpc.ClientConnInterface // gRPC hot path, with the pre-encoded codec
 	md       metadata.MD              // gRPC metadata from --header
 	callOpts []grpc.CallOption
@@ -46,14 +47,15 @@ type OIPTarget struct {
 
 // payload is one distinct request, ready to send.
 type payload struct {
-	body      []byte                // REST body
-	headerLen int                   // REST Inference-Header-Content-Length, -1 for pure JSON
-	post      *client.PreparedInfer // REST: the whole request, serialized once
-	keep      int64                 // REST: keep bodies up to this size to validate them; 0: drop them
-	msg       *preEncoded
-	inputs    []tensor.Tensor // the request's inputs (REST sequences encode each request)
-	expect    []tensor.Tensor // outputs to validate against; nil: none
-	expectRaw [][]byte        // expect's raw encodings, made once
+	body      []byte                    // REST body
+	headerLen int                       // REST Inference-Header-Content-Length, -1 for pure JSON
+	post      *client.PreparedInfer     // REST: the whole request, serialized once
+	keep      int64                     // REST: keep bodies up to this size to validate them; 0: drop them
+	msg       *preEncoded               // gRPC sequences and streams
+	call      *client.PreparedGRPCInfer // gRPC: the request, serialized once
+	inputs    []tensor.Tensor           // the request's inputs (REST sequences encode each request)
+	expect    []tensor.Tensor           // outputs to validate against; nil: none
+	expectRaw [][]byte                  // expect's raw encodings, made once
 }
 
 // TargetInfo describes what a run was sent to; it goes into the result.
@@ -107,6 +109,7 @@ func NewTarget(ctx context.Context, cfg Config) (*OIPTarget, error) {
 	case *client.REST:
 		t.rest = c
 	case *client.GRPC:
+		t.grpc = c
 		t.conn = c.Conn()
 		t.callOpts = []grpc.CallOption{grpc.ForceCodecV2(preEncodedCodec{})}
 		if len(opts.Header) > 0 {
@@ -255,6 +258,9 @@ func (t *OIPTarget) encode(ctx context.Context, i int, set inputSet, params oip.
 			return p, fmt.Errorf("marshal ModelInferRequest: %w", err)
 		}
 		p.msg = newPreEncoded(b)
+		if p.call, err = t.grpc.PrepareInfer(b); err != nil {
+			return p, err
+		}
 	}
 	return p, nil
 }
@@ -296,17 +302,14 @@ func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 		}
 		return t.checkREST(p, a)
 	}
-	cctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout.D())
-	defer cancel()
-	if t.md != nil {
-		cctx = metadata.NewOutgoingContext(cctx, t.md)
-	}
-	if !t.validate || p.expect == nil {
-		return t.conn.Invoke(cctx, modelInferMethod, p.msg, discardReply, t.callOpts...)
+	keep := t.validate && p.expect != nil
+	b, err := p.call.Send(ctx, keep)
+	if err != nil || !keep {
+		return err
 	}
 	var resp inferencepb.ModelInferResponse
-	if err := t.conn.Invoke(cctx, modelInferMethod, p.msg, &resp, t.callOpts...); err != nil {
-		return err
+	if err := proto.Unmarshal(b, &resp); err != nil {
+		return &ValidationError{Detail: "decode response: " + err.Error()}
 	}
 	r, err := oip.FromProtoResponse(&resp)
 	if err != nil {

@@ -1,0 +1,961 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc/codes"
+)
+
+// h2cClient sends unary gRPC calls of pre-serialized messages over HTTP/2
+// cleartext with prior knowledge (h2c), which every gRPC server accepts: the
+// load generator's gRPC hot path. It does what grpc-go's client does for a
+// unary call with none of its per-call machinery: the caller writes its
+// HEADERS and DATA frames itself under the connection's write lock (no
+// writer goroutine), from a header block encoded once, and one reader
+// goroutine per connection hands each answer to the call waiting for it.
+//
+// Every peer-controlled quantity is bounded: frame sizes (16 KiB, as
+// advertised), the header list (maxH2CHeaderList), the message
+// (Options.MaxResponseBytes) and the time of a call (Options.Timeout or the
+// context's deadline). Flow control is honoured both ways; a connection that
+// breaks fails its calls and is replaced by the next call.
+type h2cClient struct {
+	addr    string
+	timeout time.Duration
+	max     int64  // largest response message
+	block   []byte // the request's constant header block
+	slots   []*h2cSlot
+	next    atomic.Uint64
+	dialer  net.Dialer
+	closed  atomic.Bool
+}
+
+// h2cSlot holds one of the client's connections, replaced when it breaks or
+// the server sends GOAWAY.
+type h2cSlot struct {
+	mu sync.Mutex
+	cn *h2cConn
+}
+
+// Limits and windows of the lean transport.
+const (
+	maxH2CHeaderList = 1 << 20  // bytes of decoded response headers or trailers
+	h2cMaxFrame      = 16 << 10 // SETTINGS_MAX_FRAME_SIZE we accept (the default)
+	h2cConnWindow    = 16 << 20 // connection receive window
+)
+
+// h2cStreamWindow is the stream receive window advertised as
+// SETTINGS_INITIAL_WINDOW_SIZE (a variable so tests can shrink it).
+var h2cStreamWindow int32 = 1 << 20
+
+const modelInferPath = "/inference.GRPCInferenceService/ModelInfer"
+
+func newH2C(addr string, opts Options, md []string) (*h2cClient, error) {
+	authority := opts.Host
+	if authority == "" {
+		authority = addr
+	}
+	ua := userAgent
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	// Sensitive fields are "never indexed" literals: the block uses only the
+	// static table, so it can be sent as is on every stream.
+	field := func(k, v string) error {
+		if !validGRPCHeader(k, v) {
+			return fmt.Errorf("invalid gRPC metadata %q: %q", k, v)
+		}
+		return enc.WriteField(hpack.HeaderField{Name: k, Value: v, Sensitive: true})
+	}
+	for _, kv := range [][2]string{
+		{":method", "POST"}, {":scheme", "http"}, {":path", modelInferPath}, {":authority", authority},
+		{"content-type", "application/grpc"}, {"te", "trailers"},
+	} {
+		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+	}
+	for i := 0; i < len(md); i += 2 {
+		if md[i] == "user-agent" {
+			ua = md[i+1] + " " + userAgent
+		}
+	}
+	if err := field("user-agent", ua); err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(md); i += 2 {
+		if md[i] == "user-agent" {
+			continue
+		}
+		if err := field(md[i], md[i+1]); err != nil {
+			return nil, err
+		}
+	}
+	h := &h2cClient{
+		addr: addr, timeout: opts.Timeout, max: opts.MaxResponseBytes, block: buf.Bytes(),
+		dialer: net.Dialer{KeepAlive: 30 * time.Second},
+	}
+	for range opts.Connections {
+		h.slots = append(h.slots, &h2cSlot{})
+	}
+	return h, nil
+}
+
+// validGRPCHeader reports whether k: v can be sent as HTTP/2 metadata:
+// a lower-case token name, not a pseudo or reserved field, and a value
+// without control characters.
+func validGRPCHeader(k, v string) bool {
+	if k == "" || k[0] == ':' || k == "content-type" || k == "te" || k == "grpc-timeout" || k == "connection" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// h2cConn is one HTTP/2 connection.
+type h2cConn struct {
+	nc net.Conn
+	h  *h2cClient
+
+	// wmu serialises writes; it is taken before mu when both are held.
+	// queued counts calls waiting for it: a call that finishes its frames
+	// with another queued leaves the flush to that one, so that calls
+	// arriving together share one write to the socket.
+	wmu    sync.Mutex
+	queued atomic.Int32
+	bw    *bufio.Writer
+	fr    *http2.Framer // writes under wmu; reads by the reader goroutine only
+	hdr   []byte        // the header block being written
+	wdead time.Time     // the write deadline set on nc
+
+	mu        sync.Mutex
+	streams   map[uint32]*h2cStream
+	nextID    uint32
+	active    int    // streams open or reserved
+	maxActive int    // the peer's SETTINGS_MAX_CONCURRENT_STREAMS
+	maxFrame  int    // the peer's SETTINGS_MAX_FRAME_SIZE
+	initWin   int64  // the peer's SETTINGS_INITIAL_WINDOW_SIZE
+	sendWin   int64  // connection send window
+	recvAvail int64  // connection receive window left
+	recvDone  int64  // bytes consumed and not yet given back
+	goAway    bool   // no new streams (GOAWAY, or stream ids used up)
+	lastID    uint32 // GOAWAY's last stream id
+	err       error  // set once the connection broke
+	changed   chan struct{}
+	frames    atomic.Uint64 // frames read: progress, for hung-server detection
+}
+
+// h2cStream is one call. The reader goroutine fills it under the
+// connection's mu while it is in streams; once out of it, it is the
+// caller's.
+type h2cStream struct {
+	id        uint32
+	keep      bool
+	max       int64
+	done      chan struct{} // receives once when the call ends
+	timer     *time.Timer
+	sendWin   int64
+	recvAvail int64
+	recvDone  int64
+
+	headers bool // response headers seen
+	prefix  [5]byte
+	prefixN int
+	msgLen  int64 // -1 until the prefix is complete
+	got     int64
+	msgs    int
+	msg     []byte
+	ended   bool
+	seen    uint64 // the connection's frame count when the call was sent
+	code    codes.Code
+	message string
+	err     error // transport or protocol failure
+}
+
+var h2cStreams = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &h2cStream{done: make(chan struct{}, 1), timer: t}
+}}
+
+func (s *h2cStream) reset(keep bool, max int64) {
+	*s = h2cStream{done: s.done, timer: s.timer, keep: keep, max: max, msgLen: -1}
+}
+
+// finish ends the stream under cn.mu: the caller is woken once.
+func (cn *h2cConn) finish(s *h2cStream) {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	delete(cn.streams, s.id)
+	cn.release()
+	s.done <- struct{}{}
+}
+
+// release frees a stream slot under cn.mu.
+func (cn *h2cConn) release() {
+	cn.active--
+	cn.notify()
+	if cn.goAway && cn.active == 0 {
+		cn.nc.Close()
+	}
+}
+
+// notify wakes calls waiting for a stream slot or send window, under cn.mu.
+func (cn *h2cConn) notify() {
+	if cn.changed != nil {
+		close(cn.changed)
+		cn.changed = nil
+	}
+}
+
+// wait returns a channel closed at the next change of slots or windows,
+// under cn.mu.
+func (cn *h2cConn) wait() <-chan struct{} {
+	if cn.changed == nil {
+		cn.changed = make(chan struct{})
+	}
+	return cn.changed
+}
+
+// conn returns a usable connection of a slot, dialling one if needed.
+func (h *h2cClient) conn(ctx context.Context, deadline time.Time) (*h2cConn, error) {
+	sl := h.slots[0]
+	if len(h.slots) > 1 {
+		sl = h.slots[(h.next.Add(1)-1)%uint64(len(h.slots))]
+	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if cn := sl.cn; cn != nil {
+		cn.mu.Lock()
+		ok := cn.err == nil && !cn.goAway
+		cn.mu.Unlock()
+		if ok {
+			return cn, nil
+		}
+	}
+	if h.closed.Load() {
+		return nil, errors.New("client closed")
+	}
+	cn, err := h.dial(ctx, deadline)
+	if err != nil {
+		return nil, err
+	}
+	sl.cn = cn
+	if h.closed.Load() { // Close ran during the dial
+		cn.nc.Close()
+		return nil, errors.New("client closed")
+	}
+	return cn, nil
+}
+
+// dial connects, exchanges the prefaces and waits for the server's
+// SETTINGS, so that its stream limit holds from the first call.
+func (h *h2cClient) dial(ctx context.Context, deadline time.Time) (*h2cConn, error) {
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	nc, err := h.dialer.DialContext(dctx, "tcp", h.addr)
+	if err != nil {
+		return nil, err
+	}
+	cn := &h2cConn{
+		nc: nc, h: h, bw: bufio.NewWriterSize(nc, 32<<10),
+		streams: map[uint32]*h2cStream{}, nextID: 1,
+		maxActive: 1 << 30, maxFrame: 16 << 10, initWin: 65535, sendWin: 65535,
+		recvAvail: h2cConnWindow,
+	}
+	cn.fr = http2.NewFramer(cn.bw, bufio.NewReaderSize(nc, 32<<10))
+	cn.fr.SetMaxReadFrameSize(h2cMaxFrame)
+	cn.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	cn.fr.ReadMetaHeaders.SetMaxStringLength(maxH2CHeaderList)
+	cn.fr.MaxHeaderListSize = maxH2CHeaderList
+
+	nc.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(aLongTimeAgo) })
+	err = cn.handshake()
+	if !stop() {
+		err = ctx.Err()
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("HTTP/2 handshake: %w", err)
+	}
+	nc.SetDeadline(time.Time{})
+	go cn.readLoop()
+	return cn, nil
+}
+
+func (cn *h2cConn) handshake() error {
+	if _, err := io.WriteString(cn.bw, http2.ClientPreface); err != nil {
+		return err
+	}
+	cn.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(h2cStreamWindow)},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: maxH2CHeaderList},
+	)
+	cn.fr.WriteWindowUpdate(0, h2cConnWindow-65535)
+	if err := cn.bw.Flush(); err != nil {
+		return err
+	}
+	f, err := cn.fr.ReadFrame()
+	if err != nil {
+		return err
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok || sf.IsAck() {
+		return fmt.Errorf("the server's first frame is %v, not SETTINGS", f.Header().Type)
+	}
+	if err := cn.applySettings(sf); err != nil {
+		return err
+	}
+	cn.fr.WriteSettingsAck()
+	return cn.bw.Flush()
+}
+
+// applySettings takes the peer's settings; under cn.mu or before the
+// reader starts.
+func (cn *h2cConn) applySettings(sf *http2.SettingsFrame) error {
+	return sf.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingMaxConcurrentStreams:
+			cn.maxActive = int(min(s.Val, 1<<30))
+		case http2.SettingMaxFrameSize:
+			cn.maxFrame = int(s.Val)
+		case http2.SettingInitialWindowSize:
+			delta := int64(s.Val) - cn.initWin
+			cn.initWin = int64(s.Val)
+			for _, st := range cn.streams {
+				st.sendWin += delta
+			}
+		}
+		return nil
+	})
+}
+
+// fail breaks the connection: every call on it fails with err.
+func (cn *h2cConn) fail(err error) {
+	cn.mu.Lock()
+	if cn.err == nil {
+		cn.err = err
+	}
+	for _, s := range cn.streams {
+		s.err = err
+		cn.finish(s)
+	}
+	cn.notify()
+	cn.mu.Unlock()
+	cn.nc.Close()
+}
+
+// errConnClosed reports a connection that ended while calls were open.
+var errConnClosed = errors.New("connection closed")
+
+// readLoop reads frames until the connection breaks, applying them to
+// the connection and its streams.
+func (cn *h2cConn) readLoop() {
+	for {
+		f, err := cn.fr.ReadFrame()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errConnClosed
+			}
+			cn.fail(err)
+			return
+		}
+		cn.frames.Add(1)
+		if err := cn.handle(f); err != nil {
+			cn.fail(err)
+			return
+		}
+	}
+}
+
+// handle applies one frame; an error breaks the connection.
+func (cn *h2cConn) handle(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.DataFrame:
+		return cn.onData(f)
+	case *http2.MetaHeadersFrame:
+		cn.mu.Lock()
+		if s := cn.streams[f.StreamID]; s != nil {
+			s.onHeaders(f)
+			if s.err != nil || f.StreamEnded() {
+				if !f.StreamEnded() {
+					cn.mu.Unlock()
+					cn.resetStream(f.StreamID, http2.ErrCodeProtocol)
+					cn.mu.Lock()
+				}
+				cn.finish(s)
+			}
+		}
+		cn.mu.Unlock()
+	case *http2.RSTStreamFrame:
+		cn.mu.Lock()
+		if s := cn.streams[f.StreamID]; s != nil {
+			s.code, s.message = rstCode(f.ErrCode), fmt.Sprintf("stream reset by the server: %v", f.ErrCode)
+			cn.finish(s)
+		}
+		cn.mu.Unlock()
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		cn.mu.Lock()
+		err := cn.applySettings(f)
+		cn.notify()
+		cn.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		return cn.write(func() error { return cn.fr.WriteSettingsAck() })
+	case *http2.PingFrame:
+		if f.IsAck() {
+			return nil
+		}
+		data := f.Data
+		return cn.write(func() error { return cn.fr.WritePing(true, data) })
+	case *http2.WindowUpdateFrame:
+		cn.mu.Lock()
+		defer cn.mu.Unlock()
+		if f.StreamID == 0 {
+			cn.sendWin += int64(f.Increment)
+			if cn.sendWin > 1<<31-1 {
+				return errors.New("flow control window overflow")
+			}
+		} else if s := cn.streams[f.StreamID]; s != nil {
+			s.sendWin += int64(f.Increment)
+		}
+		cn.notify()
+	case *http2.GoAwayFrame:
+		cn.mu.Lock()
+		cn.goAway, cn.lastID = true, f.LastStreamID
+		for id, s := range cn.streams {
+			if id > f.LastStreamID {
+				// Not processed: the server says so.
+				s.code, s.message = codes.Unavailable, fmt.Sprintf("the server sent GOAWAY (%v) before this call", f.ErrCode)
+				cn.finish(s)
+			}
+		}
+		if cn.active == 0 {
+			cn.nc.Close()
+		}
+		cn.notify()
+		cn.mu.Unlock()
+	case *http2.PushPromiseFrame:
+		return errors.New("PUSH_PROMISE with push disabled")
+	}
+	return nil
+}
+
+// onHeaders takes the response headers or trailers, under cn.mu.
+func (s *h2cStream) onHeaders(f *http2.MetaHeadersFrame) {
+	if f.Truncated {
+		s.err = fmt.Errorf("%w: response header list exceeds %d bytes", ErrMalformedResponse, maxH2CHeaderList)
+		return
+	}
+	first := !s.headers
+	s.headers = true
+	var status, ctype, grpcStatus, grpcMessage string
+	hasStatus := false
+	for _, hf := range f.Fields {
+		switch hf.Name {
+		case ":status":
+			status = hf.Value
+		case "content-type":
+			ctype = hf.Value
+		case "grpc-status":
+			grpcStatus, hasStatus = hf.Value, true
+		case "grpc-message":
+			grpcMessage = hf.Value
+		}
+	}
+	if first {
+		if status != "200" {
+			c, _ := strconv.Atoi(status)
+			s.code, s.message = httpStatusCode(c), fmt.Sprintf("unexpected HTTP status %q", status)
+			if s.code == codes.OK {
+				s.code = codes.Unknown
+			}
+			return
+		}
+		if ctype != "application/grpc" && !strings.HasPrefix(ctype, "application/grpc+") && !strings.HasPrefix(ctype, "application/grpc;") {
+			s.code, s.message = codes.Unknown, fmt.Sprintf("unexpected content-type %q", ctype)
+			return
+		}
+	} else if !f.StreamEnded() {
+		s.err = fmt.Errorf("%w: a second HEADERS frame that does not end the stream", ErrMalformedResponse)
+		return
+	}
+	if !f.StreamEnded() {
+		return
+	}
+	if !hasStatus {
+		s.code, s.message = codes.Internal, "the server's trailers lack grpc-status"
+		return
+	}
+	n, err := strconv.ParseUint(grpcStatus, 10, 32)
+	if err != nil {
+		s.code, s.message = codes.Internal, fmt.Sprintf("malformed grpc-status %q", grpcStatus)
+		return
+	}
+	s.code, s.message = codes.Code(n), decodeGRPCMessage(grpcMessage)
+	if s.code == codes.OK && s.msgs != 1 {
+		s.code, s.message = codes.Internal, fmt.Sprintf("the server sent %d messages, want 1", s.msgs)
+		if s.msgLen >= 0 {
+			s.message = "the server's message ended early"
+		}
+	}
+}
+
+// onData consumes a DATA frame: flow control, then the gRPC message.
+func (cn *h2cConn) onData(f *http2.DataFrame) error {
+	n := int64(f.Length)
+	var connInc, streamInc uint32
+	cn.mu.Lock()
+	if cn.recvAvail -= n; cn.recvAvail < 0 {
+		cn.mu.Unlock()
+		return errors.New("the server overran the connection's flow-control window")
+	}
+	// Every byte is given back to the connection, whatever happens to the
+	// stream.
+	if cn.recvDone += n; cn.recvDone >= h2cConnWindow/2 {
+		connInc, cn.recvAvail, cn.recvDone = uint32(cn.recvDone), cn.recvAvail+cn.recvDone, 0
+	}
+	s := cn.streams[f.StreamID]
+	var rst http2.ErrCode
+	if s != nil {
+		if s.recvAvail -= n; s.recvAvail < 0 {
+			s.err, rst = errors.New("the server overran the stream's flow-control window"), http2.ErrCodeFlowControl
+		} else if s.consume(f.Data()); s.code != codes.OK || s.err != nil {
+			rst = http2.ErrCodeCancel
+		} else if !f.StreamEnded() {
+			if s.recvDone += n; s.recvDone >= int64(h2cStreamWindow)/2 {
+				streamInc, s.recvAvail, s.recvDone = uint32(s.recvDone), s.recvAvail+s.recvDone, 0
+			}
+		}
+		if rst != 0 || f.StreamEnded() {
+			if rst == 0 { // DATA ended the stream: no trailers
+				s.code, s.message = codes.Internal, "the server ended the stream without trailers"
+			}
+			cn.finish(s)
+		}
+	}
+	cn.mu.Unlock()
+	if connInc == 0 && streamInc == 0 && rst == 0 {
+		return nil
+	}
+	return cn.write(func() error {
+		if connInc > 0 {
+			cn.fr.WriteWindowUpdate(0, connInc)
+		}
+		if streamInc > 0 {
+			cn.fr.WriteWindowUpdate(f.StreamID, streamInc)
+		}
+		if rst != 0 {
+			cn.fr.WriteRSTStream(f.StreamID, rst)
+		}
+		return nil
+	})
+}
+
+// consume takes message bytes, checking the gRPC framing, under cn.mu.
+func (s *h2cStream) consume(b []byte) {
+	if !s.headers {
+		s.err = fmt.Errorf("%w: DATA before the response headers", ErrMalformedResponse)
+		return
+	}
+	for len(b) > 0 {
+		if s.msgLen < 0 {
+			k := copy(s.prefix[s.prefixN:], b)
+			s.prefixN += k
+			b = b[k:]
+			if s.prefixN < 5 {
+				return
+			}
+			if s.msgs++; s.msgs > 1 {
+				s.code, s.message = codes.Internal, "the server sent more than one message"
+				return
+			}
+			if s.prefix[0] != 0 {
+				s.code, s.message = codes.Internal, fmt.Sprintf("compressed flag %d set without compression", s.prefix[0])
+				return
+			}
+			s.msgLen = int64(binary.BigEndian.Uint32(s.prefix[1:]))
+			if s.msgLen > s.max {
+				s.code = codes.ResourceExhausted
+				s.message = fmt.Sprintf("received message larger than max (%d vs. %d)", s.msgLen, s.max)
+				s.err = fmt.Errorf("%w: message of %d bytes exceeds %d", ErrResponseTooLarge, s.msgLen, s.max)
+				return
+			}
+			if s.keep {
+				s.msg = make([]byte, 0, s.msgLen)
+			}
+		}
+		k := min(int64(len(b)), s.msgLen-s.got)
+		if s.keep {
+			s.msg = append(s.msg, b[:k]...)
+		}
+		s.got += k
+		b = b[k:]
+		if s.got == s.msgLen {
+			s.msgLen, s.prefixN = -2, 0 // complete; a further prefix is an error
+		}
+	}
+}
+
+// write runs fn under the write lock and flushes; a failed write breaks the
+// connection.
+func (cn *h2cConn) write(fn func() error) error {
+	cn.queued.Add(1)
+	cn.wmu.Lock()
+	cn.queued.Add(-1)
+	return cn.unlockW(fn())
+}
+
+// unlockW releases wmu after a write that ended with err. Unless a call is
+// queued for wmu (which will flush in turn) it flushes first.
+func (cn *h2cConn) unlockW(err error) error {
+	if err == nil && cn.queued.Load() == 0 {
+		err = cn.bw.Flush()
+	}
+	cn.wmu.Unlock()
+	return err
+}
+
+func (cn *h2cConn) resetStream(id uint32, code http2.ErrCode) {
+	if err := cn.write(func() error { return cn.fr.WriteRSTStream(id, code) }); err != nil {
+		cn.fail(err)
+	}
+}
+
+// call sends body (the gRPC-framed request) and waits for the answer.
+func (h *h2cClient) call(ctx context.Context, body []byte, keep bool) ([]byte, error) {
+	const op = "Infer"
+	deadline := time.Now().Add(h.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(op, err)
+	}
+	cn, err := h.conn(ctx, deadline)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, ctxError(op, cerr)
+		}
+		if time.Now().After(deadline) {
+			return nil, ctxError(op, context.DeadlineExceeded)
+		}
+		return nil, &Error{Op: op, GRPCCode: codes.Unavailable, Message: err.Error(), Err: err}
+	}
+	s := h2cStreams.Get().(*h2cStream)
+	s.reset(keep, h.max)
+	s.timer.Reset(time.Until(deadline))
+	defer func() {
+		s.timer.Stop()
+		s.msg = nil
+		h2cStreams.Put(s)
+	}()
+	if err := cn.send(ctx, s, body, deadline); err != nil {
+		return nil, err
+	}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return nil, cn.abandon(s, op, ctx.Err(), 0)
+	case <-s.timer.C:
+		return nil, cn.abandon(s, op, context.DeadlineExceeded, cn.frames.Load())
+	}
+	return s.result(op)
+}
+
+// result is the call's outcome once the stream ended.
+func (s *h2cStream) result(op string) ([]byte, error) {
+	switch {
+	case s.err != nil && s.code == codes.OK:
+		return nil, &Error{Op: op, GRPCCode: codes.Unavailable, Message: s.err.Error(), Err: s.err}
+	case s.code != codes.OK:
+		e := &Error{Op: op, GRPCCode: s.code, Message: s.message, Err: s.err}
+		if s.code == codes.DeadlineExceeded {
+			// The server enforces the grpc-timeout sent (as grpc-go's client).
+			e.Err = context.DeadlineExceeded
+		}
+		return nil, e
+	}
+	msg := s.msg
+	s.msg = nil
+	if msg == nil && s.keep {
+		msg = []byte{}
+	}
+	return msg, nil
+}
+
+func ctxError(op string, err error) *Error {
+	code := codes.Canceled
+	if errors.Is(err, context.DeadlineExceeded) {
+		code = codes.DeadlineExceeded
+	}
+	return &Error{Op: op, GRPCCode: code, Message: err.Error(), Err: err}
+}
+
+// abandon ends a call that its context or deadline ended before the
+// answer: the stream is reset. If nothing at all came from the server
+// since the call started (seen is the frame count then, 0 when unknown),
+// the connection is taken for hung and closed, so that the next call
+// dials afresh.
+func (cn *h2cConn) abandon(s *h2cStream, op string, cause error, seen uint64) error {
+	cn.mu.Lock()
+	if s.ended { // the answer came meanwhile
+		cn.mu.Unlock()
+		<-s.done
+		return ctxError(op, cause)
+	}
+	s.ended = true
+	delete(cn.streams, s.id)
+	cn.release()
+	cn.mu.Unlock()
+	if seen != 0 && seen == s.seen {
+		cn.fail(fmt.Errorf("no answer from the server within the deadline"))
+	} else {
+		cn.resetStream(s.id, http2.ErrCodeCancel)
+	}
+	return ctxError(op, cause)
+}
+
+// send opens the call's stream and writes the request, within the
+// peer's stream limit and flow-control windows.
+func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline time.Time) error {
+	const op = "Infer"
+	// A stream slot first, without holding the write lock.
+	cn.mu.Lock()
+	for {
+		if cn.err != nil || cn.goAway {
+			err := cn.unusable()
+			cn.mu.Unlock()
+			return err
+		}
+		if cn.active < cn.maxActive {
+			cn.active++
+			break
+		}
+		ch := cn.wait()
+		cn.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctxError(op, ctx.Err())
+		case <-s.timer.C:
+			return ctxError(op, context.DeadlineExceeded)
+		}
+		cn.mu.Lock()
+	}
+	cn.mu.Unlock()
+
+	// Stream ids must reach the wire in increasing order: the id is taken
+	// under the write lock.
+	cn.queued.Add(1)
+	cn.wmu.Lock()
+	cn.queued.Add(-1)
+	cn.mu.Lock()
+	if cn.err != nil || cn.goAway {
+		err := cn.unusable()
+		cn.release()
+		cn.mu.Unlock()
+		if werr := cn.unlockW(nil); werr != nil {
+			cn.fail(werr)
+		}
+		return err
+	}
+	s.id = cn.nextID
+	if cn.nextID += 2; cn.nextID > 1<<31-1 {
+		cn.goAway = true // ids used up: the next call dials a new connection
+	}
+	s.sendWin, s.recvAvail, s.seen = cn.initWin, int64(h2cStreamWindow), cn.frames.Load()
+	cn.streams[s.id] = s
+	maxFrame := cn.maxFrame
+	cn.mu.Unlock()
+
+	if !deadline.Equal(cn.wdead) {
+		cn.nc.SetWriteDeadline(deadline)
+		cn.wdead = deadline
+	}
+	cn.hdr = appendGRPCTimeout(append(cn.hdr[:0], cn.h.block...), time.Until(deadline))
+	err := cn.writeHeaders(s.id, cn.hdr, maxFrame)
+	for err == nil && len(body) > 0 {
+		cn.mu.Lock()
+		if s.ended { // reset or failed meanwhile: the answer is known
+			cn.mu.Unlock()
+			break
+		}
+		n := min(int64(len(body)), cn.sendWin, s.sendWin, int64(cn.maxFrame))
+		if n <= 0 {
+			ch := cn.wait()
+			cn.mu.Unlock()
+			if err = cn.bw.Flush(); err != nil {
+				break
+			}
+			cn.wmu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return cn.abandon(s, op, ctx.Err(), 0)
+			case <-s.timer.C:
+				return cn.abandon(s, op, context.DeadlineExceeded, 0)
+			}
+			cn.queued.Add(1)
+			cn.wmu.Lock()
+			cn.queued.Add(-1)
+			continue
+		}
+		cn.sendWin -= n
+		s.sendWin -= n
+		cn.mu.Unlock()
+		err = cn.fr.WriteData(s.id, int64(len(body)) == n, body[:n])
+		body = body[n:]
+	}
+	if err = cn.unlockW(err); err != nil {
+		cn.fail(err) // the answer is this error
+	}
+	return nil
+}
+
+// unusable is the error of a call on a broken or closing connection,
+// under cn.mu.
+func (cn *h2cConn) unusable() error {
+	err := cn.err
+	if err == nil {
+		err = errors.New("the server sent GOAWAY")
+	}
+	return &Error{Op: "Infer", GRPCCode: codes.Unavailable, Message: err.Error(), Err: err}
+}
+
+// writeHeaders writes a header block in HEADERS and CONTINUATION frames of
+// at most maxFrame bytes, under wmu.
+func (cn *h2cConn) writeHeaders(id uint32, block []byte, maxFrame int) error {
+	first := block[:min(len(block), maxFrame)]
+	block = block[len(first):]
+	err := cn.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndHeaders: len(block) == 0})
+	for err == nil && len(block) > 0 {
+		frag := block[:min(len(block), maxFrame)]
+		block = block[len(frag):]
+		err = cn.fr.WriteContinuation(id, len(block) == 0, frag)
+	}
+	return err
+}
+
+// appendGRPCTimeout appends grpc-timeout for d as a literal field without
+// indexing: at most 8 digits and a unit, rounded up.
+func appendGRPCTimeout(b []byte, d time.Duration) []byte {
+	const name = "grpc-timeout"
+	if d <= 0 {
+		d = 1
+	}
+	var unit byte
+	var n int64
+	for _, u := range []struct {
+		d time.Duration
+		c byte
+	}{{time.Nanosecond, 'n'}, {time.Microsecond, 'u'}, {time.Millisecond, 'm'}, {time.Second, 'S'}, {time.Minute, 'M'}, {time.Hour, 'H'}} {
+		n, unit = (int64(d)+int64(u.d)-1)/int64(u.d), u.c
+		if n <= 99999999 {
+			break
+		}
+	}
+	b = append(b, 0x00, byte(len(name)))
+	b = append(b, name...)
+	var digits [24]byte
+	v := strconv.AppendInt(digits[:0], n, 10)
+	b = append(b, byte(len(v)+1))
+	b = append(b, v...)
+	return append(b, unit)
+}
+
+// close closes the connection; calls on it fail.
+func (h *h2cClient) close() {
+	h.closed.Store(true)
+	for _, sl := range h.slots {
+		sl.mu.Lock()
+		if sl.cn != nil {
+			sl.cn.fail(errors.New("client closed"))
+		}
+		sl.mu.Unlock()
+	}
+}
+
+// rstCode maps an RST_STREAM error code to a gRPC code as grpc-go does.
+func rstCode(c http2.ErrCode) codes.Code {
+	switch c {
+	case http2.ErrCodeRefusedStream:
+		return codes.Unavailable
+	case http2.ErrCodeCancel:
+		return codes.Canceled
+	case http2.ErrCodeEnhanceYourCalm:
+		return codes.ResourceExhausted
+	case http2.ErrCodeInadequateSecurity:
+		return codes.PermissionDenied
+	}
+	return codes.Internal
+}
+
+// httpStatusCode maps a non-200 HTTP status to a gRPC code as grpc-go does.
+func httpStatusCode(status int) codes.Code {
+	switch status {
+	case 400:
+		return codes.Internal
+	case 401:
+		return codes.Unauthenticated
+	case 403:
+		return codes.PermissionDenied
+	case 404:
+		return codes.Unimplemented
+	case 429, 502, 503, 504:
+		return codes.Unavailable
+	}
+	return codes.Unknown
+}
+
+// decodeGRPCMessage undoes grpc-message's percent-encoding; malformed
+// escapes are kept as they are.
+func decodeGRPCMessage(m string) string {
+	if strings.IndexByte(m, '%') < 0 {
+		return m
+	}
+	var b strings.Builder
+	for i := 0; i < len(m); i++ {
+		if m[i] == '%' && i+2 < len(m) {
+			if v, err := strconv.ParseUint(m[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(m[i])
+	}
+	return b.String()
+}
