@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/version"
@@ -102,6 +103,15 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// GRPCStatus makes status.FromError and status.Code see a gRPC failure's
+// code and message; it is nil for REST and transport failures.
+func (e *Error) GRPCStatus() *status.Status {
+	if e.GRPCCode == codes.OK {
+		return nil
+	}
+	return status.New(e.GRPCCode, e.Message)
+}
 
 // New returns a client for protocol p: target is a base URL
 // ("http://127.0.0.1:8000") for REST and "host:port" for gRPC.

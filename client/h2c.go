@@ -688,9 +688,9 @@ func (h *h2cClient) call(ctx context.Context, body []byte, keep bool) ([]byte, e
 	select {
 	case <-s.done:
 	case <-ctx.Done():
-		return nil, cn.abandon(s, op, ctx.Err(), 0)
+		return nil, cn.abandon(s, op, ctx.Err(), false)
 	case <-s.timer.C:
-		return nil, cn.abandon(s, op, context.DeadlineExceeded, cn.frames.Load())
+		return nil, cn.abandon(s, op, context.DeadlineExceeded, true)
 	}
 	return s.result(op)
 }
@@ -725,11 +725,11 @@ func ctxError(op string, err error) *Error {
 }
 
 // abandon ends a call that its context or deadline ended before the
-// answer: the stream is reset. If nothing at all came from the server
-// since the call started (seen is the frame count then, 0 when unknown),
-// the connection is taken for hung and closed, so that the next call
-// dials afresh.
-func (cn *h2cConn) abandon(s *h2cStream, op string, cause error, seen uint64) error {
+// answer: the stream is reset. If the call waited for its answer until the
+// deadline (waited) and nothing at all came from the server meanwhile, the
+// connection is taken for hung and closed, so that the next call dials
+// afresh.
+func (cn *h2cConn) abandon(s *h2cStream, op string, cause error, waited bool) error {
 	cn.mu.Lock()
 	if s.ended { // the answer came meanwhile
 		cn.mu.Unlock()
@@ -740,7 +740,7 @@ func (cn *h2cConn) abandon(s *h2cStream, op string, cause error, seen uint64) er
 	delete(cn.streams, s.id)
 	cn.release()
 	cn.mu.Unlock()
-	if seen != 0 && seen == s.seen {
+	if waited && cn.frames.Load() == s.seen {
 		cn.fail(fmt.Errorf("no answer from the server within the deadline"))
 	} else {
 		cn.resetStream(s.id, http2.ErrCodeCancel)
@@ -824,9 +824,9 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 			select {
 			case <-ch:
 			case <-ctx.Done():
-				return cn.abandon(s, op, ctx.Err(), 0)
+				return cn.abandon(s, op, ctx.Err(), false)
 			case <-s.timer.C:
-				return cn.abandon(s, op, context.DeadlineExceeded, 0)
+				return cn.abandon(s, op, context.DeadlineExceeded, false)
 			}
 			cn.queued.Add(1)
 			cn.wmu.Lock()
