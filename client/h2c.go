@@ -144,10 +144,10 @@ type h2cConn struct {
 	// arriving together share one write to the socket.
 	wmu    sync.Mutex
 	queued atomic.Int32
-	bw    *bufio.Writer
-	fr    *http2.Framer // writes under wmu; reads by the reader goroutine only
-	hdr   []byte        // the header block being written
-	wdead time.Time     // the write deadline set on nc
+	bw     *bufio.Writer
+	fr     *http2.Framer // writes under wmu; reads by the reader goroutine only
+	hdr    []byte        // the header block being written
+	wdead  time.Time     // the write deadline set on nc
 
 	mu        sync.Mutex
 	streams   map[uint32]*h2cStream
@@ -164,6 +164,43 @@ type h2cConn struct {
 	err       error  // set once the connection broke
 	changed   chan struct{}
 	frames    atomic.Uint64 // frames read: progress, for hung-server detection
+
+	// The reader's header decoding: the fields of the block being read
+	// (HEADERS then CONTINUATION frames) are taken as they are decoded,
+	// without building a header map.
+	dec *hpack.Decoder
+	hb  headerBlock
+}
+
+// headerBlock is what a response's headers or trailers say.
+type headerBlock struct {
+	id          uint32
+	endStream   bool
+	size        int // decoded bytes, as HTTP/2 counts them for the list size
+	status      string
+	ctype       string
+	grpcStatus  string
+	hasStatus   bool
+	grpcMessage string
+}
+
+// onField takes one decoded header field.
+func (cn *h2cConn) onField(f hpack.HeaderField) {
+	hb := &cn.hb
+	if hb.size += int(f.Size()); hb.size > maxH2CHeaderList {
+		cn.dec.SetEmitEnabled(false)
+		return
+	}
+	switch f.Name {
+	case ":status":
+		hb.status = f.Value
+	case "content-type":
+		hb.ctype = f.Value
+	case "grpc-status":
+		hb.grpcStatus, hb.hasStatus = f.Value, true
+	case "grpc-message":
+		hb.grpcMessage = f.Value
+	}
 }
 
 // h2cStream is one call. The reader goroutine fills it under the
@@ -288,9 +325,9 @@ func (h *h2cClient) dial(ctx context.Context, deadline time.Time) (*h2cConn, err
 	}
 	cn.fr = http2.NewFramer(cn.bw, bufio.NewReaderSize(nc, 32<<10))
 	cn.fr.SetMaxReadFrameSize(h2cMaxFrame)
-	cn.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	cn.fr.ReadMetaHeaders.SetMaxStringLength(maxH2CHeaderList)
-	cn.fr.MaxHeaderListSize = maxH2CHeaderList
+	cn.fr.SetReuseFrames()
+	cn.dec = hpack.NewDecoder(4096, cn.onField)
+	cn.dec.SetMaxStringLength(maxH2CHeaderList)
 
 	nc.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(aLongTimeAgo) })
@@ -401,20 +438,12 @@ func (cn *h2cConn) handle(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.DataFrame:
 		return cn.onData(f)
-	case *http2.MetaHeadersFrame:
-		cn.mu.Lock()
-		if s := cn.streams[f.StreamID]; s != nil {
-			s.onHeaders(f)
-			if s.err != nil || f.StreamEnded() {
-				if !f.StreamEnded() {
-					cn.mu.Unlock()
-					cn.resetStream(f.StreamID, http2.ErrCodeProtocol)
-					cn.mu.Lock()
-				}
-				cn.finish(s)
-			}
-		}
-		cn.mu.Unlock()
+	case *http2.HeadersFrame:
+		cn.hb = headerBlock{id: f.StreamID, endStream: f.StreamEnded()}
+		cn.dec.SetEmitEnabled(true)
+		return cn.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.ContinuationFrame: // the Framer checks that it follows HEADERS
+		return cn.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.RSTStreamFrame:
 		cn.mu.Lock()
 		if s := cn.streams[f.StreamID]; s != nil {
@@ -473,27 +502,52 @@ func (cn *h2cConn) handle(f http2.Frame) error {
 	return nil
 }
 
+// headerFragment decodes a piece of a header block; at its end the block
+// goes to its stream. The decoder's state is the connection's, so every
+// block is decoded, whichever stream it is for.
+func (cn *h2cConn) headerFragment(frag []byte, end bool) error {
+	if _, err := cn.dec.Write(frag); err != nil {
+		return fmt.Errorf("%w: header block: %w", ErrMalformedResponse, err)
+	}
+	if !end {
+		return nil
+	}
+	if err := cn.dec.Close(); err != nil {
+		return fmt.Errorf("%w: header block: %w", ErrMalformedResponse, err)
+	}
+	hb := &cn.hb
+	cn.mu.Lock()
+	s := cn.streams[hb.id]
+	if s == nil {
+		cn.mu.Unlock()
+		return nil
+	}
+	s.onHeaders(hb)
+	if s.err == nil && s.code == codes.OK && !hb.endStream {
+		cn.mu.Unlock()
+		return nil
+	}
+	cn.finish(s)
+	cn.mu.Unlock()
+	if !hb.endStream {
+		cn.resetStream(hb.id, http2.ErrCodeCancel)
+	}
+	return nil
+}
+
 // onHeaders takes the response headers or trailers, under cn.mu.
-func (s *h2cStream) onHeaders(f *http2.MetaHeadersFrame) {
-	if f.Truncated {
+func (s *h2cStream) onHeaders(hb *headerBlock) {
+	if hb.size > maxH2CHeaderList {
 		s.err = fmt.Errorf("%w: response header list exceeds %d bytes", ErrMalformedResponse, maxH2CHeaderList)
 		return
 	}
 	first := !s.headers
 	s.headers = true
-	var status, ctype, grpcStatus, grpcMessage string
-	hasStatus := false
-	for _, hf := range f.Fields {
-		switch hf.Name {
-		case ":status":
-			status = hf.Value
-		case "content-type":
-			ctype = hf.Value
-		case "grpc-status":
-			grpcStatus, hasStatus = hf.Value, true
-		case "grpc-message":
-			grpcMessage = hf.Value
-		}
+	status, ctype, grpcStatus, grpcMessage, hasStatus := hb.status, hb.ctype, hb.grpcStatus, hb.grpcMessage, hb.hasStatus
+	if first && hasStatus && hb.endStream && status == "200" {
+		// Trailers-only: the status is all there is (content-type is
+		// not checked, as grpc-go does not).
+		first = false
 	}
 	if first {
 		if status != "200" {
@@ -508,11 +562,11 @@ func (s *h2cStream) onHeaders(f *http2.MetaHeadersFrame) {
 			s.code, s.message = codes.Unknown, fmt.Sprintf("unexpected content-type %q", ctype)
 			return
 		}
-	} else if !f.StreamEnded() {
+	} else if !hb.endStream {
 		s.err = fmt.Errorf("%w: a second HEADERS frame that does not end the stream", ErrMalformedResponse)
 		return
 	}
-	if !f.StreamEnded() {
+	if !hb.endStream {
 		return
 	}
 	if !hasStatus {
