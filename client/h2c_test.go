@@ -17,7 +17,9 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -32,6 +34,7 @@ type h2cServer struct {
 	inferencepb.UnimplementedGRPCInferenceServiceServer
 	mu      sync.Mutex
 	md      metadata.MD
+	peers   map[string]bool // client addresses seen
 	now     atomic.Int32
 	maxSeen atomic.Int32
 }
@@ -40,6 +43,12 @@ func (s *h2cServer) ModelInfer(ctx context.Context, r *inferencepb.ModelInferReq
 	md, _ := metadata.FromIncomingContext(ctx)
 	s.mu.Lock()
 	s.md = md
+	if p, ok := peer.FromContext(ctx); ok {
+		if s.peers == nil {
+			s.peers = map[string]bool{}
+		}
+		s.peers[p.Addr.String()] = true
+	}
 	s.mu.Unlock()
 	switch r.ModelName {
 	case "fail":
@@ -471,5 +480,47 @@ func TestH2CInvalidMetadata(t *testing.T) {
 	}
 	if _, err := newH2C("127.0.0.1:1", Options{Connections: 1}, []string{"grpc-timeout", "1S"}); err == nil {
 		t.Fatal("a reserved header accepted")
+	}
+}
+
+// TestH2CGoAway: a server that ages its connections out (GOAWAY, then
+// close) loses no call: streams it accepted finish, later calls dial anew.
+func TestH2CGoAway(t *testing.T) {
+	s, addr := startH2CServer(t, grpc.KeepaliveParams(keepalive.ServerParameters{
+		MaxConnectionAge: 50 * time.Millisecond, MaxConnectionAgeGrace: time.Second,
+	}))
+	c := newTestGRPC(t, addr, Options{})
+	p, req := prepare(t, c, "echo", []byte("abc"))
+	var wg sync.WaitGroup
+	var calls, unavailable atomic.Int32
+	stop := time.Now().Add(400 * time.Millisecond)
+	for range 4 {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				calls.Add(1)
+				b, err := p.Send(context.Background(), true)
+				var ce *Error
+				if errors.As(err, &ce) && ce.GRPCCode == codes.Unavailable && strings.Contains(ce.Message, "GOAWAY") {
+					unavailable.Add(1) // sent after the GOAWAY's last stream: not processed
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				checkEcho(t, b, req)
+			}
+		})
+	}
+	wg.Wait()
+	s.mu.Lock()
+	conns := len(s.peers)
+	s.mu.Unlock()
+	t.Logf("%d calls on %d connections, %d refused by GOAWAY", calls.Load(), conns, unavailable.Load())
+	if conns < 3 {
+		t.Errorf("the calls used %d connections; the server's GOAWAYs did not happen or were not followed", conns)
+	}
+	if unavailable.Load()*10 > calls.Load() {
+		t.Errorf("%d of %d calls refused by GOAWAY", unavailable.Load(), calls.Load())
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/internal/tlstest"
@@ -90,6 +91,20 @@ func TestGRPCTLS(t *testing.T) {
 	}
 	if got := impl.lastMD().Get(":authority"); len(got) != 1 || got[0] != "example.com" {
 		t.Errorf(":authority = %q", got)
+	}
+	// A prepared ModelInfer goes through grpc-go over TLS.
+	msg, _ := proto.Marshal(&inferencepb.ModelInferRequest{ModelName: "m", Id: "7", RawInputContents: [][]byte{[]byte("abc")}})
+	p, err := c.PrepareInfer(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Send(context.Background(), true)
+	var resp inferencepb.ModelInferResponse
+	if err != nil || proto.Unmarshal(b, &resp) != nil || resp.Id != "7" || string(resp.RawOutputContents[0]) != "abc" {
+		t.Errorf("prepared ModelInfer over TLS: %v, %v", &resp, err)
+	}
+	if b, err := p.Send(context.Background(), false); err != nil || b != nil {
+		t.Errorf("prepared ModelInfer over TLS, not kept: %q, %v", b, err)
 	}
 
 	c2 := grpcClient(t, addr, false, client.Options{TLS: tlsConfig(hs), Host: "wrong.example.org"})
