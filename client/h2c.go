@@ -47,8 +47,9 @@ type h2cClient struct {
 // h2cSlot holds one of the client's connections, replaced when it breaks or
 // the server sends GOAWAY.
 type h2cSlot struct {
-	mu sync.Mutex
-	cn *h2cConn
+	mu      sync.Mutex
+	cn      *h2cConn
+	dialing chan struct{} // closed when the dial under way ends
 }
 
 // Limits and windows of the lean transport.
@@ -176,6 +177,7 @@ type h2cConn struct {
 type headerBlock struct {
 	id          uint32
 	endStream   bool
+	wire        int // encoded bytes
 	size        int // decoded bytes, as HTTP/2 counts them for the list size
 	status      string
 	ctype       string
@@ -277,34 +279,61 @@ func (cn *h2cConn) wait() <-chan struct{} {
 	return cn.changed
 }
 
-// conn returns a usable connection of a slot, dialling one if needed.
+// conn returns a usable connection of a slot, dialling one if needed. Calls
+// that find a dial under way wait for it until their deadline.
 func (h *h2cClient) conn(ctx context.Context, deadline time.Time) (*h2cConn, error) {
 	sl := h.slots[0]
 	if len(h.slots) > 1 {
 		sl = h.slots[(h.next.Add(1)-1)%uint64(len(h.slots))]
 	}
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	if cn := sl.cn; cn != nil {
-		cn.mu.Lock()
-		ok := cn.err == nil && !cn.goAway
-		cn.mu.Unlock()
-		if ok {
-			return cn, nil
+	var timer *time.Timer
+	for {
+		sl.mu.Lock()
+		if cn := sl.cn; cn != nil {
+			cn.mu.Lock()
+			ok := cn.err == nil && !cn.goAway
+			cn.mu.Unlock()
+			if ok {
+				sl.mu.Unlock()
+				return cn, nil
+			}
+		}
+		if h.closed.Load() {
+			sl.mu.Unlock()
+			return nil, errors.New("client closed")
+		}
+		if sl.dialing == nil {
+			break
+		}
+		ch := sl.dialing
+		sl.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return nil, context.DeadlineExceeded
 		}
 	}
-	if h.closed.Load() {
-		return nil, errors.New("client closed")
-	}
+	sl.dialing = make(chan struct{})
+	sl.mu.Unlock()
 	cn, err := h.dial(ctx, deadline)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	close(sl.dialing)
+	sl.dialing = nil
 	if err != nil {
 		return nil, err
 	}
-	sl.cn = cn
 	if h.closed.Load() { // Close ran during the dial
 		cn.nc.Close()
 		return nil, errors.New("client closed")
 	}
+	sl.cn = cn
 	return cn, nil
 }
 
@@ -506,6 +535,11 @@ func (cn *h2cConn) handle(f http2.Frame) error {
 // goes to its stream. The decoder's state is the connection's, so every
 // block is decoded, whichever stream it is for.
 func (cn *h2cConn) headerFragment(frag []byte, end bool) error {
+	// The decoded size is bounded by onField; this bounds the time spent
+	// on a block that never ends (a CONTINUATION flood).
+	if cn.hb.wire += len(frag); cn.hb.wire > maxH2CHeaderList {
+		return fmt.Errorf("%w: header block exceeds %d bytes", ErrMalformedResponse, maxH2CHeaderList)
+	}
 	if _, err := cn.dec.Write(frag); err != nil {
 		return fmt.Errorf("%w: header block: %w", ErrMalformedResponse, err)
 	}

@@ -524,3 +524,59 @@ func TestH2CGoAway(t *testing.T) {
 		t.Errorf("%d of %d calls refused by GOAWAY", unavailable.Load(), calls.Load())
 	}
 }
+
+// TestH2CDialWait: calls that wait for another call's dial to a server that
+// never completes the HTTP/2 handshake end at their own deadline.
+func TestH2CDialWait(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		for {
+			nc, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close() // silent: no SETTINGS
+		}
+	}()
+	c := newTestGRPC(t, lis.Addr().String(), Options{Timeout: 100 * time.Millisecond})
+	p, _ := c.PrepareInfer([]byte("req"))
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := p.Send(context.Background(), false); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v, want DeadlineExceeded", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestH2CContinuationFlood: a header block that never ends breaks the
+// connection rather than being read forever.
+func TestH2CContinuationFlood(t *testing.T) {
+	addr := rawH2Server(t, func(n int, nc net.Conn, fr *http2.Framer) {
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if f.Header().Type == http2.FrameData {
+				break
+			}
+		}
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x88}})
+		junk := bytes.Repeat([]byte{0x88}, 16<<10) // ":status: 200", again and again
+		for fr.WriteContinuation(1, false, junk) == nil {
+		}
+	})
+	c := newTestGRPC(t, addr, Options{Timeout: 10 * time.Second})
+	p, _ := c.PrepareInfer([]byte("req"))
+	_, err := p.Send(context.Background(), false)
+	if !errors.Is(err, ErrMalformedResponse) {
+		t.Fatalf("err = %v, want ErrMalformedResponse", err)
+	}
+}
