@@ -613,7 +613,7 @@ func (s *h2cStream) onHeaders(hb *headerBlock) {
 		return
 	}
 	s.code, s.message = codes.Code(n), decodeGRPCMessage(grpcMessage)
-	if s.code == codes.OK && s.msgs != 1 {
+	if s.code == codes.OK && (s.msgs != 1 || s.msgLen >= 0) {
 		s.code, s.message = codes.Internal, fmt.Sprintf("the server sent %d messages, want 1", s.msgs)
 		if s.msgLen >= 0 {
 			s.message = "the server's message ended early"
@@ -752,26 +752,36 @@ func (h *h2cClient) call(ctx context.Context, body []byte, keep bool) ([]byte, e
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(op, err)
 	}
-	cn, err := h.conn(ctx, deadline)
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, ctxError(op, cerr)
-		}
-		if time.Now().After(deadline) {
-			return nil, ctxError(op, context.DeadlineExceeded)
-		}
-		return nil, &Error{Op: op, GRPCCode: codes.Unavailable, Message: err.Error(), Err: err}
-	}
 	s := h2cStreams.Get().(*h2cStream)
-	s.reset(keep, h.max)
 	s.timer.Reset(time.Until(deadline))
 	defer func() {
 		s.timer.Stop()
 		s.msg = nil
 		h2cStreams.Put(s)
 	}()
-	if err := cn.send(ctx, s, body, deadline); err != nil {
-		return nil, err
+	var cn *h2cConn
+	for attempt := 0; ; attempt++ {
+		var err error
+		if cn, err = h.conn(ctx, deadline); err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, ctxError(op, cerr)
+			}
+			if time.Now().After(deadline) {
+				return nil, ctxError(op, context.DeadlineExceeded)
+			}
+			return nil, &Error{Op: op, GRPCCode: codes.Unavailable, Message: err.Error(), Err: err}
+		}
+		s.reset(keep, h.max)
+		unsent, err := cn.send(ctx, s, body, deadline)
+		if unsent && attempt < 2 {
+			// The connection broke or began to close before the call
+			// went out: another connection may take it.
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	select {
 	case <-s.done:
@@ -838,7 +848,7 @@ func (cn *h2cConn) abandon(s *h2cStream, op string, cause error, waited bool) er
 
 // send opens the call's stream and writes the request, within the
 // peer's stream limit and flow-control windows.
-func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline time.Time) error {
+func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline time.Time) (unsent bool, err error) {
 	const op = "Infer"
 	// A stream slot first, without holding the write lock.
 	cn.mu.Lock()
@@ -846,7 +856,7 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 		if cn.err != nil || cn.goAway {
 			err := cn.unusable()
 			cn.mu.Unlock()
-			return err
+			return true, err
 		}
 		if cn.active < cn.maxActive {
 			cn.active++
@@ -857,9 +867,9 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return ctxError(op, ctx.Err())
+			return false, ctxError(op, ctx.Err())
 		case <-s.timer.C:
-			return ctxError(op, context.DeadlineExceeded)
+			return false, ctxError(op, context.DeadlineExceeded)
 		}
 		cn.mu.Lock()
 	}
@@ -878,7 +888,7 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 		if werr := cn.unlockW(nil); werr != nil {
 			cn.fail(werr)
 		}
-		return err
+		return true, err
 	}
 	s.id = cn.nextID
 	if cn.nextID += 2; cn.nextID > 1<<31-1 {
@@ -894,7 +904,7 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 		cn.wdead = deadline
 	}
 	cn.hdr = appendGRPCTimeout(append(cn.hdr[:0], cn.h.block...), time.Until(deadline))
-	err := cn.writeHeaders(s.id, cn.hdr, maxFrame)
+	err = cn.writeHeaders(s.id, cn.hdr, maxFrame)
 	for err == nil && len(body) > 0 {
 		cn.mu.Lock()
 		if s.ended { // reset or failed meanwhile: the answer is known
@@ -912,9 +922,9 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 			select {
 			case <-ch:
 			case <-ctx.Done():
-				return cn.abandon(s, op, ctx.Err(), false)
+				return false, cn.abandon(s, op, ctx.Err(), false)
 			case <-s.timer.C:
-				return cn.abandon(s, op, context.DeadlineExceeded, false)
+				return false, cn.abandon(s, op, context.DeadlineExceeded, false)
 			}
 			cn.queued.Add(1)
 			cn.wmu.Lock()
@@ -930,7 +940,7 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 	if err = cn.unlockW(err); err != nil {
 		cn.fail(err) // the answer is this error
 	}
-	return nil
+	return false, nil
 }
 
 // unusable is the error of a call on a broken or closing connection,
