@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -99,7 +100,11 @@ func newH2C(addr string, opts Options, md []string) (*h2cClient, error) {
 		if md[i] == "user-agent" {
 			continue
 		}
-		if err := field(md[i], md[i+1]); err != nil {
+		v := md[i+1]
+		if strings.HasSuffix(md[i], "-bin") { // binary metadata, as grpc-go sends it
+			v = base64.RawStdEncoding.EncodeToString([]byte(v))
+		}
+		if err := field(md[i], v); err != nil {
 			return nil, err
 		}
 	}

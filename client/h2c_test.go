@@ -121,7 +121,7 @@ func checkEcho(t *testing.T, b []byte, req *inferencepb.ModelInferRequest) {
 
 func TestH2CSuccessAndMetadata(t *testing.T) {
 	s, addr := startH2CServer(t)
-	h := map[string][]string{"Authorization": {"Bearer x"}, "X-Trace": {"a", "b"}}
+	h := map[string][]string{"Authorization": {"Bearer x"}, "X-Trace": {"a", "b"}, "X-Blob-Bin": {"\x00\x01"}}
 	c := newTestGRPC(t, addr, Options{Header: h, Host: "infer.example"})
 	p, req := prepare(t, c, "echo", []byte("0123456789abcdef"))
 	for range 3 { // the connection is reused
@@ -138,7 +138,7 @@ func TestH2CSuccessAndMetadata(t *testing.T) {
 	md := s.md
 	s.mu.Unlock()
 	for k, want := range map[string][]string{
-		"authorization": {"Bearer x"}, "x-trace": {"a", "b"}, ":authority": {"infer.example"},
+		"authorization": {"Bearer x"}, "x-trace": {"a", "b"}, ":authority": {"infer.example"}, "x-blob-bin": {"\x00\x01"},
 		"content-type": {"application/grpc"},
 	} {
 		if got := md.Get(k); strings.Join(got, ",") != strings.Join(want, ",") {

@@ -30,7 +30,7 @@ type OIPTarget struct {
 	data     client.Client // the requests
 	rest     *client.REST
 	grpc     *client.GRPC
-	conn     grpc.ClientConnInterface // gRPC hot path, with the pre-encoded codec
+	conn     grpc.ClientConnInterface // gRPC sequences, streams and the clock probe, with the pre-encoded codec
 	md       metadata.MD              // gRPC metadata from --header
 	callOpts []grpc.CallOption
 	payloads []payload
@@ -288,8 +288,9 @@ func (t *OIPTarget) Info() TargetInfo { return t.info }
 // Do sends request seq: payload seq mod the number of payloads. Every
 // answer's framing is checked whether or not it is validated: REST status,
 // lengths and chunking, and the binary Inference-Header-Content-Length
-// against the body (client.PreparedInfer), gRPC by grpc-go; the body is
-// kept only to validate it.
+// against the body (client.PreparedInfer), gRPC's HTTP/2 and message
+// framing and its status (client.PreparedGRPCInfer); the body is kept only
+// to validate it.
 func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 	p := &t.payloads[seq%uint64(len(t.payloads))]
 	if p.post != nil {
