@@ -153,7 +153,7 @@ type h2cConn struct {
 	bw     *bufio.Writer
 	fr     *http2.Framer // writes under wmu; reads by the reader goroutine only
 	hdr    []byte        // the header block being written
-	wdead  time.Time     // the write deadline set on nc
+	wdead  time.Time     // the write deadline set on nc (see send)
 
 	mu        sync.Mutex
 	streams   map[uint32]*h2cStream
@@ -223,18 +223,20 @@ type h2cStream struct {
 	recvAvail int64
 	recvDone  int64
 
-	headers bool // response headers seen
-	prefix  [5]byte
-	prefixN int
-	msgLen  int64 // -1 until the prefix is complete
-	got     int64
-	msgs    int
-	msg     []byte
-	ended   bool
-	seen    uint64 // the connection's frame count when the call was sent
-	code    codes.Code
-	message string
-	err     error // transport or protocol failure
+	headers  bool // response headers seen
+	prefix   [5]byte
+	prefixN  int
+	msgLen   int64 // -1 until the prefix is complete
+	got      int64
+	msgs     int
+	msg      []byte
+	ended    bool
+	seen     uint64    // the connection's frame count when the call was sent
+	sent     time.Time // when it was sent
+	deadline time.Time
+	code     codes.Code
+	message  string
+	err      error // transport or protocol failure
 }
 
 var h2cStreams = sync.Pool{New: func() any {
@@ -482,6 +484,11 @@ func (cn *h2cConn) handle(f http2.Frame) error {
 		cn.mu.Lock()
 		if s := cn.streams[f.StreamID]; s != nil {
 			s.code, s.message = rstCode(f.ErrCode), fmt.Sprintf("stream reset by the server: %v", f.ErrCode)
+			if s.code == codes.Canceled && !time.Now().Before(s.deadline) {
+				// The server cancels calls past the grpc-timeout sent:
+				// that is the deadline (as grpc-go's client reports it).
+				s.code = codes.DeadlineExceeded
+			}
 			cn.finish(s)
 		}
 		cn.mu.Unlock()
@@ -827,11 +834,17 @@ func ctxError(op string, err error) *Error {
 	return &Error{Op: op, GRPCCode: code, Message: err.Error(), Err: err}
 }
 
+// hungAfter is how long a connection must stay silent, with a call
+// waiting on it, to be taken for hung. Short timeouts (a server slower than
+// them) must not make every timeout close the connection and fail its
+// other calls. (A variable for tests.)
+var hungAfter = time.Second
+
 // abandon ends a call that its context or deadline ended before the
 // answer: the stream is reset. If the call waited for its answer until the
-// deadline (waited) and nothing at all came from the server meanwhile, the
-// connection is taken for hung and closed, so that the next call dials
-// afresh.
+// deadline (waited), at least hungAfter, and nothing at all came from the
+// server meanwhile, the connection is taken for hung and closed, so that
+// the next call dials afresh.
 func (cn *h2cConn) abandon(s *h2cStream, op string, cause error, waited bool) error {
 	cn.mu.Lock()
 	if s.ended { // the answer came meanwhile
@@ -843,7 +856,7 @@ func (cn *h2cConn) abandon(s *h2cStream, op string, cause error, waited bool) er
 	delete(cn.streams, s.id)
 	cn.release()
 	cn.mu.Unlock()
-	if waited && cn.frames.Load() == s.seen {
+	if waited && cn.frames.Load() == s.seen && time.Since(s.sent) >= hungAfter {
 		cn.fail(fmt.Errorf("no answer from the server within the deadline"))
 	} else {
 		cn.resetStream(s.id, http2.ErrCodeCancel)
@@ -885,6 +898,16 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 	cn.queued.Add(1)
 	cn.wmu.Lock()
 	cn.queued.Add(-1)
+	now := time.Now()
+	if !now.Before(deadline) { // waited for the lock past the deadline: not sent
+		cn.mu.Lock()
+		cn.release()
+		cn.mu.Unlock()
+		if werr := cn.unlockW(nil); werr != nil {
+			cn.fail(werr)
+		}
+		return false, ctxError(op, context.DeadlineExceeded)
+	}
 	cn.mu.Lock()
 	if cn.err != nil || cn.goAway {
 		err := cn.unusable()
@@ -900,13 +923,17 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 		cn.goAway = true // ids used up: the next call dials a new connection
 	}
 	s.sendWin, s.recvAvail, s.seen = cn.initWin, int64(h2cStreamWindow), cn.frames.Load()
+	s.sent, s.deadline = now, deadline
 	cn.streams[s.id] = s
 	maxFrame := cn.maxFrame
 	cn.mu.Unlock()
 
-	if !deadline.Equal(cn.wdead) {
-		cn.nc.SetWriteDeadline(deadline)
-		cn.wdead = deadline
+	// Writes only block on a peer that stops reading; the write deadline
+	// ends them then, a little after the call's deadline (set about once a
+	// second, not per call). A write that times out breaks the connection.
+	if cn.wdead.Before(deadline) {
+		cn.wdead = deadline.Add(time.Second)
+		cn.nc.SetWriteDeadline(cn.wdead)
 	}
 	cn.hdr = appendGRPCTimeout(append(cn.hdr[:0], cn.h.block...), time.Until(deadline))
 	err = cn.writeHeaders(s.id, cn.hdr, maxFrame)

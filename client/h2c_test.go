@@ -376,6 +376,8 @@ func TestH2CConnectionLost(t *testing.T) {
 // TestH2CHungServer: a server that accepts the call and never answers ends
 // it at the deadline; the connection is then replaced.
 func TestH2CHungServer(t *testing.T) {
+	defer func(d time.Duration) { hungAfter = d }(hungAfter)
+	hungAfter = 50 * time.Millisecond
 	var mu sync.Mutex
 	callsOn := map[int]int{} // calls per connection
 	addr := rawH2Server(t, func(n int, nc net.Conn, fr *http2.Framer) {
@@ -402,6 +404,32 @@ func TestH2CHungServer(t *testing.T) {
 	defer mu.Unlock()
 	if len(callsOn) != 2 {
 		t.Fatalf("calls per connection %v, want one call on each of 2 (the hung one replaced)", callsOn)
+	}
+}
+
+// TestH2CShortTimeouts: calls that time out on a slow server (silent for
+// less than hungAfter) leave the connection, and other calls on it, alone.
+func TestH2CShortTimeouts(t *testing.T) {
+	s, addr := startH2CServer(t)
+	c := newTestGRPC(t, addr, Options{Timeout: 5 * time.Millisecond})
+	slow, _ := prepare(t, c, "hang")
+	for range 3 {
+		if _, err := slow.Send(context.Background(), false); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want DeadlineExceeded", err)
+		}
+	}
+	c.opts.Timeout = time.Second
+	c.h2.timeout = time.Second
+	p, req := prepare(t, c, "echo", []byte("x"))
+	b, err := p.Send(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEcho(t, b, req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.peers) != 1 {
+		t.Fatalf("%d connections, want 1: short timeouts closed the connection", len(s.peers))
 	}
 }
 
