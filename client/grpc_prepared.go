@@ -21,13 +21,13 @@ import (
 type PreparedGRPCInfer struct {
 	c    *GRPC
 	wire []byte // plaintext: the gRPC-framed message
-	msg  preEncoded
+	msg  PreEncoded
 }
 
 // PrepareInfer prepares msg, a marshalled inference.ModelInferRequest, to
 // be sent by Send. msg must not be modified afterwards.
 func (c *GRPC) PrepareInfer(msg []byte) (*PreparedGRPCInfer, error) {
-	p := &PreparedGRPCInfer{c: c, msg: preEncoded{buf: mem.BufferSlice{mem.SliceBuffer(msg)}}}
+	p := &PreparedGRPCInfer{c: c, msg: PreEncoded{Buf: mem.BufferSlice{mem.SliceBuffer(msg)}}}
 	if c.opts.TLS != nil {
 		return p, nil
 	}
@@ -44,7 +44,7 @@ func (c *GRPC) PrepareInfer(msg []byte) (*PreparedGRPCInfer, error) {
 }
 
 // Len is the size of the request message in bytes.
-func (p *PreparedGRPCInfer) Len() int { return p.msg.buf.Len() }
+func (p *PreparedGRPCInfer) Len() int { return p.msg.Buf.Len() }
 
 // Send makes the call and returns the response message (a marshalled
 // inference.ModelInferResponse) when keep; otherwise its bytes are checked
@@ -58,16 +58,16 @@ func (p *PreparedGRPCInfer) Send(ctx context.Context, keep bool) ([]byte, error)
 	}
 	ctx, cancel := p.c.Context(ctx)
 	defer cancel()
-	var reply any = discardReply
-	var raw rawMessage
+	var reply any = DiscardReply
+	var raw RawMessage
 	if keep {
 		reply = &raw
 	}
-	err := p.c.Conn().Invoke(ctx, inferencepb.GRPCInferenceService_ModelInfer_FullMethodName, &p.msg, reply, grpc.ForceCodecV2(preEncodedCodec{}))
+	err := p.c.Conn().Invoke(ctx, inferencepb.GRPCInferenceService_ModelInfer_FullMethodName, &p.msg, reply, grpc.ForceCodecV2(PreEncodedCodec{}))
 	if err != nil {
 		return nil, callError(ctx, "Infer", err)
 	}
-	return raw.b, nil
+	return raw.B, nil
 }
 
 // lean returns the client's lean transport, made on first use (only the
@@ -77,32 +77,39 @@ func (c *GRPC) lean() (*h2cClient, error) {
 	return c.h2, c.h2err
 }
 
-// preEncoded is a request message serialized once.
-type preEncoded struct {
-	buf mem.BufferSlice
+// PreEncoded is a gRPC request message serialized once, before it is sent
+// (PreEncodedCodec writes it as it is).
+type PreEncoded struct {
+	Buf mem.BufferSlice
 }
 
-// rawMessage receives a response message's bytes.
-type rawMessage struct{ b []byte }
+// NewPreEncoded wraps b, which must not be modified while it is in use.
+func NewPreEncoded(b []byte) *PreEncoded {
+	return &PreEncoded{Buf: mem.BufferSlice{mem.SliceBuffer(b)}}
+}
 
-// discardReply is the reply of calls whose response is not kept: the codec
+// RawMessage receives a gRPC message's bytes into a reused buffer.
+type RawMessage struct{ B []byte }
+
+// DiscardReply is the reply of calls whose response is not kept: the codec
 // skips it. It is never written, so sharing it is safe.
-var discardReply = new(discard)
+var DiscardReply = new(discard)
 
 type discard struct{}
 
-// preEncodedCodec, forced per call with grpc.ForceCodecV2, writes a
-// *preEncoded request as is and drops the response bytes unread for
-// discardReply. Other messages go through protobuf, so it is a drop-in for
+// PreEncodedCodec, forced per call with grpc.ForceCodecV2, writes a
+// *PreEncoded request as it is (no protobuf marshalling per request),
+// copies a response into a *RawMessage and drops it unread for
+// DiscardReply. Other messages go through protobuf, so it is a drop-in for
 // the default codec (whose name it takes, so the content-type stays
 // application/grpc+proto). A SliceBuffer's Free is a no-op, so gRPC freeing
 // the buffer after the write leaves the payload intact.
-type preEncodedCodec struct{}
+type PreEncodedCodec struct{}
 
-func (preEncodedCodec) Marshal(v any) (mem.BufferSlice, error) {
+func (PreEncodedCodec) Marshal(v any) (mem.BufferSlice, error) {
 	switch m := v.(type) {
-	case *preEncoded:
-		return m.buf, nil
+	case *PreEncoded:
+		return m.Buf, nil
 	case proto.Message:
 		b, err := proto.Marshal(m)
 		if err != nil {
@@ -113,12 +120,17 @@ func (preEncodedCodec) Marshal(v any) (mem.BufferSlice, error) {
 	return nil, fmt.Errorf("pre-encoded codec: cannot marshal %T", v)
 }
 
-func (preEncodedCodec) Unmarshal(data mem.BufferSlice, v any) error {
+func (PreEncodedCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
 	case *discard:
 		return nil
-	case *rawMessage:
-		m.b = data.Materialize() // a copy: grpc-go recycles data
+	case *RawMessage:
+		// Copied (grpc-go recycles data) into the message's buffer, reused
+		// across calls; gRPC's receive limit bounds its size.
+		m.B = m.B[:0]
+		for _, buf := range data {
+			m.B = append(m.B, buf.ReadOnlyData()...)
+		}
 		return nil
 	case proto.Message:
 		return proto.Unmarshal(data.Materialize(), m)
@@ -126,4 +138,4 @@ func (preEncodedCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return fmt.Errorf("pre-encoded codec: cannot unmarshal into %T", v)
 }
 
-func (preEncodedCodec) Name() string { return "proto" }
+func (PreEncodedCodec) Name() string { return "proto" }

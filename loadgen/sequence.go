@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/oip"
 )
 
@@ -225,8 +226,8 @@ func (t *OIPTarget) DoSequence(ctx context.Context, seq uint64, step SequenceSte
 	if t.md != nil {
 		cctx = metadata.NewOutgoingContext(cctx, t.md)
 	}
-	msg := newPreEncoded(appendSequenceParams(append([]byte(nil), p.msg.buf[0].ReadOnlyData()...), step))
-	if err := t.conn.Invoke(cctx, modelInferMethod, msg, discardReply, t.callOpts...); err != nil {
+	msg := client.NewPreEncoded(appendSequenceParams(append([]byte(nil), p.msg.Buf[0].ReadOnlyData()...), step))
+	if err := t.conn.Invoke(cctx, modelInferMethod, msg, client.DiscardReply, t.callOpts...); err != nil {
 		return fmt.Errorf("sequence %d: %w", step.ID, err)
 	}
 	return nil

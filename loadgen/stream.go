@@ -214,10 +214,10 @@ type grpcStream struct {
 	cancel  context.CancelFunc
 	timer   *time.Timer // cancels the stream when a request overruns the timeout
 	expired atomic.Bool
-	out     preEncoded
+	out     client.PreEncoded
 	sendBuf []byte
 	id      []byte
-	in      rawMessage
+	in      client.RawMessage
 	msg     streamMessage
 }
 
@@ -287,7 +287,7 @@ func (t *OIPTarget) openStream(ctx context.Context) (*grpcStream, error) {
 		cancel()
 	})
 	s.timer.Stop()
-	s.out.buf = mem.BufferSlice{nil}
+	s.out.Buf = mem.BufferSlice{nil}
 	return s, nil
 }
 
@@ -330,13 +330,13 @@ func (t *OIPTarget) doStream(ctx context.Context, seq uint64, step *SequenceStep
 func (t *OIPTarget) streamRequest(s *grpcStream, seq uint64, step *SequenceStep, rec *StreamRecorder) (bool, error) {
 	p := &t.payloads[seq%uint64(len(t.payloads))]
 	s.id = strconv.AppendUint(s.id[:0], seq, 10)
-	s.sendBuf = append(appendRequestID(append(s.sendBuf[:0], p.msg.buf[0].ReadOnlyData()...), s.id), emptyFinalParam...)
+	s.sendBuf = append(appendRequestID(append(s.sendBuf[:0], p.msg.Buf[0].ReadOnlyData()...), s.id), emptyFinalParam...)
 	if step != nil {
 		s.sendBuf = appendSequenceParams(s.sendBuf, *step)
 	}
 	// The buffer is rewritten only for the next request, after this one's
 	// last response: the server has read it by then.
-	s.out.buf[0] = mem.SliceBuffer(s.sendBuf)
+	s.out.Buf[0] = mem.SliceBuffer(s.sendBuf)
 	timeout := t.cfg.Timeout.D()
 	s.timer.Reset(timeout)
 	reusable, err := t.exchange(s, rec)
@@ -395,10 +395,10 @@ func (t *OIPTarget) exchange(s *grpcStream, rec *StreamRecorder) (bool, error) {
 		}
 		m := &s.msg
 		if mlserver {
-			if err := m.scanResponse(s.in.b); err != nil {
+			if err := m.scanResponse(s.in.B); err != nil {
 				return false, &ValidationError{Detail: "ModelInferResponse (MLServer's stream shape): " + err.Error()}
 			}
-		} else if err := m.scan(s.in.b); err != nil {
+		} else if err := m.scan(s.in.B); err != nil {
 			return false, &ValidationError{Detail: "ModelStreamInferResponse: " + err.Error()}
 		}
 		if len(m.id) > 0 && string(m.id) != string(s.id) {
@@ -426,9 +426,6 @@ func (t *OIPTarget) exchange(s *grpcStream, rec *StreamRecorder) (bool, error) {
 		}
 	}
 }
-
-// rawMessage receives a gRPC message's bytes into a reused buffer.
-type rawMessage struct{ b []byte }
 
 // --- REST generate_stream ---
 

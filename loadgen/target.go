@@ -51,7 +51,7 @@ type payload struct {
 	headerLen int                       // REST Inference-Header-Content-Length, -1 for pure JSON
 	post      *client.PreparedInfer     // REST: the whole request, serialized once
 	keep      int64                     // REST: keep bodies up to this size to validate them; 0: drop them
-	msg       *preEncoded               // gRPC sequences and streams
+	msg       *client.PreEncoded        // gRPC sequences and streams
 	call      *client.PreparedGRPCInfer // gRPC: the request, serialized once
 	inputs    []tensor.Tensor           // the request's inputs (REST sequences encode each request)
 	expect    []tensor.Tensor           // outputs to validate against; nil: none
@@ -111,7 +111,7 @@ func NewTarget(ctx context.Context, cfg Config) (*OIPTarget, error) {
 	case *client.GRPC:
 		t.grpc = c
 		t.conn = c.Conn()
-		t.callOpts = []grpc.CallOption{grpc.ForceCodecV2(preEncodedCodec{})}
+		t.callOpts = []grpc.CallOption{grpc.ForceCodecV2(client.PreEncodedCodec{})}
 		if len(opts.Header) > 0 {
 			// The client's Context adds its metadata; take it from there
 			// once rather than re-deriving it per request.
@@ -204,7 +204,7 @@ func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
 		t.payloads = append(t.payloads, p)
 		n := len(p.body)
 		if p.msg != nil {
-			n = p.msg.buf.Len()
+			n = p.msg.Buf.Len()
 		}
 		t.info.Bytes = append(t.info.Bytes, n)
 	}
@@ -257,7 +257,7 @@ func (t *OIPTarget) encode(ctx context.Context, i int, set inputSet, params oip.
 		if err != nil {
 			return p, fmt.Errorf("marshal ModelInferRequest: %w", err)
 		}
-		p.msg = newPreEncoded(b)
+		p.msg = client.NewPreEncoded(b)
 		if p.call, err = t.grpc.PrepareInfer(b); err != nil {
 			return p, err
 		}
