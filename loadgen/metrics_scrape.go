@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -106,6 +107,22 @@ func (m *metricsScraper) close() {
 	}
 }
 
+// notHTTP1 reports whether a request failed because the port answered
+// something other than HTTP/1.1: HTTP/2 frames (a gRPC server that wrote its
+// SETTINGS first), or a connection closed or reset before any answer (a gRPC
+// server that read the HTTP/1.1 request as a bad HTTP/2 preface and hung up
+// first; which of the two comes first is a race).
+func notHTTP1(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	msg := err.Error()
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		strings.Contains(msg, "malformed HTTP response") ||
+		strings.Contains(msg, "readLoopPeekFailLocked") || // net/http: closed before the answer
+		strings.Contains(msg, "transport connection broken")
+}
+
 // scrape reads and parses the metrics; errors are one line.
 func (m *metricsScraper) scrape(ctx context.Context) ([]metricSample, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
@@ -115,7 +132,7 @@ func (m *metricsScraper) scrape(ctx context.Context) ([]metricSample, error) {
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	resp, err := m.client.Do(req)
 	if err != nil {
-		if strings.Contains(err.Error(), "malformed HTTP response") {
+		if notHTTP1(err) {
 			return nil, fmt.Errorf("metrics %s: the port does not answer HTTP/1.1 (a gRPC port? Triton serves metrics on :8002, oipkit serve on its HTTP port)", m.url)
 		}
 		return nil, fmt.Errorf("metrics: %v", err)
