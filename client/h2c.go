@@ -74,8 +74,9 @@ func newH2C(addr string, opts Options, md []string) (*h2cClient, error) {
 	ua := userAgent
 	var buf bytes.Buffer
 	enc := hpack.NewEncoder(&buf)
-	// Sensitive fields are "never indexed" literals: the block uses only the
-	// static table, so it can be sent as is on every stream.
+	// Every field is a "never indexed" literal (Sensitive): the block neither
+	// adds to nor refers to a dynamic table, so it can be sent as is on every
+	// stream and leaves the server's table alone.
 	field := func(k, v string) error {
 		if !validGRPCHeader(k, v) {
 			return fmt.Errorf("invalid gRPC metadata %q: %q", k, v)
@@ -86,7 +87,7 @@ func newH2C(addr string, opts Options, md []string) (*h2cClient, error) {
 		{":method", "POST"}, {":scheme", "http"}, {":path", modelInferPath}, {":authority", authority},
 		{"content-type", "application/grpc"}, {"te", "trailers"},
 	} {
-		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1], Sensitive: true})
 	}
 	for i := 0; i < len(md); i += 2 {
 		if md[i] == "user-agent" {
