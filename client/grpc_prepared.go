@@ -43,8 +43,9 @@ func (c *GRPC) PrepareInfer(msg []byte) (*PreparedGRPCInfer, error) {
 	return p, nil
 }
 
-// Len is the size of the request message in bytes.
-func (p *PreparedGRPCInfer) Len() int { return p.msg.Buf.Len() }
+// Message is the request message as prepared (not to be modified): the
+// base that sequences and streams add their parameters to.
+func (p *PreparedGRPCInfer) Message() []byte { return p.msg.Buf[0].ReadOnlyData() }
 
 // Send makes the call and returns the response message (a marshalled
 // inference.ModelInferResponse) when keep; otherwise its bytes are checked

@@ -733,10 +733,15 @@ func (s *h2cStream) consume(b []byte) {
 // write runs fn under the write lock and flushes; a failed write breaks the
 // connection.
 func (cn *h2cConn) write(fn func() error) error {
+	cn.lockW()
+	return cn.unlockW(fn())
+}
+
+// lockW takes wmu, counted as queued while it waits (see unlockW).
+func (cn *h2cConn) lockW() {
 	cn.queued.Add(1)
 	cn.wmu.Lock()
 	cn.queued.Add(-1)
-	return cn.unlockW(fn())
 }
 
 // unlockW releases wmu after a write that ended with err. Unless a call is
@@ -896,9 +901,7 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 
 	// Stream ids must reach the wire in increasing order: the id is taken
 	// under the write lock.
-	cn.queued.Add(1)
-	cn.wmu.Lock()
-	cn.queued.Add(-1)
+	cn.lockW()
 	now := time.Now()
 	if !now.Before(deadline) { // waited for the lock past the deadline: not sent
 		cn.mu.Lock()
@@ -959,9 +962,7 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 			case <-s.timer.C:
 				return false, cn.abandon(s, op, context.DeadlineExceeded, false)
 			}
-			cn.queued.Add(1)
-			cn.wmu.Lock()
-			cn.queued.Add(-1)
+			cn.lockW()
 			continue
 		}
 		cn.sendWin -= n

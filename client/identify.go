@@ -85,6 +85,32 @@ func (c *REST) Identify(ctx context.Context) (md *oip.ServerMetadata, err error)
 		ErrNotOIP, c.base, describeHTTP(live), describeHTTP(meta), serverHint(live.Header))
 }
 
+// What net/http reports, only in its messages, when a port does not answer
+// an HTTP/1.1 request with HTTP/1.1:
+//   - http2Frames: the answer began with HTTP/2 frames (a gRPC port's SETTINGS);
+//   - unsolicitedFrames: an HTTP/2 server spoke first, before the request
+//     was written;
+//   - closedUnanswered: the connection was closed or reset with no answer
+//     (a gRPC server that read the request as a bad preface and hung up).
+func http2Frames(msg string) bool {
+	return strings.Contains(msg, `malformed HTTP response "\x00\x00`) ||
+		strings.Contains(msg, "malformed HTTP status code") && strings.Contains(msg, `\x00`)
+}
+
+func unsolicitedFrames(msg string) bool { return strings.Contains(msg, "readLoopPeekFailLocked") }
+
+func closedUnanswered(msg string) bool {
+	return strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset")
+}
+
+// NoHTTP1Answer reports whether an HTTP/1.1 request failed because the port
+// answered with HTTP/2 frames or hung up without an answer, as a gRPC port
+// does; callers name the likely mistake for their own flag.
+func NoHTTP1Answer(err error) bool {
+	msg := err.Error()
+	return http2Frames(msg) || unsolicitedFrames(msg) || closedUnanswered(msg)
+}
+
 // notHTTP explains a REST call that got no HTTP answer at all. A gRPC port
 // answers an HTTP/1.1 request with HTTP/2 frames (or by closing the
 // connection); a plain port answers a TLS handshake with plain text.
@@ -93,8 +119,7 @@ func (c *REST) notHTTP(ctx context.Context, what string, err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("%w: %s: %s: no answer within %s", ErrUnreachable, c.base, what, deadlineOf(ctx))
-	case strings.Contains(msg, `malformed HTTP response "\x00\x00`),
-		strings.Contains(msg, "malformed HTTP status code") && strings.Contains(msg, `\x00`):
+	case http2Frames(msg):
 		return fmt.Errorf("%w: %s answers with HTTP/2 frames, not HTTP/1.1: it looks like a gRPC port (pass it as --grpc host:port)", ErrNotOIP, c.base)
 	case strings.Contains(msg, "first record does not look like a TLS handshake"):
 		return fmt.Errorf("%w: %s: the server does not speak TLS (use http:// instead of https://)", ErrNotOIP, c.base)
@@ -115,12 +140,11 @@ func (c *REST) notHTTP(ctx context.Context, what string, err error) error {
 	switch {
 	// An HTTP/2 server speaks first (SETTINGS); when that arrives before
 	// the request is written, net/http reports an unsolicited response.
-	case strings.Contains(msg, "readLoopPeekFailLocked"):
+	case unsolicitedFrames(msg):
 		return fmt.Errorf("%w: %s sends HTTP/2 frames unasked: it looks like a gRPC port (pass it as --grpc host:port)", ErrNotOIP, c.base)
-	case (strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset")) &&
-		strings.HasPrefix(c.base, "http://") && speaksTLS(ctx, hostPortOfURL(c.base)):
+	case closedUnanswered(msg) && strings.HasPrefix(c.base, "http://") && speaksTLS(ctx, hostPortOfURL(c.base)):
 		return fmt.Errorf("%w: %s: the server speaks TLS: use https:// (or, for a gRPC port, --grpc host:port with the TLS flags)", ErrNotOIP, c.base)
-	case strings.Contains(msg, "EOF"), strings.Contains(msg, "connection reset"):
+	case closedUnanswered(msg):
 		return fmt.Errorf("%w: %s closed the connection without an HTTP answer to %s (a gRPC or TLS port? pass a gRPC port as --grpc host:port): %v", ErrNotOIP, c.base, what, err)
 	}
 	return fmt.Errorf("%w: %s: %s: %v", ErrNotOIP, c.base, what, err)

@@ -13,8 +13,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/oipkit/oipkit/client"
 )
 
 // Reading a server's Prometheus /metrics (`--metrics-url`, as
@@ -107,22 +108,6 @@ func (m *metricsScraper) close() {
 	}
 }
 
-// notHTTP1 reports whether a request failed because the port answered
-// something other than HTTP/1.1: HTTP/2 frames (a gRPC server that wrote its
-// SETTINGS first), or a connection closed or reset before any answer (a gRPC
-// server that read the HTTP/1.1 request as a bad HTTP/2 preface and hung up
-// first; which of the two comes first is a race).
-func notHTTP1(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	msg := err.Error()
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		strings.Contains(msg, "malformed HTTP response") ||
-		strings.Contains(msg, "readLoopPeekFailLocked") || // net/http: closed before the answer
-		strings.Contains(msg, "transport connection broken")
-}
-
 // scrape reads and parses the metrics; errors are one line.
 func (m *metricsScraper) scrape(ctx context.Context) ([]metricSample, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.url, nil)
@@ -132,7 +117,9 @@ func (m *metricsScraper) scrape(ctx context.Context) ([]metricSample, error) {
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	resp, err := m.client.Do(req)
 	if err != nil {
-		if notHTTP1(err) {
+		// Not a deadline of ours: the port answered with HTTP/2 frames or
+		// hung up, which comes first being a race (client.NoHTTP1Answer).
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && client.NoHTTP1Answer(err) {
 			return nil, fmt.Errorf("metrics %s: the port does not answer HTTP/1.1 (a gRPC port? Triton serves metrics on :8002, oipkit serve on its HTTP port)", m.url)
 		}
 		return nil, fmt.Errorf("metrics: %v", err)

@@ -226,7 +226,7 @@ func (t *OIPTarget) DoSequence(ctx context.Context, seq uint64, step SequenceSte
 	if t.md != nil {
 		cctx = metadata.NewOutgoingContext(cctx, t.md)
 	}
-	msg := client.NewPreEncoded(appendSequenceParams(append([]byte(nil), p.msg.Buf[0].ReadOnlyData()...), step))
+	msg := client.NewPreEncoded(appendSequenceParams(append([]byte(nil), p.call.Message()...), step))
 	if err := t.conn.Invoke(cctx, modelInferMethod, msg, client.DiscardReply, t.callOpts...); err != nil {
 		return fmt.Errorf("sequence %d: %w", step.ID, err)
 	}

@@ -330,7 +330,7 @@ func (t *OIPTarget) doStream(ctx context.Context, seq uint64, step *SequenceStep
 func (t *OIPTarget) streamRequest(s *grpcStream, seq uint64, step *SequenceStep, rec *StreamRecorder) (bool, error) {
 	p := &t.payloads[seq%uint64(len(t.payloads))]
 	s.id = strconv.AppendUint(s.id[:0], seq, 10)
-	s.sendBuf = append(appendRequestID(append(s.sendBuf[:0], p.msg.Buf[0].ReadOnlyData()...), s.id), emptyFinalParam...)
+	s.sendBuf = append(appendRequestID(append(s.sendBuf[:0], p.call.Message()...), s.id), emptyFinalParam...)
 	if step != nil {
 		s.sendBuf = appendSequenceParams(s.sendBuf, *step)
 	}

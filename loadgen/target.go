@@ -51,8 +51,7 @@ type payload struct {
 	headerLen int                       // REST Inference-Header-Content-Length, -1 for pure JSON
 	post      *client.PreparedInfer     // REST: the whole request, serialized once
 	keep      int64                     // REST: keep bodies up to this size to validate them; 0: drop them
-	msg       *client.PreEncoded        // gRPC sequences and streams
-	call      *client.PreparedGRPCInfer // gRPC: the request, serialized once
+	call      *client.PreparedGRPCInfer // gRPC: the request, serialized once (sequences and streams start from its Message)
 	inputs    []tensor.Tensor           // the request's inputs (REST sequences encode each request)
 	expect    []tensor.Tensor           // outputs to validate against; nil: none
 	expectRaw [][]byte                  // expect's raw encodings, made once
@@ -203,8 +202,8 @@ func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
 		}
 		t.payloads = append(t.payloads, p)
 		n := len(p.body)
-		if p.msg != nil {
-			n = p.msg.Buf.Len()
+		if p.call != nil {
+			n = len(p.call.Message())
 		}
 		t.info.Bytes = append(t.info.Bytes, n)
 	}
@@ -257,7 +256,6 @@ func (t *OIPTarget) encode(ctx context.Context, i int, set inputSet, params oip.
 		if err != nil {
 			return p, fmt.Errorf("marshal ModelInferRequest: %w", err)
 		}
-		p.msg = client.NewPreEncoded(b)
 		if p.call, err = t.grpc.PrepareInfer(b); err != nil {
 			return p, err
 		}
