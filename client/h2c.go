@@ -19,6 +19,8 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
+
+	"github.com/oipkit/oipkit/internal/rawtcp"
 )
 
 // h2cClient sends unary gRPC calls of pre-serialized messages over HTTP/2
@@ -354,6 +356,7 @@ func (h *h2cClient) dial(ctx context.Context, deadline time.Time) (*h2cConn, err
 	if err != nil {
 		return nil, err
 	}
+	nc = rawtcp.Wrap(nc)
 	cn := &h2cConn{
 		nc: nc, h: h, bw: bufio.NewWriterSize(nc, 32<<10),
 		streams: map[uint32]*h2cStream{}, nextID: 1,

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/oipkit/oipkit/internal/rawtcp"
 )
 
 // http1Client sends PreparedInfer requests over plain HTTP/1.1 keep-alive
@@ -158,6 +160,7 @@ func (h *http1Client) get(ctx context.Context, deadline time.Time, fresh bool) (
 		<-h.slots
 		return nil, err
 	}
+	nc = rawtcp.Wrap(nc)
 	cn := &http1Conn{nc: nc}
 	h.mu.Lock()
 	if n := len(h.spare); n > 0 {

@@ -3,6 +3,7 @@ package reference
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -169,5 +170,83 @@ func TestAddSubGRPCAllocs(t *testing.T) {
 	t.Logf("gRPC raw add_sub: %.0f allocations per request", n)
 	if n > maxGRPCAllocs {
 		t.Errorf("gRPC raw add_sub: %.0f allocations per request, want at most %d", n, maxGRPCAllocs)
+	}
+}
+
+// TestAddSubHTTP1Allocs guards the whole REST request on the fast path
+// (http1.go), parsing and response writing included, over loopback: the
+// client side below allocates nothing, so every allocation counted is the
+// server's. Measured: the handler's count (maxRESTJSONAllocs,
+// maxRESTBinaryAllocs) plus none of the fast path's own.
+func TestAddSubHTTP1Allocs(t *testing.T) {
+	s, err := New(Config{HTTPAddr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(ctx) })
+	for _, c := range []struct {
+		name   string
+		binary bool
+		max    float64
+	}{{"json", false, maxRESTJSONAllocs}, {"binary", true, maxRESTBinaryAllocs}} {
+		enc := oip.RESTEncoding{BinaryInputs: c.binary, BinaryOutputs: c.binary}
+		body, hl, err := oip.EncodeRESTRequest(&oip.InferRequest{Inputs: addSubTensors()}, enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := "POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: " + s.HTTPAddr() +
+			"\r\nUser-Agent: alloc-test\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n"
+		if hl >= 0 {
+			req += oip.HeaderInferenceHeaderContentLength + ": " + strconv.Itoa(hl) + "\r\n"
+		}
+		wire := append([]byte(req+"\r\n"), body...)
+		conn, err := net.Dial("tcp", s.HTTPAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		buf := make([]byte, 64<<10)
+		var status []byte
+		roundTrip := func() {
+			if _, err := conn.Write(wire); err != nil {
+				t.Fatal(err)
+			}
+			n, want := 0, -1
+			for want < 0 || n < want {
+				m, err := conn.Read(buf[n:])
+				if err != nil {
+					t.Fatalf("read: %v after %q", err, buf[:n])
+				}
+				n += m
+				if want < 0 {
+					if i := bytes.Index(buf[:n], []byte("\r\n\r\n")); i >= 0 {
+						j := bytes.Index(buf[:i], []byte("Content-Length: "))
+						if j < 0 {
+							t.Fatalf("no Content-Length in %q", buf[:i])
+						}
+						k := j + len("Content-Length: ")
+						l := 0
+						for ; buf[k] >= '0' && buf[k] <= '9'; k++ {
+							l = l*10 + int(buf[k]-'0')
+						}
+						want = i + 4 + l
+					}
+				}
+			}
+			status = buf[:12]
+		}
+		roundTrip()
+		if string(status) != "HTTP/1.1 200" {
+			t.Fatalf("%s: %q", c.name, buf[:200])
+		}
+		n := testing.AllocsPerRun(200, roundTrip)
+		t.Logf("REST %s add_sub on the fast path: %.0f allocations per request", c.name, n)
+		if n > c.max {
+			t.Errorf("REST %s add_sub on the fast path: %.0f allocations per request, want at most %.0f", c.name, n, c.max)
+		}
 	}
 }

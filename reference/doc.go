@@ -24,5 +24,9 @@
 // bounded by Config limits (open streams, requests in flight per stream, idle
 // streams, live and idle sequences).
 //
+// On plain TCP the REST listener answers POST .../infer over HTTP/1.1 on a
+// fast path of its own (http1.go) and hands every other connection to
+// net/http; both run the same handler.
+//
 // Package referencetest starts a server on loopback for tests.
 package reference

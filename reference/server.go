@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/oipkit/oipkit/fixture"
+	"github.com/oipkit/oipkit/internal/rawtcp"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/specs/inferencepb"
@@ -44,8 +45,14 @@ type Server struct {
 	serverMetaJSON []byte
 
 	httpSrv *http.Server // nil when REST is disabled
-	grpcSrv *grpc.Server // nil when gRPC is disabled
-	health  *health.Server
+	// http1 serves the REST listener's fast path (http1.go) and hands
+	// net/http the rest; nil with TLS or netHTTPOnly.
+	http1 *http1Server
+	// netHTTPOnly turns the fast path off (set by tests that compare
+	// the two paths before Start).
+	netHTTPOnly bool
+	grpcSrv     *grpc.Server // nil when gRPC is disabled
+	health      *health.Server
 
 	mu       sync.Mutex
 	started  bool
@@ -99,7 +106,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 		catalog:     catalog,
 		instances:   catalog.instances,
 		health:      health.NewServer(),
-		serveErr:    make(chan error, 2),
+		serveErr:    make(chan error, 3), // fast-path accept, net/http, gRPC
 		serverMeta: oip.ServerMetadata{
 			Name:       ServerName,
 			Version:    version.Version,
@@ -205,12 +212,19 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.started = true
 	if s.httpLn != nil {
+		if s.httpSrv.TLSConfig == nil && !s.netHTTPOnly {
+			s.http1 = newHTTP1Server(s, rawtcp.Listener(s.httpLn))
+			s.http1.start(s.serveErr)
+		}
 		go func() {
 			var err error
-			if s.httpSrv.TLSConfig != nil {
-				err = s.httpSrv.ServeTLS(s.httpLn, "", "") // the certificates are in TLSConfig
-			} else {
-				err = s.httpSrv.Serve(s.httpLn)
+			switch {
+			case s.httpSrv.TLSConfig != nil:
+				err = s.httpSrv.ServeTLS(rawtcp.Listener(s.httpLn), "", "") // the certificates are in TLSConfig
+			case s.http1 != nil:
+				err = s.httpSrv.Serve(s.http1.handoff)
+			default:
+				err = s.httpSrv.Serve(rawtcp.Listener(s.httpLn))
 			}
 			if !errors.Is(err, http.ErrServerClosed) {
 				s.serveErr <- fmt.Errorf("serve HTTP: %w", err)
@@ -220,7 +234,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if s.grpcLn != nil {
 		go func() {
-			if err := s.grpcSrv.Serve(s.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			if err := s.grpcSrv.Serve(rawtcp.Listener(s.grpcLn)); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 				s.serveErr <- fmt.Errorf("serve gRPC: %w", err)
 			}
 		}()
@@ -308,7 +322,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.health.Shutdown()  // health checks now report NOT_SERVING
 	s.streams.closeAll() // open streams end once their requests are answered
 	var wg sync.WaitGroup
-	var httpErr, grpcErr error
+	var httpErr, fastErr, grpcErr error
 	if s.httpSrv != nil {
 		wg.Go(func() {
 			if httpErr = s.httpSrv.Shutdown(ctx); httpErr != nil {
@@ -316,6 +330,13 @@ func (s *Server) shutdown(ctx context.Context) error {
 				httpErr = fmt.Errorf("HTTP graceful shutdown: %w", httpErr)
 			}
 		})
+		if s.http1 != nil {
+			wg.Go(func() {
+				if err := s.http1.shutdown(ctx); err != nil {
+					fastErr = fmt.Errorf("HTTP graceful shutdown (fast path): %w", err)
+				}
+			})
+		}
 	}
 	if s.grpcSrv != nil {
 		wg.Go(func() {
@@ -336,5 +357,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 	wg.Wait()
 	s.shm.closeAll() // unmapped once no request uses them
 	s.log.Info("reference server stopped")
-	return errors.Join(httpErr, grpcErr)
+	if httpErr != nil {
+		fastErr = nil // one error for REST: the same context ended both
+	}
+	return errors.Join(httpErr, fastErr, grpcErr)
 }
