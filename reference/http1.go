@@ -523,7 +523,8 @@ const fastMethod, fastProto = "POST ", " HTTP/1.1"
 // requestTarget returns the target of a request line the fast path may
 // serve: POST over HTTP/1.1 to a path it takes verbatim.
 func requestTarget(line []byte) ([]byte, bool) {
-	if !bytes.HasPrefix(line, []byte(fastMethod)) || !bytes.HasSuffix(line, []byte(fastProto)) {
+	if len(line) < len(fastMethod)+len(fastProto) || // "POST HTTP/1.1" has both, overlapping
+		!bytes.HasPrefix(line, []byte(fastMethod)) || !bytes.HasSuffix(line, []byte(fastProto)) {
 		return nil, false
 	}
 	target := line[len(fastMethod) : len(line)-len(fastProto)]
