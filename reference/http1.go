@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -297,10 +298,18 @@ func (hc *http1Conn) serve() {
 	defer hc.h.forget(hc)
 	defer hc.cancel()
 	defer hc.watch.stop()
-	err := hc.loop()
-	if err != errHandedOff {
-		hc.c.Close()
-	}
+	handed := false
+	defer func() {
+		// As net/http: a fault of the fast path ends its connection, not
+		// the server.
+		if p := recover(); p != nil {
+			hc.h.s.log.Error("REST connection panicked", "remote", hc.remote, "panic", p, "stack", string(debug.Stack()))
+		}
+		if !handed {
+			hc.c.Close()
+		}
+	}()
+	handed = hc.loop() == errHandedOff
 }
 
 // loop serves requests until the connection ends, returning why.
