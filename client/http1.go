@@ -10,12 +10,12 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/oipkit/oipkit/internal/httpfield"
 	"github.com/oipkit/oipkit/internal/rawtcp"
 )
 
@@ -409,7 +409,7 @@ func (cn *http1Conn) readHead(budget *int) (status int, f framing, err error) {
 			return status, f, nil
 		}
 		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !validHeader(line[:colon], line[colon+1:]) {
+		if colon <= 0 || !httpfield.Valid(line[:colon], line[colon+1:]) {
 			return 0, f, malformed("header line %s", quoteCut(line))
 		}
 		name, value := line[:colon], trimOWS(line[colon+1:])
@@ -543,7 +543,7 @@ func (cn *http1Conn) readBody(f framing, keepUpTo, limit int64) ([]byte, int64, 
 			if len(line) == 0 {
 				return done(), n, nil
 			}
-			if colon := bytes.IndexByte(line, ':'); colon <= 0 || !validHeader(line[:colon], line[colon+1:]) {
+			if colon := bytes.IndexByte(line, ':'); colon <= 0 || !httpfield.Valid(line[:colon], line[colon+1:]) {
 				return nil, n, malformed("chunked body trailer line %s", quoteCut(line))
 			}
 		}
@@ -613,30 +613,6 @@ func (cn *http1Conn) readLine(budget *int) ([]byte, error) {
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-// validHeader checks a header's name (a token) and value (no control
-// characters but tab), as net/http does.
-func validHeader(name, value []byte) bool {
-	for _, c := range name {
-		if c >= 0x80 || !isTchar[c] {
-			return false
-		}
-	}
-	for _, c := range value {
-		if c < 0x20 && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// isTchar marks the bytes of an HTTP token (RFC 9110 tchar).
-var isTchar = func() (t [128]bool) {
-	for c := range t {
-		t[c] = '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || strings.IndexByte("!#$%&'*+-.^_`|~", byte(c)) >= 0
-	}
-	return t
-}()
 
 // trimOWS trims spaces and tabs.
 func trimOWS(b []byte) []byte {

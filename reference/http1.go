@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/oipkit/oipkit/internal/httpfield"
 )
 
 // The REST listener serves the hot route itself on plain TCP: POST
@@ -454,15 +456,8 @@ func (hc *http1Conn) parse(block []byte) bool {
 			return false // no name, or an obsolete line folding
 		}
 		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
-		for _, b := range name {
-			if !tokenByte(b) {
-				return false
-			}
-		}
-		for _, b := range value {
-			if (b < ' ' && b != '\t') || b == 0x7f {
-				return false
-			}
+		if !httpfield.Valid(name, value) {
+			return false
 		}
 		key := canonicalKey(name)
 		switch key {
@@ -586,12 +581,6 @@ func (hc *http1Conn) str(b []byte) string {
 func pathByte(b byte) bool {
 	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
 		b == '-' || b == '.' || b == '_' || b == '~' || b == '/'
-}
-
-// tokenByte reports whether b is a tchar of RFC 9110.
-func tokenByte(b byte) bool {
-	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
-		bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), b) >= 0
 }
 
 // hostByte reports whether b may appear in a Host the fast path takes.
@@ -842,7 +831,7 @@ func validHeaderName(k string) bool {
 		return false
 	}
 	for i := 0; i < len(k); i++ {
-		if !tokenByte(k[i]) {
+		if !httpfield.TokenByte(k[i]) {
 			return false
 		}
 	}
