@@ -412,6 +412,11 @@ func (hc *http1Conn) readHeader() (n int, fast bool, err error) {
 			return 0, false, nil
 		}
 		if _, err := hc.br.Peek(len(buf) + 1); err != nil {
+			if err == io.EOF && len(buf) > 0 {
+				// A header cut short by the client's close: net/http
+				// answers it (400 Bad Request), so it gets the bytes.
+				return 0, false, nil
+			}
 			return 0, false, err
 		}
 	}
@@ -518,6 +523,7 @@ func (hc *http1Conn) parse(block []byte) bool {
 	r.Close = closeAfter
 	hc.body.n = length
 	hc.body.done.Store(length == 0)
+	hc.body.eof = false
 	r.Body = &hc.body
 	return true
 }
@@ -600,22 +606,10 @@ func (hc *http1Conn) serveRequest(start time.Time) (keep bool, err error) {
 	if aborted {
 		return false, nil
 	}
-	// The handler may not have read the whole body: read and drop a small
-	// rest so that the connection carries on, close after a large one.
-	if !hc.body.done.Load() {
-		if hc.body.n > http1DiscardLimit {
-			w.closeAfter = true
-		} else if _, err := io.Copy(io.Discard, &hc.body); err != nil {
-			w.closeAfter = true
-		}
-	}
-	if hc.h.closing.Load() {
-		w.closeAfter = true
-	}
 	if err := w.finish(start); err != nil {
 		return false, err
 	}
-	if w.closeAfter && !hc.body.done.Load() {
+	if w.closeAfter && !hc.body.done.Load() && !hc.body.eof {
 		// Unread request bytes would make the close a reset that can
 		// destroy the response in flight: half-close and let the client
 		// read it first, as net/http does.
@@ -648,10 +642,11 @@ type fixedBody struct {
 	br   *bufio.Reader
 	n    int64
 	done atomic.Bool // all of it read: the watcher may read the connection
+	eof  bool        // the client closed before its end: later reads see io.EOF, as net/http's body does
 }
 
 func (b *fixedBody) Read(p []byte) (int, error) {
-	if b.n <= 0 {
+	if b.n <= 0 || b.eof {
 		return 0, io.EOF
 	}
 	if int64(len(p)) > b.n {
@@ -664,6 +659,7 @@ func (b *fixedBody) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	if err == io.EOF {
+		b.eof = true
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err
@@ -774,10 +770,29 @@ func (w *http1Response) finish(start time.Time) error {
 	return err
 }
 
+// settle decides, as the head is written (as net/http decides it), whether
+// the connection ends after this response: the handler may not have read
+// the whole body, so a small rest is read and dropped and a large one ends
+// the connection; so does a Shutdown under way.
+func (w *http1Response) settle() {
+	hc := w.conn
+	if !hc.body.done.Load() && hc.body.n > 0 {
+		if hc.body.n > http1DiscardLimit {
+			w.closeAfter = true
+		} else if _, err := io.Copy(io.Discard, &hc.body); err != nil {
+			w.closeAfter = true
+		}
+	}
+	if hc.h.closing.Load() {
+		w.closeAfter = true
+	}
+}
+
 // appendHead appends the status line and header fields: the handler's in
 // sorted order (as net/http writes them), then Date, Content-Length and,
 // when the connection ends after it, Connection: close.
 func (w *http1Response) appendHead(b []byte, length int64) []byte {
+	w.settle()
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(w.status), 10)
 	b = append(b, ' ')
