@@ -17,7 +17,7 @@ HOME_DIR=${INTEROP_HOME:-$ROOT/.venv-interop}
 REPORTS=${INTEROP_REPORTS:-$ROOT/reports/runtimes}
 OIPKIT=${OIPKIT:-$ROOT/bin/oipkit}
 export INTEROP_HOME=$HOME_DIR INTEROP_REPORTS=$REPORTS OIPKIT
-mkdir -p "$HOME_DIR/run" "$REPORTS"
+mkdir -p "$HOME_DIR/run" "$REPORTS" || { echo "interop: cannot create $HOME_DIR/run or $REPORTS" >&2; exit 2; }
 export INTEROP_RESULTS=$HOME_DIR/run/results.txt
 : > "$INTEROP_RESULTS"
 t0=$(date +%s)

@@ -16,9 +16,10 @@ if [[ -x $BIN ]] && chroot "$CHROOT" /opt/perf_analyzer/perf_analyzer --version 
   exit 0
 fi
 start=$(date +%s)
-command -v debootstrap > /dev/null || apt-get install -y -q debootstrap > /dev/null
+command -v debootstrap > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; } > /dev/null
 if [[ ! -x $CHROOT/usr/bin/env ]]; then
   rm -rf "$CHROOT"
+  mkdir -p "$(dirname "$CHROOT")"
   debootstrap --variant=minbase --include=libssl3t64,zlib1g,libstdc++6 trixie "$CHROOT" "$MIRROR" > "$CHROOT.debootstrap.log"
 fi
 tmp=$(mktemp -d)
