@@ -533,7 +533,11 @@ func (c *REST) Close() error {
 // any answer: a reset, a broken pipe or an end of stream.
 func closedUnderUs(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		// The transport's reader saw the server's close first and closed
+		// the connection under the writer (a race inside net/http: the
+		// same stale connection, seen from the other goroutine).
+		errors.Is(err, net.ErrClosed)
 }
 
 // hostPort is the address to dial for u: its host with the scheme's
