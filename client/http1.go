@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/oipkit/oipkit/internal/httpfield"
@@ -255,12 +254,6 @@ func (h *http1Client) send(ctx context.Context, wire []byte, keep bool, max int6
 		}
 		return a, nil
 	}
-}
-
-// staleConn reports the errors of a connection closed by the server.
-func staleConn(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // fail turns a transport error into an *Error; the end of the call's time

@@ -245,7 +245,7 @@ func (c *REST) send(ctx context.Context, op, method string, u *url.URL, header h
 		}
 	}
 	resp, err := c.hc.Do(req.WithContext(ctx))
-	if err != nil && req.Body != nil && ctx.Err() == nil && closedUnderUs(err) {
+	if err != nil && req.Body != nil && ctx.Err() == nil && staleConn(err) {
 		// A keep-alive connection the server closed while this request was
 		// being written: net/http resends only idempotent requests, but
 		// every OIP POST may be resent (no call has side effects a second
@@ -529,14 +529,14 @@ func (c *REST) Close() error {
 	return nil
 }
 
-// closedUnderUs reports whether err is a connection the peer closed before
-// any answer: a reset, a broken pipe or an end of stream.
-func closedUnderUs(err error) bool {
+// staleConn reports whether err is a connection the server closed before
+// any answer, the errors after which both REST paths (net/http's and the
+// lean HTTP/1.1 client) send a request once more: a reset, a broken pipe,
+// an end of stream, or net.ErrClosed when net/http's reader saw the close
+// first and closed the connection under its writer.
+func staleConn(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		// The transport's reader saw the server's close first and closed
-		// the connection under the writer (a race inside net/http: the
-		// same stale connection, seen from the other goroutine).
 		errors.Is(err, net.ErrClosed)
 }
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 )
 
-// TestClosedUnderUs: the errors net/http gives for a keep-alive connection
+// TestStaleConn: the errors net/http gives for a keep-alive connection
 // the server closed while a request was written are resent; others are not.
-func TestClosedUnderUs(t *testing.T) {
+func TestStaleConn(t *testing.T) {
 	wrap := func(err error) error { // as net/http reports a failed write of the body
 		return &url.Error{Op: "Post", URL: "http://127.0.0.1/v2/models/m/infer",
 			Err: &net.OpError{Op: "readfrom", Net: "tcp", Err: &net.OpError{Op: "write", Net: "tcp", Err: err}}}
@@ -28,8 +28,8 @@ func TestClosedUnderUs(t *testing.T) {
 		{wrap(syscall.ECONNREFUSED), false},
 		{&url.Error{Op: "Post", Err: errors.New("malformed HTTP response")}, false},
 	} {
-		if got := closedUnderUs(c.err); got != c.want {
-			t.Errorf("closedUnderUs(%v) = %v, want %v", c.err, got, c.want)
+		if got := staleConn(c.err); got != c.want {
+			t.Errorf("staleConn(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

@@ -776,7 +776,7 @@ func (w *http1Response) finish(start time.Time) error {
 // the connection; so does a Shutdown under way.
 func (w *http1Response) settle() {
 	hc := w.conn
-	if !hc.body.done.Load() && hc.body.n > 0 {
+	if hc.body.n > 0 { // the handler left some of the body unread
 		if hc.body.n > http1DiscardLimit {
 			w.closeAfter = true
 		} else if _, err := io.Copy(io.Discard, &hc.body); err != nil {
@@ -788,9 +788,10 @@ func (w *http1Response) settle() {
 	}
 }
 
-// appendHead appends the status line and header fields: the handler's in
-// sorted order (as net/http writes them), then Date, Content-Length and,
-// when the connection ends after it, Connection: close.
+// appendHead settles the connection's fate, then appends the status line
+// and header fields: the handler's in sorted order (as net/http writes
+// them), then Date, Content-Length and, when the connection ends after it,
+// Connection: close.
 func (w *http1Response) appendHead(b []byte, length int64) []byte {
 	w.settle()
 	b = append(b, "HTTP/1.1 "...)
