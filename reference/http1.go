@@ -679,13 +679,14 @@ type http1Response struct {
 	body       []byte
 	declared   int64 // the handler's Content-Length; -1 when it set none
 	written    int64 // body bytes written through
-	through    bool  // the header is written and the body goes straight out
+	through    bool  // the body goes straight out, after the head
+	headSent   bool  // the head is written (a first Write may carry no body bytes)
 	err        error
 }
 
 func (w *http1Response) reset(closeAfter bool) {
 	clear(w.header)
-	w.status, w.closeAfter, w.body, w.declared, w.written, w.through, w.err = 0, closeAfter, w.body[:0], -1, 0, false, nil
+	w.status, w.closeAfter, w.body, w.declared, w.written, w.through, w.headSent, w.err = 0, closeAfter, w.body[:0], -1, 0, false, false, nil
 	if cap(w.body) > maxPooledBuffer {
 		w.body = nil
 	}
@@ -721,8 +722,9 @@ func (w *http1Response) Write(p []byte) (int, error) {
 		return 0, http.ErrContentLength
 	}
 	head := w.conn.out[:0]
-	if w.written == 0 {
+	if !w.headSent {
 		head = w.appendHead(head, w.declared)
+		w.headSent = true
 	}
 	w.conn.out = head
 	w.conn.bufs = [2][]byte{head, p}
@@ -747,7 +749,7 @@ func (w *http1Response) finish(start time.Time) error {
 	if w.through {
 		if w.written != w.declared {
 			w.closeAfter = true // the client is waiting for bytes that will not come
-			if w.written == 0 {
+			if !w.headSent {
 				_, err := w.conn.c.Write(w.appendHead(w.conn.out[:0], w.declared))
 				return err
 			}
