@@ -49,8 +49,7 @@ for tool in python3 timeout setsid; do
   command -v "$tool" > /dev/null || { echo "interop: $tool is required" >&2; exit 2; }
 done
 if ! command -v curl > /dev/null; then # start.sh polls readiness with curl
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl; } > /dev/null ||
-    { echo "interop: curl is required" >&2; exit 2; }
+  "$ROOT/scripts/apt-install.sh" curl || { echo "interop: curl is required" >&2; exit 2; }
 fi
 
 setup() { # setup VENV: install or reuse; 0 ok, 1 failed (recorded), 2 skipped (recorded)

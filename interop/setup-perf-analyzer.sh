@@ -16,7 +16,7 @@ if [[ -x $BIN ]] && chroot "$CHROOT" /opt/perf_analyzer/perf_analyzer --version 
   exit 0
 fi
 start=$(date +%s)
-command -v debootstrap > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; } > /dev/null
+command -v debootstrap > /dev/null || "$ROOT/scripts/apt-install.sh" debootstrap
 if [[ ! -x $CHROOT/usr/bin/env ]]; then
   rm -rf "$CHROOT"
   mkdir -p "$(dirname "$CHROOT")"

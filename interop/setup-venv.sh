@@ -27,8 +27,7 @@ if ! "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; then
   if [[ $(id -u) == 0 ]] && command -v apt-get > /dev/null; then
     pkg=python$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')-venv
     echo "setup-venv: $PYTHON lacks ensurepip; installing $pkg" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$pkg" > /dev/null 2>&1 ||
-      { apt-get update -qq > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$pkg" > /dev/null; }
+    "$ROOT/scripts/apt-install.sh" "$pkg"
   else
     echo "setup-venv: $PYTHON cannot create venvs (no ensurepip): install python3-venv, or set PYTHON" >&2
     exit 1

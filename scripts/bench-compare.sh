@@ -66,22 +66,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-apt_install() { # apt_install PACKAGE: install a Debian package once
-	if [[ ${APT_UPDATED:-} != 1 ]]; then
-		apt-get update -qq >/dev/null
-		APT_UPDATED=1
-	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
-}
-
 mkdir -p "$TOOLS"
 if [[ ! -x $TOOLS/ghz ]]; then
 	echo "installing ghz $GHZ_VERSION into .tools/bin" >&2
 	GOBIN=$TOOLS go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION"
 fi
-command -v wrk >/dev/null || apt_install wrk
-command -v jq >/dev/null || apt_install jq
-[[ -x /usr/bin/time ]] || apt_install time
+command -v wrk >/dev/null || scripts/apt-install.sh wrk
+command -v jq >/dev/null || scripts/apt-install.sh jq
+[[ -x /usr/bin/time ]] || scripts/apt-install.sh time
 
 echo "building oipkit and bench/bare" >&2
 go build -o bin/oipkit ./cmd/oipkit

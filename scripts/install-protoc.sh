@@ -2,6 +2,4 @@
 # Installs protoc from Debian's protobuf-compiler package (needs root or sudo).
 set -euo pipefail
 if command -v protoc >/dev/null; then exit 0; fi
-SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq protobuf-compiler
+"$(dirname "$0")/apt-install.sh" protobuf-compiler

@@ -15,7 +15,7 @@ OUT=${OUT:-reports/perf-analyzer.md}
 WINDOW_MS=5000 # perf_analyzer's measurement window; it needs 3 stable windows
 
 interop/setup-perf-analyzer.sh >/dev/null
-command -v jq >/dev/null || apt-get install -y -q jq >/dev/null
+command -v jq >/dev/null || scripts/apt-install.sh jq
 go build -o bin/oipkit ./cmd/oipkit
 bin/oipkit serve --http "127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" --log-level error &
 pid=$!
