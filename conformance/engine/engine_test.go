@@ -206,3 +206,13 @@ func TestHaveOutputs(t *testing.T) {
 		t.Errorf("HaveOnlyOutputs: %q", msg)
 	}
 }
+
+// TestProtoTextCompact: gRPC evidence is compact JSON, the same in every
+// build (protojson itself varies its spacing on purpose).
+func TestProtoTextCompact(t *testing.T) {
+	got := protoText(&pb.ModelInferRequest{ModelName: "add_sub", Id: "a b", Inputs: []*pb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Shape: []int64{1, 2}}}})
+	want := `{"modelName":"add_sub","id":"a b","inputs":[{"name":"INPUT0","shape":["1","2"]}]}`
+	if got != want {
+		t.Errorf("protoText = %s, want %s", got, want)
+	}
+}

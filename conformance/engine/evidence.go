@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -207,6 +209,13 @@ func protoText(m proto.Message) string {
 	b, err := protojson.MarshalOptions{EmitUnpopulated: false}.Marshal(m)
 	if err != nil {
 		return fmt.Sprintf("<unprintable %T: %v>", m, err)
+	}
+	// protojson varies its spacing from build to build on purpose;
+	// compacted, the evidence in committed reports changes only when the
+	// answer does.
+	var c bytes.Buffer
+	if json.Compact(&c, b) == nil {
+		b = c.Bytes()
 	}
 	return clip(string(b), maxEvidenceBody)
 }
