@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
+	"net/http"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +28,7 @@ func TestRunDispatch(t *testing.T) {
 		{[]string{"serve", "--log-level", "loud"}, 1},
 		{[]string{"serve", "--max-body-bytes", "-1"}, 1},
 		{[]string{"serve", "extra-argument"}, 1},
+		{[]string{"serve", "--gc-percent", "0"}, 1},
 		{[]string{"serve", "--http", "", "--grpc", ""}, 1},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -62,6 +66,64 @@ func TestServeStopsOnSignalContext(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+}
+
+// TestServeGCPercent checks the server process's GOGC while serve runs:
+// --gc-percent, else serveGCPercent unless GOGC is set in the environment
+// (then the runtime's own value stays), and the value before serve once it
+// returns.
+func TestServeGCPercent(t *testing.T) {
+	gcPercent := func() int {
+		p := debug.SetGCPercent(-1)
+		debug.SetGCPercent(p)
+		return p
+	}
+	before := gcPercent()
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want int
+	}{
+		{"", nil, serveGCPercent},
+		{"", []string{"--gc-percent", "150"}, 150},
+		{"50", nil, before},
+		{"50", []string{"--gc-percent", "150"}, 150},
+	} {
+		t.Setenv("GOGC", tc.env)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		var stdout, stderr bytes.Buffer
+		go func() {
+			done <- run(ctx, append([]string{"serve", "--http", addr, "--grpc", "", "--log-level", "error"}, tc.args...), &stdout, &stderr)
+		}()
+		ready := false
+		for deadline := time.Now().Add(10 * time.Second); !ready && time.Now().Before(deadline); {
+			if resp, err := http.Get("http://" + addr + "/v2/health/ready"); err == nil {
+				resp.Body.Close()
+				ready = resp.StatusCode == http.StatusOK
+			}
+			if !ready {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		got := gcPercent()
+		cancel()
+		if code := <-done; code != 0 || !ready {
+			t.Fatalf("GOGC=%q %v: serve exited %d (ready: %v): %s", tc.env, tc.args, code, ready, stderr.String())
+		}
+		if got != tc.want {
+			t.Errorf("GOGC=%q %v: GC percent %d while serving, want %d", tc.env, tc.args, got, tc.want)
+		}
+		if after := gcPercent(); after != before {
+			t.Errorf("GOGC=%q %v: GC percent %d after serve returned, want %d as before", tc.env, tc.args, after, before)
+		}
 	}
 }
 

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/oipkit/oipkit/client"
@@ -50,8 +52,15 @@ of those CAs.`)
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM `file` of the CAs whose client certificates are accepted; requires one (mutual TLS)")
 	instances := fs.String("instances", "", "execution instances of models, `MODEL=N[,MODEL=N…]`: a model runs at most N requests at once and queues the others, as with Triton's instance_group count (default: no limit)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	gcPercent := fs.Int("gc-percent", serveGCPercent, "the server process's garbage-collection target `percent` (Go's GOGC); the default applies unless GOGC is set in the environment")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *gcPercent <= 0 {
+		return fmt.Errorf("%w: --gc-percent must be positive, got %d", errUsage, *gcPercent)
+	}
+	if flagSet(fs, "gc-percent") || os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(*gcPercent))
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
@@ -102,9 +111,27 @@ of those CAs.`)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err) // an invalid configuration
 	}
+	gc := debug.SetGCPercent(-1)
+	debug.SetGCPercent(gc)
 	cfg.Logger.Info("starting oipkit reference server", "version", version.Version,
-		"models", strings.Join(srv.Repository().Names(), " "))
+		"models", strings.Join(srv.Repository().Names(), " "), "gc_percent", gc)
 	return srv.Serve(ctx)
+}
+
+// serveGCPercent is the reference server's GOGC. Its live heap is a couple
+// of MB, so at Go's default of 100 a collection runs after every 2–3 MB of
+// garbage, every 12 ms under add_sub load; at 400 its CPU per gRPC add_sub
+// request fell from 39–42 µs to 29–31 µs on a 2-core machine. The heap may
+// then grow to five times what is live before a collection: a few MB more at
+// rest; under load what is live is the requests in flight, which the request
+// limits bound.
+const serveGCPercent = 400
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // listenAddress reads a REST listen address in the syntax every command
