@@ -292,7 +292,7 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	target "REST binary request decode, 1 MiB FP32 (ns)" "copy of the bytes" \
 		"$(bench_med RESTBinaryDecodeFP32_1MiB/copy 3)" "$(bench_med RESTBinaryDecodeFP32_1MiB/oipkit 3)" "<=2"
 	echo
-	echo "Paired rows run next to each other in each round; the row shows the round with the median ratio. perf_analyzer rows: $pa_note. Codec rows: median of 5 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`."
+	echo "Paired rows run next to each other in each round; the row shows the round with the median ratio. perf_analyzer rows: $pa_note. Codec rows: median of 5 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`. Each server runs as it ships: \`oipkit serve\` with its GOGC of 400 (\`--gc-percent\`), bench/bare with Go's default of 100."
 	echo
 	echo "## Measurements"
 	echo
