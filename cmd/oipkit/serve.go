@@ -121,7 +121,7 @@ of those CAs.`)
 // serveGCPercent is the reference server's GOGC. Its live heap is a couple
 // of MB, so at Go's default of 100 a collection runs after every 2–3 MB of
 // garbage, every 12 ms under add_sub load; at 400 its CPU per gRPC add_sub
-// request fell from 39–42 µs to 29–31 µs on a 2-core machine. The heap may
+// request fell from 39–42 µs to 29–35 µs on a 2-core machine. The heap may
 // then grow to five times what is live before a collection: a few MB more at
 // rest; under load what is live is the requests in flight, which the request
 // limits bound.
