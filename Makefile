@@ -48,7 +48,7 @@ vet:
 unit: chromium
 	OIPKIT_REQUIRE_BROWSER=1 OIPKIT_SCREENSHOT_DIR=$(CURDIR)/$(BIN)/screenshots $(GO) test -count=1 ./...
 
-# chromium installs Debian's chromium (apt-get update first) for the HTML page checks.
+# chromium installs Debian's chromium (scripts/apt-install.sh) for the HTML page checks.
 chromium:
 	@command -v chromium >/dev/null || scripts/install-chromium.sh
 

@@ -100,11 +100,9 @@ e.g. a fixture model is not deployed).`)
 	for _, p := range profiles {
 		opts.Profiles = append(opts.Profiles, strings.Split(p, ",")...)
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "features" {
-			opts.Features = []conformance.Feature{}
-		}
-	})
+	if flagSet(fs, "features") {
+		opts.Features = []conformance.Feature{}
+	}
 	if *features != "" && *features != "none" {
 		if opts.Features, err = conformance.ParseFeatures(*features); err != nil {
 			return fmt.Errorf("%w: --features: %v", errUsage, err)

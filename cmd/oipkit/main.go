@@ -120,6 +120,13 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "oipkit %s: Open Inference Protocol conformance suite, load generator and reference server\n\n", version.Version)
 	fmt.Fprintln(w, "usage: oipkit <command> [flags]")

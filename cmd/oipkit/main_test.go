@@ -51,21 +51,30 @@ func TestUsageListsCommands(t *testing.T) {
 // TestServeStopsOnSignalContext runs serve on free ports and cancels its
 // context, as SIGINT would: it must shut down and exit 0.
 func TestServeStopsOnSignalContext(t *testing.T) {
+	code, stderr := serveWhile(t, []string{"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--log-level", "error"},
+		func() { time.Sleep(100 * time.Millisecond) })
+	if code != 0 {
+		t.Fatalf("serve exited %d: %s", code, stderr)
+	}
+}
+
+// serveWhile runs `oipkit serve args` while during runs, then cancels its
+// context as SIGINT would and returns its exit code and standard error.
+func serveWhile(t *testing.T, args []string, during func()) (code int, stderr string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan int, 1)
-	var stdout, stderr bytes.Buffer
-	go func() {
-		done <- run(ctx, []string{"serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--log-level", "error"}, &stdout, &stderr)
-	}()
-	time.Sleep(100 * time.Millisecond)
+	var stdout, errBuf bytes.Buffer
+	go func() { done <- run(ctx, append([]string{"serve"}, args...), &stdout, &errBuf) }()
+	during()
 	cancel()
 	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		}
+	case code = <-done:
+		return code, errBuf.String()
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
+		return 0, ""
 	}
 }
 
@@ -97,26 +106,21 @@ func TestServeGCPercent(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan int, 1)
-		var stdout, stderr bytes.Buffer
-		go func() {
-			done <- run(ctx, append([]string{"serve", "--http", addr, "--grpc", "", "--log-level", "error"}, tc.args...), &stdout, &stderr)
-		}()
-		ready := false
-		for deadline := time.Now().Add(10 * time.Second); !ready && time.Now().Before(deadline); {
-			if resp, err := http.Get("http://" + addr + "/v2/health/ready"); err == nil {
-				resp.Body.Close()
-				ready = resp.StatusCode == http.StatusOK
+		ready, got := false, 0
+		code, stderr := serveWhile(t, append([]string{"--http", addr, "--grpc", "", "--log-level", "error"}, tc.args...), func() {
+			for deadline := time.Now().Add(10 * time.Second); !ready && time.Now().Before(deadline); {
+				if resp, err := http.Get("http://" + addr + "/v2/health/ready"); err == nil {
+					resp.Body.Close()
+					ready = resp.StatusCode == http.StatusOK
+				}
+				if !ready {
+					time.Sleep(20 * time.Millisecond)
+				}
 			}
-			if !ready {
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		got := gcPercent()
-		cancel()
-		if code := <-done; code != 0 || !ready {
-			t.Fatalf("GOGC=%q %v: serve exited %d (ready: %v): %s", tc.env, tc.args, code, ready, stderr.String())
+			got = gcPercent()
+		})
+		if code != 0 || !ready {
+			t.Fatalf("GOGC=%q %v: serve exited %d (ready: %v): %s", tc.env, tc.args, code, ready, stderr)
 		}
 		if got != tc.want {
 			t.Errorf("GOGC=%q %v: GC percent %d while serving, want %d", tc.env, tc.args, got, tc.want)

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/oipkit/oipkit/client"
@@ -56,12 +56,6 @@ of those CAs.`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *gcPercent <= 0 {
-		return fmt.Errorf("%w: --gc-percent must be positive, got %d", errUsage, *gcPercent)
-	}
-	if flagSet(fs, "gc-percent") || os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(*gcPercent))
-	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
@@ -81,6 +75,9 @@ of those CAs.`)
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
+	}
+	if *gcPercent <= 0 {
+		return fmt.Errorf("%w: --gc-percent must be positive, got %d", errUsage, *gcPercent)
 	}
 	for name, v := range map[string]int64{"--max-body-bytes": cfg.MaxBodyBytes, "--max-elements": cfg.MaxTensorElements, "--grpc-max-message-bytes": int64(cfg.GRPCMaxMessageBytes),
 		"--max-streams": int64(cfg.MaxStreams), "--max-stream-inflight": int64(cfg.MaxStreamInflight), "--stream-idle-timeout": int64(cfg.StreamIdleTimeout),
@@ -111,10 +108,13 @@ of those CAs.`)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err) // an invalid configuration
 	}
-	gc := debug.SetGCPercent(-1)
-	debug.SetGCPercent(gc)
+	gogc := os.Getenv("GOGC") // the runtime's own, unless --gc-percent or the default replaces it
+	if flagSet(fs, "gc-percent") || gogc == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(*gcPercent))
+		gogc = strconv.Itoa(*gcPercent)
+	}
 	cfg.Logger.Info("starting oipkit reference server", "version", version.Version,
-		"models", strings.Join(srv.Repository().Names(), " "), "gc_percent", gc)
+		"models", strings.Join(srv.Repository().Names(), " "), "gc_percent", gogc)
 	return srv.Serve(ctx)
 }
 
@@ -126,13 +126,6 @@ of those CAs.`)
 // rest; under load what is live is the requests in flight, which the request
 // limits bound.
 const serveGCPercent = 400
-
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
 
 // listenAddress reads a REST listen address in the syntax every command
 // accepts for --http: HOST:PORT, or a plain-http URL (https is not served

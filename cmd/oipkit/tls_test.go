@@ -211,21 +211,9 @@ func TestServeTLSFlags(t *testing.T) {
 	}
 
 	// A good configuration serves until cancelled.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	var stdout, stderr bytes.Buffer
-	go func() {
-		done <- run(ctx, []string{"serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--log-level", "error",
-			"--tls-cert", pki.ServerCert, "--tls-key", pki.ServerKey, "--tls-client-ca", pki.CA}, &stdout, &stderr)
-	}()
-	time.Sleep(100 * time.Millisecond)
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("serve with TLS exited %d: %s", code, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
+	code, stderr := serveWhile(t, []string{"--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--log-level", "error",
+		"--tls-cert", pki.ServerCert, "--tls-key", pki.ServerKey, "--tls-client-ca", pki.CA}, func() { time.Sleep(100 * time.Millisecond) })
+	if code != 0 {
+		t.Fatalf("serve with TLS exited %d: %s", code, stderr)
 	}
 }
