@@ -111,7 +111,8 @@ perf-analyzer-compare: build
 # measured in the same run (wrk, ghz, perf_analyzer, the bare net/http and
 # grpc-go servers of bench/bare, encoding/json) and writes
 # reports/bench-compare.md; it installs ghz, wrk, jq and GNU time when missing.
-# ROUNDS=3 repeats the runs on a busy machine; PERF_ANALYZER=0 skips that tool.
+# Five rounds of 6 s runs by default (ROUNDS, DURATION); each row keeps its
+# median round. PERF_ANALYZER=0 skips that tool.
 bench-compare: build
 	scripts/bench-compare.sh
 

@@ -18,13 +18,15 @@
 # Writes reports/bench-compare.md (the raw measurements and the ratio table)
 # and prints it.
 #
-#   scripts/bench-compare.sh [SECONDS]        (default 10; env DURATION too)
+#   scripts/bench-compare.sh [SECONDS]        (default 6; env DURATION too)
 #
 # Env: CONCURRENCY (16), PORT_BASE (18700: uses PORT_BASE..PORT_BASE+3, and
-# +20/+21 for perf_analyzer), OUT (reports/bench-compare.md), ROUNDS (1: on a
-# busy machine, 3 or 5 repeat the whole sequence and report each row's median
-# round), PERF_ANALYZER (1; 0 skips the perf_analyzer rows, which need root
-# and Debian's mirror for a chroot on first use).
+# +20/+21 for perf_analyzer), OUT (reports/bench-compare.md), ROUNDS (5: the
+# whole sequence repeats and each row reports its median round; one round of
+# a REST load run swings by ±15% on a shared 2-core machine, so a single
+# round cannot tell 0.88 from 0.92), PERF_ANALYZER (1; 0 skips the
+# perf_analyzer rows, which need root and Debian's mirror for a chroot on
+# first use).
 #
 # Installs what it needs: ghz into .tools/bin with `go install` (pinned:
 # `ghz@latest` resolves to the old v0.93.0 on the Go module proxy, v0.121.0 is
@@ -42,7 +44,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-DURATION=${1:-${DURATION:-10}}
+DURATION=${1:-${DURATION:-6}}
 CONCURRENCY=${CONCURRENCY:-16}
 PORT_BASE=${PORT_BASE:-18700}
 HTTP_PORT=$PORT_BASE
@@ -51,7 +53,7 @@ BARE_HTTP_PORT=$((PORT_BASE + 2))
 BARE_GRPC_PORT=$((PORT_BASE + 3))
 OUT=${OUT:-reports/bench-compare.md}
 PERF_ANALYZER=${PERF_ANALYZER:-1}
-ROUNDS=${ROUNDS:-1}
+ROUNDS=${ROUNDS:-5}
 GHZ_VERSION=v0.121.0
 TOOLS=$ROOT/.tools/bin
 WORK=$(mktemp -d)
