@@ -125,7 +125,9 @@ wait_for() { # wait_for CMD...: retry CMD for 10 s
 	echo "no answer from: $*" >&2
 	exit 1
 }
-"$OIPKIT" serve --http "127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" --log-level warn &
+# At info, serve logs its start and stop lines only; the start line gives
+# the GOGC it runs with (gc_percent), which the report quotes.
+"$OIPKIT" serve --http "127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT" --log-level info 2> >(tee "$WORK/serve.log" >&2) &
 PIDS+=($!)
 bin/bare --request "$WORK/body.json" --http "127.0.0.1:$BARE_HTTP_PORT" --grpc "127.0.0.1:$BARE_GRPC_PORT" &
 PIDS+=($!)
@@ -294,7 +296,7 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	target "REST binary request decode, 1 MiB FP32 (ns)" "copy of the bytes" \
 		"$(bench_med RESTBinaryDecodeFP32_1MiB/copy 3)" "$(bench_med RESTBinaryDecodeFP32_1MiB/oipkit 3)" "<=2"
 	echo
-	echo "Paired rows run next to each other in each round; the row shows the round with the median ratio. perf_analyzer rows: $pa_note. Codec rows: median of 5 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`. Each server runs as it ships: \`oipkit serve\` with its GOGC of 400 (\`--gc-percent\`), bench/bare with Go's default of 100."
+	echo "Paired rows run next to each other in each round; the row shows the round with the median ratio. perf_analyzer rows: $pa_note. Codec rows: median of 5 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`. Each server runs as it ships: \`oipkit serve\` with GOGC $(grep -o 'gc_percent=[^ ]*' "$WORK/serve.log" | head -1 | cut -d= -f2) (\`--gc-percent\`), bench/bare with GOGC ${GOGC:-100} (Go's default unless GOGC is set)."
 	echo
 	echo "## Measurements"
 	echo

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"net/http"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/client"
 )
 
 func TestRunDispatch(t *testing.T) {
@@ -106,19 +107,20 @@ func TestServeGCPercent(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
+		c, err := client.New("http://"+addr, client.ProtocolHTTP, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		ready, got := false, 0
 		code, stderr := serveWhile(t, append([]string{"--http", addr, "--grpc", "", "--log-level", "error"}, tc.args...), func() {
 			for deadline := time.Now().Add(10 * time.Second); !ready && time.Now().Before(deadline); {
-				if resp, err := http.Get("http://" + addr + "/v2/health/ready"); err == nil {
-					resp.Body.Close()
-					ready = resp.StatusCode == http.StatusOK
-				}
-				if !ready {
+				if ready, _ = c.ServerReady(context.Background()); !ready {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
 			got = gcPercent()
 		})
+		c.Close()
 		if code != 0 || !ready {
 			t.Fatalf("GOGC=%q %v: serve exited %d (ready: %v): %s", tc.env, tc.args, code, ready, stderr)
 		}
