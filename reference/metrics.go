@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"io"
+	runtimemetrics "runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,12 @@ import (
 //     that a load generator's inter-response gaps can be checked against
 //     the server's. Streamed requests are counted when their last response
 //     was sent; see ext_statistics.go for what each counter covers.
+//
+// Plus three of the Prometheus Go collector's families, under its names, so
+// that a soak test (cmd/soak) can watch the process for leaks:
+// go_goroutines, go_memstats_heap_inuse_bytes and go_memstats_heap_objects.
+// They are read with runtime/metrics, which does not stop the world as
+// runtime.ReadMemStats does.
 
 // buckets are a histogram's upper bounds and the unit in which the
 // exposition writes them and the sum.
@@ -185,7 +192,44 @@ func (m *metrics) write(w io.Writer) error {
 	if m.stats != nil {
 		m.stats.writeTriton(bw)
 	}
+	writeGoRuntime(bw)
 	return bw.Flush()
+}
+
+// goRuntimeSamples are the runtime/metrics read for the Go families, in
+// this order.
+var goRuntimeSamples = []string{
+	"/sched/goroutines:goroutines",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/gc/heap/objects:objects",
+}
+
+// writeGoRuntime writes the Go collector's families. Its heap in use
+// (MemStats.HeapInuse) is the bytes of spans in use: live and not yet swept
+// objects plus the unused space of those spans.
+func writeGoRuntime(bw *bufio.Writer) {
+	s := make([]runtimemetrics.Sample, len(goRuntimeSamples))
+	for i, name := range goRuntimeSamples {
+		s[i].Name = name
+	}
+	runtimemetrics.Read(s)
+	value := func(i int) string {
+		if s[i].Value.Kind() != runtimemetrics.KindUint64 { // not in this Go release
+			return "NaN"
+		}
+		return strconv.FormatUint(s[i].Value.Uint64(), 10)
+	}
+	inuse := "NaN"
+	if s[1].Value.Kind() == runtimemetrics.KindUint64 && s[2].Value.Kind() == runtimemetrics.KindUint64 {
+		inuse = strconv.FormatUint(s[1].Value.Uint64()+s[2].Value.Uint64(), 10)
+	}
+	bw.WriteString("# HELP go_goroutines Number of goroutines that currently exist.\n# TYPE go_goroutines gauge\n")
+	bw.WriteString("go_goroutines " + value(0) + "\n")
+	bw.WriteString("# HELP go_memstats_heap_inuse_bytes Number of heap bytes that are in use.\n# TYPE go_memstats_heap_inuse_bytes gauge\n")
+	bw.WriteString("go_memstats_heap_inuse_bytes " + inuse + "\n")
+	bw.WriteString("# HELP go_memstats_heap_objects Number of currently allocated objects.\n# TYPE go_memstats_heap_objects gauge\n")
+	bw.WriteString("go_memstats_heap_objects " + value(3) + "\n")
 }
 
 // writeTriton writes Triton's per model version families from the

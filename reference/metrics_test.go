@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,4 +123,52 @@ func TestMetricsTritonFamilies(t *testing.T) {
 	if tok.InferenceStats.Success.Count != 3 || tok.InferenceStats.ComputeInfer.Count != 3 {
 		t.Errorf("tokens statistics after 3 streamed requests: %+v", tok.InferenceStats)
 	}
+}
+
+// The Go collector's families report this process (the server runs in the
+// test's): goroutines parked by the test and objects it keeps alive show
+// up in go_goroutines and go_memstats_heap_objects.
+func TestMetricsGoRuntime(t *testing.T) {
+	srv := referencetest.Start(t)
+	scrape := func() (goroutines, inuse, objects float64) {
+		body := string(get(t, srv.HTTPURL()+"/metrics").body)
+		return metricValue(t, body, "go_goroutines"), metricValue(t, body, "go_memstats_heap_inuse_bytes"),
+			metricValue(t, body, "go_memstats_heap_objects")
+	}
+	g0, inuse0, _ := scrape()
+	if g0 <= 0 || inuse0 <= 0 {
+		t.Fatalf("go_goroutines %v, go_memstats_heap_inuse_bytes %v: want both > 0", g0, inuse0)
+	}
+
+	const parked = 500
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(parked)
+	for range parked {
+		go func() { started.Done(); <-release }()
+	}
+	started.Wait()
+	g1, _, _ := scrape()
+	close(release)
+	if g1 < g0+parked {
+		t.Errorf("go_goroutines %v with %d more parked, want at least %v", g1, parked, g0+parked)
+	}
+
+	runtime.GC()
+	_, _, objects0 := scrape()
+	const kept = 200_000
+	live := make([]*[16]byte, kept)
+	for i := range live {
+		live[i] = new([16]byte)
+	}
+	_, inuse1, objects1 := scrape()
+	// The runtime counts allocations per span as each cache's span is
+	// refilled, so the count may trail by a few spans' worth: allow 10%.
+	if objects1 < objects0+kept*9/10 {
+		t.Errorf("go_memstats_heap_objects %v with %d more kept alive, want at least %v", objects1, kept, objects0+kept*9/10)
+	}
+	if inuse1 < kept*16 {
+		t.Errorf("go_memstats_heap_inuse_bytes %v with %d×16 bytes kept alive", inuse1, kept)
+	}
+	runtime.KeepAlive(live)
 }
