@@ -230,6 +230,10 @@ type Finding struct {
 	// makes this deviation a warning, if any (e.g. "A-18").
 	Ambiguity string    `json:"ambiguity,omitempty"`
 	Evidence  *Evidence `json:"evidence,omitempty"`
+	// Reproducer is a copy-paste shell command sending the request again
+	// (curl, or grpcurl with specs/proto); reports written before it
+	// existed get one from the evidence ([Finding.ReproducerFor]).
+	Reproducer string `json:"reproducer,omitempty"`
 }
 
 // UnmarshalJSON reads a finding, also from reports written before classes
