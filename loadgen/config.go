@@ -114,6 +114,11 @@ type InputConfig struct {
 	Parameters []string `json:"parameters,omitempty"`
 	// Validate checks every response against the expected outputs.
 	Validate bool `json:"validate,omitempty"`
+	// CheckEvery decodes the first answer and then every CheckEvery-th in
+	// full and checks it against the model's metadata (see sample.go);
+	// nil means DefaultCheckEvery, 0 checks only every answer's framing and
+	// status. Validate checks every answer.
+	CheckEvery *int `json:"checkEvery,omitempty"`
 	// Seed seeds random input data and Poisson arrivals (default 1).
 	Seed uint64 `json:"seed"`
 	// SharedMemory is perf_analyzer's --shared-memory: "none" (default) or
@@ -394,6 +399,9 @@ func (in *InputConfig) normalize() error {
 	}
 	if in.Seed == 0 {
 		in.Seed = 1
+	}
+	if err := in.normalizeCheckEvery(); err != nil {
+		return err
 	}
 	if _, err := parseShapes(in.Shapes); err != nil {
 		return err

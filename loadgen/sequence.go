@@ -218,8 +218,11 @@ func (t *OIPTarget) DoSequence(ctx context.Context, seq uint64, step SequenceSte
 		}
 		cctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout.D())
 		defer cancel()
-		_, err := t.data.Infer(cctx, req)
-		return err
+		r, err := t.data.Infer(cctx, req)
+		if err != nil || !t.sampled() {
+			return err
+		}
+		return checkAnswer(t.info.Model.Outputs, r)
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout.D())
 	defer cancel()
@@ -227,7 +230,23 @@ func (t *OIPTarget) DoSequence(ctx context.Context, seq uint64, step SequenceSte
 		cctx = metadata.NewOutgoingContext(cctx, t.md)
 	}
 	msg := client.NewPreEncoded(appendSequenceParams(append([]byte(nil), p.call.Message()...), step))
-	if err := t.conn.Invoke(cctx, modelInferMethod, msg, client.DiscardReply, t.callOpts...); err != nil {
+	var reply any = client.DiscardReply
+	var kept client.RawMessage
+	check := t.sampled()
+	if check {
+		reply = &kept
+	}
+	if err := t.conn.Invoke(cctx, modelInferMethod, msg, reply, t.callOpts...); err != nil {
+		return fmt.Errorf("sequence %d: %w", step.ID, err)
+	}
+	if !check {
+		return nil
+	}
+	r, err := decodeGRPCAnswer(kept.B)
+	if err != nil {
+		return fmt.Errorf("sequence %d: %w", step.ID, err)
+	}
+	if err := checkAnswer(t.info.Model.Outputs, r); err != nil {
 		return fmt.Errorf("sequence %d: %w", step.ID, err)
 	}
 	return nil

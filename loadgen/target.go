@@ -35,6 +35,11 @@ type OIPTarget struct {
 	callOpts []grpc.CallOption
 	payloads []payload
 	validate bool
+	// checkEvery is the sample rule (see sample.go): 0 checks no answer in
+	// full, 1 every answer (also with --validate), N the first and every
+	// N-th after it, counted in answers.
+	checkEvery uint64
+	answers    answerCount
 	info     TargetInfo
 	tls      *tls.Config     // nil for plaintext
 	shm      *sharedMemory   // --shared-memory system; nil otherwise
@@ -50,7 +55,8 @@ type payload struct {
 	body      []byte                    // REST body
 	headerLen int                       // REST Inference-Header-Content-Length, -1 for pure JSON
 	post      *client.PreparedInfer     // REST: the whole request, serialized once
-	keep      int64                     // REST: keep bodies up to this size to validate them; 0: drop them
+	keep      int64                     // REST: keep sampled bodies up to this size to check them
+	keepRule  string                    // how keep was set, for the error of a larger answer
 	call      *client.PreparedGRPCInfer // gRPC: the request, serialized once (sequences and streams start from its Message)
 	inputs    []tensor.Tensor           // the request's inputs (REST sequences encode each request)
 	expect    []tensor.Tensor           // outputs to validate against; nil: none
@@ -91,6 +97,10 @@ func NewTarget(ctx context.Context, cfg Config) (*OIPTarget, error) {
 		return nil, err
 	}
 	t := &OIPTarget{cfg: tc, validate: cfg.Inputs.Validate, tls: opts.TLS, streaming: cfg.Streaming}
+	t.checkEvery = uint64(*cfg.Inputs.CheckEvery)
+	if t.validate {
+		t.checkEvery = 1
+	}
 	addr := tc.HTTP
 	if tc.Protocol.IsGRPC() {
 		addr = tc.GRPC
@@ -246,6 +256,10 @@ func (t *OIPTarget) encode(ctx context.Context, i int, set inputSet, params oip.
 			if p.keep, err = keepLimit(p.expect, bin); err != nil {
 				return p, err
 			}
+			p.keepRule = "16 times the expected outputs, plus 1 MiB"
+		} else {
+			p.keep = sampleKeep(t.info.Model.Outputs, len(body))
+			p.keepRule = "16 times the answer the metadata and the request suggest, plus 1 MiB; --check-every 0 checks framing only"
 		}
 	default:
 		pb, err := oip.ToProtoRequest(req, t.cfg.Protocol == client.ProtocolGRPCRaw)
@@ -284,47 +298,56 @@ func keepLimit(expect []tensor.Tensor, binary bool) (int64, error) {
 func (t *OIPTarget) Info() TargetInfo { return t.info }
 
 // Do sends request seq: payload seq mod the number of payloads. Every
-// answer's framing is checked whether or not it is validated: REST status,
-// lengths and chunking, and the binary Inference-Header-Content-Length
-// against the body (client.PreparedInfer), gRPC's HTTP/2 and message
-// framing and its status (client.PreparedGRPCInfer); the body is kept only
-// to validate it.
+// answer's framing is checked: REST status, lengths and chunking, and the
+// binary Inference-Header-Content-Length against the body
+// (client.PreparedInfer), gRPC's HTTP/2 and message framing and its status
+// (client.PreparedGRPCInfer). The body is kept only when the answer is
+// sampled (see sample.go), to be decoded and checked against the model's
+// metadata, and with --validate against the expected outputs.
 func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 	p := &t.payloads[seq%uint64(len(t.payloads))]
+	check := t.sampled()
 	if p.post != nil {
-		a, err := p.post.Send(ctx, p.keep)
-		if err != nil && p.keep > 0 && errors.Is(err, client.ErrResponseTooLarge) {
-			return &ValidationError{Detail: fmt.Sprintf("the answer is larger than %d bytes, the most kept to validate it (16 times the expected outputs, plus 1 MiB): %v", p.keep, err)}
+		var keep int64
+		if check {
+			keep = p.keep
 		}
-		if err != nil || p.keep == 0 {
+		a, err := p.post.Send(ctx, keep)
+		if err != nil && keep > 0 && errors.Is(err, client.ErrResponseTooLarge) {
+			return &ValidationError{Detail: fmt.Sprintf("the answer is larger than %d bytes, too large to check (%s): %v", keep, p.keepRule, err)}
+		}
+		if err != nil || keep == 0 {
 			return err
 		}
-		return t.checkREST(p, a)
+		r, err := oip.DecodeRESTResponse(a.Body, a.HeaderLen)
+		if err != nil {
+			return notInference("%v", err)
+		}
+		return t.checkAnswer(p, r)
 	}
-	keep := t.validate && p.expect != nil
-	b, err := p.call.Send(ctx, keep)
-	if err != nil || !keep {
+	b, err := p.call.Send(ctx, check)
+	if err != nil || !check {
 		return err
 	}
-	var resp inferencepb.ModelInferResponse
-	if err := proto.Unmarshal(b, &resp); err != nil {
-		return &ValidationError{Detail: "decode response: " + err.Error()}
-	}
-	r, err := oip.FromProtoResponse(&resp)
+	r, err := decodeGRPCAnswer(b)
 	if err != nil {
-		return &ValidationError{Detail: err.Error()}
+		return err
 	}
-	return checkOutputs(p.expect, p.expectRaw, r)
+	return t.checkAnswer(p, r)
 }
 
 const modelInferMethod = inferencepb.GRPCInferenceService_ModelInfer_FullMethodName
 
-func (t *OIPTarget) checkREST(p *payload, a client.InferAnswer) error {
-	r, err := oip.DecodeRESTResponse(a.Body, a.HeaderLen)
-	if err != nil {
-		return &ValidationError{Detail: "decode response: " + err.Error()}
+// checkAnswer checks a sampled answer against the model's metadata and,
+// with --validate, against the expected outputs.
+func (t *OIPTarget) checkAnswer(p *payload, r *oip.InferResponse) error {
+	if err := checkAnswer(t.info.Model.Outputs, r); err != nil {
+		return err
 	}
-	return checkOutputs(p.expect, p.expectRaw, r)
+	if t.validate && p.expect != nil {
+		return checkOutputs(p.expect, p.expectRaw, r)
+	}
+	return nil
 }
 
 // Close releases the target's connections.
