@@ -40,10 +40,10 @@ type OIPTarget struct {
 	// N-th after it, counted in answers.
 	checkEvery uint64
 	answers    answerCount
-	info     TargetInfo
-	tls      *tls.Config     // nil for plaintext
-	shm      *sharedMemory   // --shared-memory system; nil otherwise
-	metrics  *metricsScraper // --metrics-url; nil otherwise
+	info       TargetInfo
+	tls        *tls.Config     // nil for plaintext
+	shm        *sharedMemory   // --shared-memory system; nil otherwise
+	metrics    *metricsScraper // --metrics-url; nil otherwise
 
 	streaming *StreamConfig  // nil unless --streaming
 	pool      streamPool     // idle gRPC streams
