@@ -78,7 +78,7 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 				case engine.EntryFinding:
 					attributed[id] = true
 					s.classes[v.Class] = true
-					s.findings = append(s.findings, reports.Finding{Spec: text, Class: v.Class, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence})
+					s.findings = append(s.findings, reports.Finding{Spec: text, Class: v.Class, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence, Reproducer: v.Reproducer})
 				}
 			}
 		}

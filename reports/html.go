@@ -106,15 +106,18 @@ type htmlFinding struct {
 // htmlEvidence is an exchange: a one-line summary and both sides as wire
 // dumps.
 type htmlEvidence struct {
-	Summary  string
-	Sent     string
-	Received string
+	Summary    string
+	Sent       string
+	Received   string
+	Reproducer string // a shell command sending the request again, or ""
 }
 
-func viewFinding(f Finding, bodyLimit int) htmlFinding {
+// viewFinding shows a finding; reproducer is its command, "" for none.
+func viewFinding(f Finding, bodyLimit int, reproducer string) htmlFinding {
 	h := htmlFinding{Class: f.Class, Spec: f.Spec, Message: f.Message, Ambiguity: f.Ambiguity}
 	if f.Evidence != nil {
 		h.Evidence = viewEvidence(f.Evidence, bodyLimit)
+		h.Evidence.Reproducer = reproducer
 	}
 	return h
 }
@@ -275,7 +278,7 @@ func WriteHTML(w io.Writer, r *ConformanceReport, cite Citer) error {
 			}
 		}
 		for _, f := range sortFindings(q.Findings) {
-			hf := viewFinding(f, 0)
+			hf := viewFinding(f, 0, f.ReproducerFor(r.Targets))
 			switch {
 			case len(row.Shown) < reportFindingsShown:
 				row.Shown = append(row.Shown, hf)

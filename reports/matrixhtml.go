@@ -312,7 +312,7 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 						ev.More = len(q.Findings) - j
 						break
 					}
-					ev.Findings = append(ev.Findings, viewFinding(f, maxMatrixBody))
+					ev.Findings = append(ev.Findings, viewFinding(f, maxMatrixBody, ""))
 				}
 				views[i].Evidence = append(views[i].Evidence, ev)
 			}

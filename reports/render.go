@@ -156,6 +156,10 @@ func WriteMarkdown(w io.Writer, r *ConformanceReport) error {
 				if f.Evidence != nil {
 					fmt.Fprintf(&b, "\nSent:\n\n```\n%s```\n\nReceived:\n\n```\n%s```\n", messageText(f.Evidence.Request), messageText(f.Evidence.Response))
 				}
+				if cmd := f.ReproducerFor(r.Targets); cmd != "" {
+					fence := codeFence(cmd)
+					fmt.Fprintf(&b, "\nReproducer:\n\n%ssh\n%s\n%s\n", fence, cmd, fence)
+				}
 			}
 		}
 	}
@@ -279,4 +283,19 @@ func truncate(s string, n int) string {
 func mdEscape(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// codeFence is a Markdown fence longer than any run of backticks in s, so
+// a command shows exactly as it is (the reader copies it).
+func codeFence(s string) string {
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
 }

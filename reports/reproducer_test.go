@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -213,5 +214,44 @@ func TestGRPCurlReproducerRoundTrip(t *testing.T) {
 	runShell(t, "bash", strings.Replace(cmd, "grpcurl ", grpcurl+" ", 1))
 	if got := <-rec.got; !proto.Equal(got, want) {
 		t.Errorf("server got %v, want %v", got, want)
+	}
+}
+
+// TestReproducerRendered: report.md and report.html carry each finding's
+// reproducer, the stored one when the run stored it and one built from the
+// evidence for an older report.
+func TestReproducerRendered(t *testing.T) {
+	r := sampleReport("kserve", StatusFailed)
+	r.Targets = Targets{HTTP: "http://127.0.0.1:8000"}
+	r.Requirements[0].Findings[0].Evidence.Request.BodyBytes = len(`{"id":"42"}`)
+	r.Requirements[2].Findings[0].Reproducer = "curl -sS -i 'http://stored'"
+	var md, page bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := Reproduce(r.Requirements[0].Findings[0].Evidence, r.Targets); !strings.HasPrefix(got, "printf '%s' '{\"id\":\"42\"}' |\n  curl -sS -i http://127.0.0.1:8000/v2/models/add_sub/infer -H Content-Type: --data-binary @-") {
+		t.Fatalf("built reproducer:\n%s", got)
+	}
+	for _, want := range []string{
+		"Reproducer:\n\n```sh\nprintf '%s' '{\"id\":\"42\"}' |\n  curl -sS -i http://127.0.0.1:8000/v2/models/add_sub/infer -H Content-Type: --data-binary @-\n```\n",
+		"Reproducer:\n\n```sh\ncurl -sS -i 'http://stored'\n```\n",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	for _, want := range []string{
+		`<pre class="repro">printf &#39;%s&#39; &#39;{&#34;id&#34;:&#34;42&#34;}&#39; |`,
+		`<pre class="repro">curl -sS -i &#39;http://stored&#39;</pre>`,
+	} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if got := codeFence("a ```` b"); got != "`````" {
+		t.Errorf("codeFence = %q, want five backticks", got)
 	}
 }

@@ -32,6 +32,8 @@ type EntryValue struct {
 	Message   string
 	Ambiguity string
 	Evidence  *reports.Evidence
+	// Reproducer sends the request again (findings only, reproducer.go).
+	Reproducer string
 }
 
 // String renders the entry for ginkgo's own output.
@@ -265,6 +267,7 @@ func recordFinding(req, message string, g grading, ev Evidencer) {
 	}
 	if ev != nil {
 		e.Evidence = ev.Evidence()
+		e.Reproducer = reproducer(ev)
 	}
 	ginkgo.AddReportEntry(EntryFinding, e, ginkgo.ReportEntryVisibilityNever)
 	line := describe(e)
