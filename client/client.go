@@ -129,6 +129,12 @@ func New(target string, p Protocol, opts Options) (Client, error) {
 // body exceeds Options.MaxResponseBytes.
 var ErrResponseTooLarge = errors.New("response too large")
 
+// ErrNotProcessed is wrapped by the *Error of a gRPC call the server said it
+// did not process: one above the last stream of its GOAWAY, or one it reset
+// with REFUSED_STREAM (the lean transport's calls; grpc-go retries those
+// itself). Sending it again, here or elsewhere, is safe.
+var ErrNotProcessed = errors.New("not processed by the server")
+
 // Defaults for zero Options fields.
 const (
 	DefaultTimeout          = 10 * time.Second

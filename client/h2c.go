@@ -488,6 +488,9 @@ func (cn *h2cConn) handle(f http2.Frame) error {
 		cn.mu.Lock()
 		if s := cn.streams[f.StreamID]; s != nil {
 			s.code, s.message = rstCode(f.ErrCode), fmt.Sprintf("stream reset by the server: %v", f.ErrCode)
+			if f.ErrCode == http2.ErrCodeRefusedStream {
+				s.err = ErrNotProcessed
+			}
 			if s.code == codes.Canceled && !time.Now().Before(s.deadline) {
 				// The server cancels calls past the grpc-timeout sent:
 				// that is the deadline (as grpc-go's client reports it).
@@ -533,6 +536,7 @@ func (cn *h2cConn) handle(f http2.Frame) error {
 			if id > f.LastStreamID {
 				// Not processed: the server says so.
 				s.code, s.message = codes.Unavailable, fmt.Sprintf("the server sent GOAWAY (%v) before this call", f.ErrCode)
+				s.err = ErrNotProcessed
 				cn.finish(s)
 			}
 		}
@@ -985,7 +989,7 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 func (cn *h2cConn) unusable() error {
 	err := cn.err
 	if err == nil {
-		err = errors.New("the server sent GOAWAY")
+		err = fmt.Errorf("%w: the server sent GOAWAY", ErrNotProcessed)
 	}
 	return &Error{Op: "Infer", GRPCCode: codes.Unavailable, Message: err.Error(), Err: err}
 }

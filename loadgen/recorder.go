@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -214,6 +215,7 @@ const (
 	kindTransport            // no answer: connection refused, reset, ...
 	kindValidation           // the answer did not match the expected outputs
 	kindStream               // a streamed request failed in the stream (error_message, an SSE error event)
+	kindRefused              // not taken: connection refused, or the server said it did not process it
 )
 
 // errorKey identifies a failure class in the errors-by-code table; it is
@@ -224,7 +226,7 @@ type errorKey struct {
 }
 
 // String is the key used in results: "http_503", "grpc_Unavailable",
-// "timeout", "transport", "validation", "stream_error" or "other".
+// "timeout", "refused", "transport", "validation", "stream_error" or "other".
 func (k errorKey) String() string {
 	switch k.kind {
 	case kindTimeout:
@@ -233,6 +235,8 @@ func (k errorKey) String() string {
 		return fmt.Sprintf("http_%d", k.code)
 	case kindGRPC:
 		return "grpc_" + codes.Code(k.code).String()
+	case kindRefused:
+		return "refused"
 	case kindTransport:
 		return "transport"
 	case kindValidation:
@@ -275,6 +279,13 @@ func classify(err error) errorKey {
 	}
 	if errors.Is(err, client.ErrStreamRequest) || errors.Is(err, client.ErrStreamEvent) {
 		return errorKey{kind: kindStream}
+	}
+	// Refused requests are told apart from lost ones (a transport error
+	// once the request went out): a server shutting down refuses new
+	// connections and, over gRPC, says which calls it did not process;
+	// neither was run, so another server may take them.
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, client.ErrNotProcessed) {
+		return errorKey{kind: kindRefused}
 	}
 	var ce *client.Error
 	if errors.As(err, &ce) {
