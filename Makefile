@@ -40,13 +40,18 @@ proto: tools
 		--go-grpc_out=specs/inferencepb --go-grpc_opt=paths=source_relative \
 		specs/proto/inference.proto
 
+# The deploy module (deploy/go.mod: the container image and the Kubernetes manifests) is a
+# module of its own, so that importers of oipkit do not inherit go-containerregistry and
+# Kubernetes; vet and unit cover it too.
 vet:
 	$(GO) vet ./...
+	$(GO) vet -C deploy ./...
 
 # unit runs every test; the HTML pages are checked in headless chromium (installed by the
 # chromium target) and their screenshots kept in bin/screenshots.
 unit: chromium
 	OIPKIT_REQUIRE_BROWSER=1 OIPKIT_SCREENSHOT_DIR=$(CURDIR)/$(BIN)/screenshots $(GO) test -count=1 ./...
+	$(GO) test -C deploy -count=1 ./...
 
 # chromium installs Debian's chromium (scripts/apt-install.sh) for the HTML page checks.
 chromium:
@@ -127,8 +132,9 @@ IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 image:
-	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./deploy/image -o $(IMAGE_ARCHIVE) -name $(IMAGE_NAME) \
-		-platforms $(IMAGE_PLATFORMS) -revision "$(IMAGE_REVISION)" -digest-file $(IMAGE_ARCHIVE).digest
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run -C deploy ./image -src $(CURDIR) -o $(abspath $(IMAGE_ARCHIVE)) \
+		-name $(IMAGE_NAME) -platforms $(IMAGE_PLATFORMS) -revision "$(IMAGE_REVISION)" \
+		-digest-file $(abspath $(IMAGE_ARCHIVE)).digest
 
 # image-check builds the image twice and fails unless both builds give the same
 # digest and the same archive bytes; skopeo inspects it when installed.

@@ -15,7 +15,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for n in 1 2; do
 	echo "image-check: build $n"
-	$GO run ./deploy/image -o "$tmp/image-$n.oci.tar" -platforms "$IMAGE_PLATFORMS" \
+	$GO run -C deploy ./image -src "$PWD" -o "$tmp/image-$n.oci.tar" -platforms "$IMAGE_PLATFORMS" \
 		-revision "$IMAGE_REVISION" -digest-file "$tmp/digest-$n"
 done
 d1=$(cat "$tmp/digest-1")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"gopkg.in/yaml.v3"
 
 	"github.com/oipkit/oipkit/loadgen"
 	"github.com/oipkit/oipkit/reference/referencetest"
@@ -326,7 +327,16 @@ func readYAML(t *testing.T, path string, v any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(b, v); err != nil {
+	// As kubectl reads a manifest: YAML to JSON, then the JSON field names.
+	var doc any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if err := json.Unmarshal(js, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 }

@@ -29,13 +29,17 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
-	out := fs.String("o", "bin/oipkit-image.oci.tar", "OCI archive to write")
+	out := fs.String("o", "../bin/oipkit-image.oci.tar", "OCI archive to write")
 	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "comma-separated platforms")
 	name := fs.String("name", "oipkit", "image repository name recorded in the archive")
 	ver := fs.String("version", version.Version, "version: the tag, the label and oipkit's reported version")
 	revision := fs.String("revision", "", "source revision for the org.opencontainers.image.revision label")
 	epoch := fs.String("source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "Unix time of every timestamp in the image (default $SOURCE_DATE_EPOCH, else 0)")
 	digestFile := fs.String("digest-file", "", "also write the image index digest to this file")
+	// The deploy module is a module of its own (so that importers of oipkit
+	// do not inherit go-containerregistry and Kubernetes); oipkit is built
+	// in its own module, whose go.mod alone decides its dependencies.
+	src := fs.String("src", "..", "directory of the oipkit module to build")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,7 +67,7 @@ func run(args []string) error {
 			return err
 		}
 		path := filepath.Join(tmp, "oipkit-"+p.Architecture+p.Variant)
-		if err := goBuild(path, p.Architecture, p.Variant, md.Version); err != nil {
+		if err := goBuild(*src, path, p.Architecture, p.Variant, md.Version); err != nil {
 			return fmt.Errorf("build for %s: %w", platformString(p), err)
 		}
 		data, err := os.ReadFile(path)
@@ -92,9 +96,10 @@ func run(args []string) error {
 // goBuild builds a static oipkit for linux/arch. Everything that would put
 // the build's place or time into the binary is off, and the architecture
 // levels are pinned so the builder's environment does not leak in.
-func goBuild(out, arch, variant, ver string) error {
+func goBuild(src, out, arch, variant, ver string) error {
 	ldflags := "-s -w -buildid= -X github.com/oipkit/oipkit/version.Version=" + ver
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out, pkg)
+	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOFLAGS=", "GOEXPERIMENT=",
 		"GOAMD64=v1", "GOARM64=v8.0")
 	if arch == "arm" && variant != "" {
