@@ -6,6 +6,8 @@
 #                never 2 or a timeout) and its failed, lenient, skipped and not-run requirements
 #                must be exactly EXPECT_FAILED, EXPECT_LENIENT, EXPECT_SKIPPED and EXPECT_NOT_RUN of
 #                the runtime's runtime.env (the triage)
+#   conform-again the same conform a second time (not committed): every requirement's status must be
+#                the same as in the first run (no verdict flips)
 #   tritonclient interop/tritonclient/check.py with the runtime's transports (tritonclient.txt)
 #   load-PROTO   bin/oipkit load add_sub, closed loop, concurrency LOAD_CONCURRENCY (4), LOAD_DURATION
 #                (10s) after a 1s warm-up, every response validated, no failed request, for PROTO
@@ -87,14 +89,40 @@ rm -f "$OUT/junit.xml"
 # A conformance run can leave a server not ready for good: the model-repository specs try to load
 # `broken`, and Triton's strict readiness counts a failed model until it loads. The checks below
 # need a ready server: start it again.
-if [[ $ready_before == 200 && $(ready) != 200 ]]; then
-  echo "conform left $RUNTIME not ready (a failed model load); starting it again"
-  "$HERE/stop.sh" "$RUNTIME" > /dev/null 2>&1
-  if ! "$HERE/start.sh" "$RUNTIME" "$HTTP_PORT" "$GRPC_PORT"; then
-    record fail start "did not start again after conform; log $HOME_DIR/run/$RUNTIME.log"
-    exit 1
+restart_if_not_ready() {
+  if [[ $ready_before == 200 && $(ready) != 200 ]]; then
+    echo "conform left $RUNTIME not ready (a failed model load); starting it again"
+    "$HERE/stop.sh" "$RUNTIME" > /dev/null 2>&1
+    if ! "$HERE/start.sh" "$RUNTIME" "$HTTP_PORT" "$GRPC_PORT"; then
+      record fail start "did not start again after conform; log $HOME_DIR/run/$RUNTIME.log"
+      exit 1
+    fi
   fi
+}
+restart_if_not_ready
+
+# conform-again: a CI gate that flips is switched off, so the same suite runs a second time against
+# the same runtime (from the same state: restarted if the first run left it not ready) and every
+# requirement's status must be the same in both runs. The second report is not committed.
+AGAIN=$HOME_DIR/run/$RUNTIME-conform-again
+rm -rf "$AGAIN"
+timeout --foreground 300 "$OIPKIT" conform "${targets[@]}" --report-dir "$AGAIN" > "$AGAIN.txt" 2>&1
+rc=$?
+if [[ ! -f $OUT/report.json || ! -f $AGAIN/report.json ]]; then
+  record fail conform-again "exit $rc: no report to compare; output $AGAIN.txt"
+elif flips=$(python3 - "$OUT/report.json" "$AGAIN/report.json" <<'PYEOF'
+import json, sys
+first, second = ({q["id"]: q["status"] for q in json.load(open(p))["requirements"]} for p in sys.argv[1:3])
+flips = [f"{i}: {first.get(i, 'absent')} then {second.get(i, 'absent')}" for i in sorted(set(first) | set(second)) if first.get(i) != second.get(i)]
+print("; ".join(flips) if flips else f"{len(first)} requirements, 0 flips")
+sys.exit(1 if flips else 0)
+PYEOF
+); then
+  record pass conform-again "$flips"
+else
+  record fail conform-again "verdicts differ between two runs: $flips; reports $OUT/report.json and $AGAIN/report.json"
 fi
+restart_if_not_ready
 
 # grpc-not-oip: a runtime whose gRPC port serves another service than inference.GRPCInferenceService
 # (GRPC_NOT_OIP=1) must be called "not an OIP server" by oipkit conform, exit 2: that is the
