@@ -12,7 +12,7 @@ FUZZTIME    ?= 5s
 
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build test unit fuzz race vet proto tools demo distributed-demo ttfr-check serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean chromium vendor-js load-reports conformance-pages
+.PHONY: all build test unit fuzz race vet proto tools demo distributed-demo ttfr-check serve conform verify bench bench-compare perf-analyzer-compare interop grpcurl image image-check clean chromium vendor-js load-reports conformance-pages soak soak-ci
 
 all: build
 
@@ -141,6 +141,20 @@ image:
 image-check:
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) IMAGE_REVISION="$(IMAGE_REVISION)" \
 		IMAGE_PLATFORMS=$(IMAGE_PLATFORMS) GO=$(GO) scripts/image-check.sh
+
+# soak runs the reference server under mixed load (every transport, streams, sequences,
+# generate, repository churn, shared memory, a reconnecting client) for SOAK_DURATION and
+# fails when its RSS, Go heap, goroutines or open files grow beyond cmd/soak's bounds; it
+# writes reports/soak/ (soak.md, soak.json, samples.csv, soak.html and its screenshot).
+# soak-ci is the 2-minute run of .ci/run, writing bin/soak/.
+SOAK_DURATION ?= 30m
+soak: build chromium
+	$(GO) build -o $(BIN)/soak ./cmd/soak
+	$(BIN)/soak -duration $(SOAK_DURATION) -oipkit $(BIN)/oipkit -out reports/soak
+
+soak-ci: build
+	$(GO) build -o $(BIN)/soak ./cmd/soak
+	$(BIN)/soak -duration 2m -oipkit $(BIN)/oipkit -out $(BIN)/soak-ci
 
 serve: build
 	$(BIN)/oipkit serve
