@@ -154,6 +154,18 @@ else
   echo "fail all performance (no load results, or oipkit report --compare failed)" >> "$INTEROP_RESULTS"
 fi
 
+# Each runtime's README (its triage) must describe the report just written: counts and findings.
+ran=()
+for r in "${RUNTIMES[@]}"; do [[ -f $REPORTS/$r/README.md ]] && ran+=("$r"); done
+if (( ${#ran[@]} )); then
+  if line=$(python3 "$HERE/readme-check.py" "$REPORTS" "${ran[@]}"); then
+    echo "pass all readme-check (${line#readme-check: })" >> "$INTEROP_RESULTS"
+  else
+    echo "$line"
+    echo "fail all readme-check (a runtime README disagrees with its report.json: see above)" >> "$INTEROP_RESULTS"
+  fi
+fi
+
 echo
 echo "== summary ($(( $(date +%s) - t0 ))s)"
 grep -v '^pass ' "$INTEROP_RESULTS" || true
