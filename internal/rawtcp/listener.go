@@ -2,8 +2,14 @@ package rawtcp
 
 import "net"
 
-// Listener returns ln with its accepted connections wrapped by Wrap.
-func Listener(ln net.Listener) net.Listener { return listener{ln} }
+// Listener returns ln with its accepted connections wrapped by Wrap (ln
+// itself when the layer is switched off, EnvSwitch).
+func Listener(ln net.Listener) net.Listener {
+	if !enabled {
+		return ln
+	}
+	return listener{ln}
+}
 
 type listener struct{ net.Listener }
 

@@ -9,10 +9,10 @@ import (
 )
 
 // Wrap returns nc with raw reads and writes when it is a *net.TCPConn, and
-// nc otherwise.
+// nc otherwise (or when the layer is switched off, EnvSwitch).
 func Wrap(nc net.Conn) net.Conn {
 	tc, ok := nc.(*net.TCPConn)
-	if !ok {
+	if !ok || !enabled {
 		return nc
 	}
 	rc, err := tc.SyscallConn()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
 	"syscall"
 	"testing"
@@ -43,8 +44,8 @@ func pair(t *testing.T) (net.Conn, *net.TCPConn) {
 func TestWrapIsRawOnLinux(t *testing.T) {
 	c, _ := pair(t)
 	_, raw := c.(*rawtcp.Conn)
-	if raw != (runtime.GOOS == "linux") {
-		t.Fatalf("Wrap returned %T on %s", c, runtime.GOOS)
+	if raw != (runtime.GOOS == "linux" && rawtcp.Enabled()) {
+		t.Fatalf("Wrap returned %T on %s (%s=%q)", c, runtime.GOOS, rawtcp.EnvSwitch, os.Getenv(rawtcp.EnvSwitch))
 	}
 	a, b := net.Pipe()
 	defer a.Close()
@@ -189,5 +190,23 @@ func TestNoAllocations(t *testing.T) {
 	})
 	if n != 0 {
 		t.Fatalf("%.0f allocations per round trip, want 0", n)
+	}
+}
+
+// TestSwitchedOff runs this package's tests again in a process with the
+// layer switched off: Wrap and Listener return plain connections, and every
+// transfer, deadline and error case still holds over them.
+func TestSwitchedOff(t *testing.T) {
+	if !rawtcp.Enabled() {
+		t.Skip("already switched off")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^Test", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), rawtcp.EnvSwitch+"=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tests with %s=off: %v\n%s", rawtcp.EnvSwitch, err, out)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: TestLargeTransferBothWays")) || !bytes.Contains(out, []byte("--- SKIP: TestSwitchedOff")) {
+		t.Fatalf("tests with %s=off did not run:\n%s", rawtcp.EnvSwitch, out)
 	}
 }
