@@ -7,11 +7,26 @@ import (
 	"text/tabwriter"
 )
 
+// summaryDefects bounds the defects the text summary lists one a line
+// (each failed requirement is listed whatever the bound); report.md and
+// the findings file have them all.
+const summaryDefects = 20
+
 // WriteText writes the human summary printed at the end of a run: the
-// implementation, the extensions, the profile verdicts, the counts, and one
-// line per fail, lenient and warning finding, then the skipped and not-run
-// requirements grouped by reason.
-func WriteText(w io.Writer, r *ConformanceReport) error {
+// implementation, the extensions, the verdicts of the profiles that apply
+// (the not-supported ones on one line), the counts, one line per distinct
+// defect ([Defects]: requirement, statement, reason), one per lenient
+// requirement, the warnings (one per requirement under --strict, else one
+// list), then the skipped and not-run requirements grouped by reason.
+func WriteText(w io.Writer, r *ConformanceReport) error { return writeText(w, r, false) }
+
+// WriteTextWithReproducers is [WriteText] with each listed defect's
+// reproducer under it.
+func WriteTextWithReproducers(w io.Writer, r *ConformanceReport) error {
+	return writeText(w, r, true)
+}
+
+func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OIP conformance: %s %s (suite %s, oipkit %s, %s)\n",
 		r.Implementation.Name, r.Implementation.Version, r.SuiteVersion, r.OIPKitVersion, r.Duration)
@@ -24,19 +39,51 @@ func WriteText(w io.Writer, r *ConformanceReport) error {
 		fmt.Fprintf(&b, "RUN INCOMPLETE: %s\n", r.Problem)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	var unsupported []string
 	for _, p := range r.Profiles {
+		if p.Verdict == VerdictNotSupported {
+			unsupported = append(unsupported, p.Name)
+			continue
+		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, strings.ToUpper(string(p.Verdict)), p.Summary)
 	}
 	tw.Flush()
+	if len(unsupported) > 0 {
+		fmt.Fprintf(&b, "  not supported (transport not targeted or feature absent): %s\n", idList(unsupported, 6))
+	}
 	fmt.Fprintf(&b, "requirements: %s\n", countLine(r.Counts))
-	for _, c := range []Class{ClassFail, ClassLenient, ClassWarning} {
-		for _, q := range r.Requirements {
-			for _, f := range q.Findings {
-				if f.Class == c {
-					fmt.Fprintf(&b, "  %-7s %s [%s]: %s\n", classWord(f.Class), q.ID, q.Level, firstLine(f.Message))
-				}
+	ds, hidden := shownDefects(Defects(r), summaryDefects)
+	for _, d := range ds {
+		c := d.First()
+		q := c.Requirement
+		also := ""
+		if len(d.IDs) > 1 {
+			also = " +" + strings.Join(d.IDs[1:], ",")
+		}
+		fmt.Fprintf(&b, "  FAIL    %s [%s]%s: %s — %s\n", q.ID, q.Level, also,
+			clipText(q.Statement, 80), clipText(firstLine(c.Finding.Message), 160))
+		if reproducers {
+			if cmd := c.Finding.ReproducerFor(r.Targets); cmd != "" {
+				b.WriteString("          " + strings.ReplaceAll(cmd, "\n", "\n          ") + "\n")
 			}
 		}
+	}
+	if hidden > 0 {
+		fmt.Fprintf(&b, "  FAIL    and %d more defect(s) of the same requirements: report.md has them all\n", hidden)
+	}
+	for _, q := range r.Requirements {
+		if q.Status != StatusLenient && !(q.Status == StatusWarning && r.Strict) {
+			continue
+		}
+		for _, f := range q.Findings {
+			if f.Class != ClassFail {
+				fmt.Fprintf(&b, "  %-7s %s [%s]: %s\n", classWord(f.Class), q.ID, q.Level, clipText(firstLine(f.Message), 160))
+				break
+			}
+		}
+	}
+	if warned := r.WithStatus(StatusWarning); len(warned) > 0 && !r.Strict {
+		fmt.Fprintf(&b, "  WARN    %d requirement(s) with differences stock clients tolerate: %s\n", len(warned), idList(warned, 8))
 	}
 	for _, s := range []Status{StatusSkipped, StatusNotRun} {
 		byReason := map[string][]string{}
@@ -298,4 +345,20 @@ func codeFence(s string) string {
 		}
 	}
 	return strings.Repeat("`", max(3, longest+1))
+}
+
+// idList joins ids, perLine to a line (continuation lines indented).
+func idList(ids []string, perLine int) string {
+	var b strings.Builder
+	for i, id := range ids {
+		switch {
+		case i == 0:
+		case i%perLine == 0:
+			b.WriteString(",\n          ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(id)
+	}
+	return b.String()
 }

@@ -42,6 +42,14 @@ sweep curves), without merging them. --compare prints several results side
 by side as a Markdown table instead (grouped by protocol, servers in the
 order of the files). Neither merges nor gates.
 
+--findings FILE reads one conformance report (report.json of 'oipkit
+conform') instead and writes its findings file: one entry per distinct
+defect (the checks that failed on one exchange, the same request and
+answer), each written as an upstream bug report: title, the requirements'
+statements and sources quoted from the catalog, a reproducer (curl, or
+grpcurl with specs/proto), expected, observed, the affected requirement
+IDs and the runtime's version. "-" writes it to standard output.
+
 --threshold gates the (merged) result as in 'oipkit load', with the default
 bound on failed requests (--max-error-rate, 1%). Exit status: 0 pass; 1 usage
 error or unreadable file; 2 an input run did not complete; 3 a threshold
@@ -54,6 +62,7 @@ segments are missing).`)
 	fs.StringVar(&format, "format", "text", "stdout `format`: "+loadgen.FormatNames())
 	fs.StringVar(&output, "output", "", "write the (merged) JSON result to `file`")
 	fs.StringVar(&html, "html", "", "write an HTML report to `file` (several results: overlaid, not merged)")
+	findings := fs.String("findings", "", "read a conformance report.json instead and write its findings file (one entry per distinct defect) to `file`")
 	// Flags may come before or after the files.
 	var files []string
 	for {
@@ -68,6 +77,9 @@ segments are missing).`)
 		}
 		files = append(files, fs.Arg(0))
 		args = fs.Args()[1:]
+	}
+	if *findings != "" {
+		return writeFindings(*findings, files)
 	}
 	if len(files) == 0 {
 		return usageError("report: give at least one result file or folder")

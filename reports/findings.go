@@ -1,0 +1,305 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Defect is one distinct defect of a report: the fail findings of failed
+// requirements that share one failing exchange (the same request and the
+// same answer) are one defect, whatever requirements they were checked
+// against.
+type Defect struct {
+	// IDs are the requirements it breaks, in report order.
+	IDs []string
+	// Checks are its fail findings, each with its requirement.
+	Checks []DefectCheck
+}
+
+// DefectCheck is one failed check of a defect.
+type DefectCheck struct {
+	Requirement RequirementResult
+	Finding     Finding
+}
+
+// First is the check that stands for the defect: the first found.
+func (d Defect) First() DefectCheck { return d.Checks[0] }
+
+// Defects groups the fail findings of the report's failed requirements
+// into distinct defects, in report order: a finding joins the defect of
+// the same [defectKey].
+func Defects(r *ConformanceReport) []Defect {
+	var ds []Defect
+	index := map[string]int{}
+	for _, q := range r.Requirements {
+		if q.Status != StatusFailed {
+			continue
+		}
+		for _, f := range failing(q) {
+			k := defectKey(q, f)
+			i, ok := index[k]
+			if !ok {
+				i = len(ds)
+				index[k] = i
+				ds = append(ds, Defect{})
+			}
+			d := &ds[i]
+			if !contains(d.IDs, q.ID) {
+				d.IDs = append(d.IDs, q.ID)
+			}
+			d.Checks = append(d.Checks, DefectCheck{Requirement: q, Finding: f})
+		}
+	}
+	return ds
+}
+
+// failing lists the findings that failed q: its fail findings, or under
+// --strict its lenient and warning ones; a failure the suite could not
+// attribute to a check is one finding of its reason.
+func failing(q RequirementResult) []Finding {
+	var fs []Finding
+	for _, f := range q.Findings {
+		if f.Class == ClassFail {
+			fs = append(fs, f)
+		}
+	}
+	if len(fs) == 0 {
+		fs = q.Findings
+	}
+	if len(fs) == 0 {
+		fs = []Finding{{Class: ClassFail, Message: orNone(q.Reason)}}
+	}
+	return fs
+}
+
+// defectKey is what makes two failed checks one defect: the exchange they
+// failed on, request and answer (less the answer's Date, which differs
+// between two sendings of one request). A finding without evidence is
+// its own defect. This is the one place that decides what a distinct
+// defect is.
+func defectKey(q RequirementResult, f Finding) string {
+	ev := f.Evidence
+	if ev == nil {
+		return "no evidence\x00" + q.ID + "\x00" + f.Spec + "\x00" + f.Message
+	}
+	var b strings.Builder
+	for _, m := range []Message{ev.Request, ev.Response} {
+		fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%d\x00%s\x00", m.Method, m.Target, m.Status, m.BodyBytes, m.Body)
+		for _, k := range sortedKeys(m.Header) {
+			if !strings.EqualFold(k, "Date") {
+				fmt.Fprintf(&b, "%s=%q\x00", k, m.Header[k])
+			}
+		}
+	}
+	return b.String()
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Title is a one-line title for the defect, as for a bug tracker: what
+// was sent and what came back, from the first check's message.
+func (d Defect) Title() string {
+	c := d.First()
+	msg := firstLine(c.Finding.Message)
+	if ev := c.Finding.Evidence; ev != nil {
+		what := strings.TrimSpace(ev.Request.Method + " " + ev.Request.Target)
+		if what != "" && !strings.HasPrefix(msg, ev.Request.Method+" ") && !strings.HasPrefix(msg, strings.TrimPrefix(ev.Request.Target, "/")) {
+			msg = what + ": " + msg
+		}
+	}
+	return clipText(msg, 140)
+}
+
+// expectation splits a check's message ("…: got 500 with body …, want
+// 200") into what was observed and what was expected; ok is false when
+// the message says no "want".
+func expectation(msg string) (observed, expected string, ok bool) {
+	line := firstLine(msg)
+	for _, sep := range []string{", want ", "; want "} {
+		if i := strings.LastIndex(line, sep); i >= 0 {
+			return line[:i], line[i+len(sep):], true
+		}
+	}
+	return line, "", false
+}
+
+// WriteFindings writes the findings file of a report: one entry per
+// distinct defect ([Defects]), each written as an upstream bug report:
+// title, the requirements' statements and sources quoted from the
+// catalog (cite; nil quotes the report's statements), a reproducer, what
+// was expected and observed, the affected requirement IDs and the
+// runtime's name and version.
+func WriteFindings(w io.Writer, r *ConformanceReport, cite Citer) error {
+	ds := Defects(r)
+	impl := strings.TrimSpace(r.Implementation.Name + " " + r.Implementation.Version)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Findings: %s\n\n", impl)
+	fmt.Fprintf(&b, "Defects oipkit's Open Inference Protocol conformance suite (suite %s, oipkit %s) found in %s on %s",
+		r.SuiteVersion, r.OIPKitVersion, impl, r.Date.UTC().Format("2006-01-02"))
+	fmt.Fprintf(&b, " (HTTP %s, gRPC %s). ", orNone(r.Targets.HTTP), orNone(r.Targets.GRPC))
+	b.WriteString("One entry per distinct defect: the checks that failed on one exchange (the same request and answer) are one entry, " +
+		"listing every requirement they break. The reproducers send the request to the addresses of the run; " +
+		"the gRPC ones read the proto from an oipkit checkout (run them from its root). " +
+		"The full report, with every check, is report.md next to this file.\n\n")
+	var failed []string
+	for _, d := range ds {
+		for _, id := range d.IDs {
+			if !contains(failed, id) {
+				failed = append(failed, id)
+			}
+		}
+	}
+	if len(ds) == 0 {
+		b.WriteString("No requirement failed.\n")
+	} else {
+		fmt.Fprintf(&b, "%d defect(s) breaking %d requirement(s): %s.\n", len(ds), len(failed), strings.Join(failed, ", "))
+	}
+	if n := r.Counts[StatusLenient] + r.Counts[StatusWarning]; n > 0 {
+		fmt.Fprintf(&b, "\n%d lenient and %d warning requirement(s) are not listed here: they do not fail a verdict (report.md has them).\n",
+			r.Counts[StatusLenient], r.Counts[StatusWarning])
+	}
+	for i, d := range ds {
+		fmt.Fprintf(&b, "\n## %d. %s\n\n", i+1, mdInline(d.Title()))
+		fmt.Fprintf(&b, "- **Runtime:** %s\n", impl)
+		fmt.Fprintf(&b, "- **Affected requirements:** %s\n", strings.Join(d.IDs, ", "))
+		b.WriteString("\n**Specification:**\n\n")
+		for _, id := range d.IDs {
+			q, _ := r.Requirement(id)
+			ct := Citation{Level: q.Level, Statement: q.Statement}
+			if cite != nil {
+				if c, ok := cite(id); ok {
+					ct = c
+				}
+			}
+			fmt.Fprintf(&b, "> **%s** (%s): %s\n", id, ct.Level, mdInline(ct.Statement))
+			if ct.Source != "" {
+				fmt.Fprintf(&b, "> — %s\n", mdInline(ct.Source))
+			}
+			b.WriteString(">\n")
+		}
+		trimQuoteEnd(&b)
+		c := d.First()
+		if cmd := c.Finding.ReproducerFor(r.Targets); cmd != "" {
+			fence := codeFence(cmd)
+			fmt.Fprintf(&b, "\n**Reproducer:**\n\n%ssh\n%s\n%s\n", fence, cmd, fence)
+		}
+		b.WriteString("\n**Expected:**\n\n")
+		seen := map[string]bool{}
+		for _, k := range d.Checks {
+			_, want, ok := expectation(k.Finding.Message)
+			if !ok {
+				want = k.Requirement.Statement
+			}
+			line := fmt.Sprintf("- %s: %s\n", k.Requirement.ID, mdInline(clipText(want, 300)))
+			if !seen[line] {
+				seen[line] = true
+				b.WriteString(line)
+			}
+		}
+		b.WriteString("\n**Observed:**\n\n")
+		if ev := c.Finding.Evidence; ev != nil {
+			fmt.Fprintf(&b, "```\n%s```\n\n", messageText(ev.Response))
+		} else {
+			fmt.Fprintf(&b, "%s\n\n", mdInline(clipText(firstLine(c.Finding.Message), 300)))
+		}
+		b.WriteString("**Failed checks:**\n\n")
+		for _, k := range d.Checks {
+			fmt.Fprintf(&b, "- %s: %s\n", k.Requirement.ID, mdInline(k.Finding.Spec))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// trimQuoteEnd drops the empty quote line that ends a run of quoted
+// requirements.
+func trimQuoteEnd(b *strings.Builder) {
+	s := b.String()
+	if t, ok := strings.CutSuffix(s, ">\n"); ok {
+		b.Reset()
+		b.WriteString(t)
+	}
+}
+
+// mdInline makes s safe inside one Markdown line.
+func mdInline(s string) string {
+	s = strings.ReplaceAll(s, "\r", " ")
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// clipText shortens s to about n bytes on a character boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xc0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// shownDefects picks at most limit defects for a summary so that every
+// failed requirement appears in one: first the first defect of each
+// requirement, then, round by round, the next defect of each, so that no
+// requirement crowds out the others. They keep report order; the number
+// left out is returned too.
+func shownDefects(ds []Defect, limit int) ([]Defect, int) {
+	if len(ds) <= limit {
+		return ds, 0
+	}
+	// The defects of each requirement, by the requirement listed first.
+	var order []string
+	byReq := map[string][]int{}
+	for i, d := range ds {
+		id := d.IDs[0]
+		if byReq[id] == nil {
+			order = append(order, id)
+		}
+		byReq[id] = append(byReq[id], i)
+	}
+	pick := map[int]bool{}
+	covered := map[string]bool{}
+	for i, d := range ds {
+		for _, id := range d.IDs {
+			if !covered[id] {
+				pick[i] = true
+			}
+		}
+		if pick[i] {
+			for _, id := range d.IDs {
+				covered[id] = true
+			}
+		}
+	}
+	for round := 0; len(pick) < limit; round++ {
+		added := false
+		for _, id := range order {
+			if list := byReq[id]; round < len(list) && len(pick) < limit {
+				added = added || !pick[list[round]]
+				pick[list[round]] = true
+			}
+		}
+		if !added && round > len(ds) {
+			break
+		}
+	}
+	idx := make([]int, 0, len(pick))
+	for i := range pick {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	out := make([]Defect, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, ds[i])
+	}
+	return out, len(ds) - len(out)
+}

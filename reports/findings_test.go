@@ -1,0 +1,110 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// failedOn is a fail finding on one exchange: the request body and the
+// answer's status and body tell exchanges apart; date is the answer's Date.
+func failedOn(spec, reqBody, status, date string) Finding {
+	return Finding{Spec: spec, Class: ClassFail, Message: "POST /v2/models/add_sub/infer: got " + status + ", want 200",
+		Evidence: &Evidence{
+			Request:  Message{Method: "POST", Target: "/v2/models/add_sub/infer", Header: map[string][]string{"Content-Type": {"application/json"}}, Body: reqBody, BodyBytes: len(reqBody)},
+			Response: Message{Status: "HTTP " + status, Header: map[string][]string{"Date": {date}}, Body: `{"error":"boom"}`, BodyBytes: 16},
+		}}
+}
+
+func defectsReport() *ConformanceReport {
+	rs := []RequirementResult{
+		{ID: "OIP-REST-INFER-001", Level: "MUST", Status: StatusFailed, Statement: "A valid request answers 200.",
+			Findings: []Finding{failedOn("answers add_sub", `{"a":1}`, "500", "Mon"), failedOn("answers add_sub again", `{"a":2}`, "500", "Mon")}},
+		{ID: "OIP-REST-RESP-001", Level: "MUST", Status: StatusFailed, Statement: "A success is 200.",
+			// The same exchange as INFER-001's first, at another time.
+			Findings: []Finding{failedOn("answers success with 200", `{"a":1}`, "500", "Tue"),
+				{Spec: "a warning", Class: ClassWarning, Message: "tolerated", Evidence: failedOn("x", `{"w":1}`, "500", "Tue").Evidence}}},
+		{ID: "OIP-REST-ERR-003", Level: "SHOULD", Status: StatusWarning,
+			Findings: []Finding{{Spec: "a warning", Class: ClassWarning, Message: "got 500"}}},
+	}
+	return &ConformanceReport{APIVersion: APIVersion, Kind: Kind, Implementation: Implementation{Name: "kserve", Version: "0.21.0"},
+		Targets: Targets{HTTP: "http://127.0.0.1:8000"}, Counts: Count(rs), Requirements: rs}
+}
+
+// TestDefectsGroupByExchange: checks that failed on one exchange (the
+// same request and answer, whatever its Date) are one defect listing
+// every requirement; another request is another defect; warnings of a
+// run that is not strict are none.
+func TestDefectsGroupByExchange(t *testing.T) {
+	ds := Defects(defectsReport())
+	if len(ds) != 2 {
+		t.Fatalf("%d defects, want 2: %+v", len(ds), ds)
+	}
+	if got := strings.Join(ds[0].IDs, ","); got != "OIP-REST-INFER-001,OIP-REST-RESP-001" || len(ds[0].Checks) != 2 {
+		t.Errorf("first defect: %s with %d checks, want INFER-001 and RESP-001 with 2", got, len(ds[0].Checks))
+	}
+	if got := strings.Join(ds[1].IDs, ","); got != "OIP-REST-INFER-001" {
+		t.Errorf("second defect: %s, want OIP-REST-INFER-001", got)
+	}
+	// Under --strict a warning fails its requirement, and is its defect.
+	r := defectsReport()
+	r.Requirements[2].Status = StatusFailed
+	if ds := Defects(r); len(ds) != 3 || ds[2].IDs[0] != "OIP-REST-ERR-003" {
+		t.Errorf("strict: %d defects, want a third for OIP-REST-ERR-003", len(ds))
+	}
+}
+
+func TestWriteFindings(t *testing.T) {
+	cite := func(id string) (Citation, bool) {
+		return Citation{Level: "MUST", Statement: "quoted " + id, Source: "OIP-REST §Inference"}, true
+	}
+	var b bytes.Buffer
+	if err := WriteFindings(&b, defectsReport(), cite); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"# Findings: kserve 0.21.0\n",
+		"2 defect(s) breaking 2 requirement(s): OIP-REST-INFER-001, OIP-REST-RESP-001.",
+		"## 1. POST /v2/models/add_sub/infer: got 500, want 200\n",
+		"- **Affected requirements:** OIP-REST-INFER-001, OIP-REST-RESP-001\n",
+		"> **OIP-REST-RESP-001** (MUST): quoted OIP-REST-RESP-001\n> — OIP-REST §Inference\n",
+		"**Reproducer:**\n\n```sh\nprintf '%s' '{\"a\":1}' |\n  curl -sS -i http://127.0.0.1:8000/v2/models/add_sub/infer -H 'Content-Type: application/json' --data-binary @-\n```\n",
+		"**Expected:**\n\n- OIP-REST-INFER-001: 200\n- OIP-REST-RESP-001: 200\n",
+		"**Observed:**\n\n```\nHTTP 500\nDate: Mon\n\n{\"error\":\"boom\"}\n```\n",
+		"- OIP-REST-RESP-001: answers success with 200\n",
+		"## 2. ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("findings file lacks %q\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "## 3. ") || strings.Contains(out, "a warning") {
+		t.Errorf("findings file lists a warning as a defect:\n%s", out)
+	}
+}
+
+// TestTextSummaryListsEveryFailedRequirement: however many defects one
+// requirement has, the summary stays short and names every failed one.
+func TestTextSummaryListsEveryFailedRequirement(t *testing.T) {
+	var fs []Finding
+	for i := range 60 {
+		fs = append(fs, failedOn("many", fmt.Sprintf(`{"i":%d}`, i), "500", "Mon"))
+	}
+	r := defectsReport()
+	r.Requirements[0].Findings = fs
+	var b bytes.Buffer
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, "\n"); n > 30 {
+		t.Errorf("summary of 61 defects is %d lines:\n%s", n, out)
+	}
+	for _, want := range []string{"FAIL    OIP-REST-INFER-001 [MUST]", "FAIL    OIP-REST-RESP-001 [MUST]", "more defect(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
