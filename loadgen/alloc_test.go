@@ -44,24 +44,28 @@ func TestHelperReferenceServer(t *testing.T) {
 	io.Copy(io.Discard, os.Stdin)
 }
 
-func TestHotPathAllocs(t *testing.T) {
+// referenceSubprocess starts the reference server in a subprocess (see
+// TestHelperReferenceServer) for the test's or benchmark's duration.
+func referenceSubprocess(tb testing.TB) (httpURL, grpcAddr string) {
+	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperReferenceServer$")
 	cmd.Env = append(os.Environ(), serverHelperEnv+"=1")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer cmd.Wait()
-	defer stdin.Close()
-	var httpURL, grpcAddr string
+	tb.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "addresses" {
@@ -70,35 +74,46 @@ func TestHotPathAllocs(t *testing.T) {
 		}
 	}
 	if httpURL == "" {
-		t.Fatalf("the server subprocess did not start: %v", sc.Err())
+		tb.Fatalf("the server subprocess did not start: %v", sc.Err())
 	}
 	go io.Copy(io.Discard, stdout)
+	return httpURL, grpcAddr
+}
 
+// TestHotPathAllocs counts the allocations of a request whose answer is not
+// sampled (see sample.go), with sampling off and with it on: an answer not
+// sampled costs nothing more. (The target's first answer is sampled, during
+// the warm-up.)
+func TestHotPathAllocs(t *testing.T) {
+	httpURL, grpcAddr := referenceSubprocess(t)
 	ctx := context.Background()
 	for _, p := range client.Protocols {
-		cfg := Config{Target: TargetConfig{HTTP: httpURL, Protocol: p, Model: "add_sub"}, Load: LoadConfig{Concurrency: 1}}
-		if p.IsGRPC() {
-			cfg.Target.HTTP, cfg.Target.GRPC = "", grpcAddr
-		}
-		tg, err := NewTarget(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var seq uint64
-		do := func() {
-			if err := tg.Do(ctx, seq); err != nil {
-				t.Fatalf("%s: %v", p, err)
+		for _, every := range []int{0, 1 << 20} {
+			cfg := Config{Target: TargetConfig{HTTP: httpURL, Protocol: p, Model: "add_sub"}, Load: LoadConfig{Concurrency: 1},
+				Inputs: InputConfig{CheckEvery: &every}}
+			if p.IsGRPC() {
+				cfg.Target.HTTP, cfg.Target.GRPC = "", grpcAddr
 			}
-			seq++
+			tg, err := NewTarget(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seq uint64
+			do := func() {
+				if err := tg.Do(ctx, seq); err != nil {
+					t.Fatalf("%s: %v", p, err)
+				}
+				seq++
+			}
+			for range 200 { // connections, pools and buffers warm
+				do()
+			}
+			n := testing.AllocsPerRun(1000, do)
+			t.Logf("%s, --check-every %d: %.0f allocations per request", p, every, n)
+			if n > maxAllocsPerRequest[p] {
+				t.Errorf("%s, --check-every %d: %.0f allocations per request, want at most %.0f", p, every, n, maxAllocsPerRequest[p])
+			}
+			tg.Close()
 		}
-		for range 200 { // connections, pools and buffers warm
-			do()
-		}
-		n := testing.AllocsPerRun(1000, do)
-		t.Logf("%s: %.0f allocations per request", p, n)
-		if n > maxAllocsPerRequest[p] {
-			t.Errorf("%s: %.0f allocations per request, want at most %.0f", p, n, maxAllocsPerRequest[p])
-		}
-		tg.Close()
 	}
 }
