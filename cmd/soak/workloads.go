@@ -25,11 +25,11 @@ import (
 
 // clients are the soak's long-lived clients, one per transport.
 type clients struct {
-	srv                                 *server
-	rest, restBinary                    *client.REST
-	grpc, grpcRaw                       *client.GRPC
-	shmPrefix                           string
-	shmSeq, seqID, repoSeq, reconnectID atomic.Uint64
+	srv                                         *server
+	rest, restBinary                            *client.REST
+	grpc, grpcRaw                               *client.GRPC
+	shmPrefix                                   string
+	shmSeq, seqID, genSeq, repoSeq, reconnectID atomic.Uint64
 }
 
 func newClients(srv *server) (*clients, error) {
@@ -120,34 +120,22 @@ func (w *workload) stats() workloadStats {
 
 // workloads are the soak's traffic, about 300 requests/s together.
 func workloads(c *clients) []*workload {
-	var n atomic.Int64 // varies the inputs from request to request
-	next := func() int32 { return int32(n.Add(1)) }
+	// A workload's request count varies its inputs and picks its model.
+	next := func(w *workload) int32 { return int32(w.requests.Load()) }
 	return []*workload{
 		{name: "rest-json", what: "REST JSON infer of add_sub", every: 20 * time.Millisecond,
-			step: func(ctx context.Context, w *workload) error { return inferChecked(ctx, w, c.rest, addSub(next())) }},
+			step: func(ctx context.Context, w *workload) error { return inferChecked(ctx, w, c.rest, addSub(next(w))) }},
 		{name: "rest-binary", what: "REST binary infer of add_sub and identity_fp32", every: 20 * time.Millisecond,
 			step: func(ctx context.Context, w *workload) error {
-				if k := next(); k%2 == 0 {
-					return inferChecked(ctx, w, c.restBinary, addSub(k))
-				} else {
-					return inferChecked(ctx, w, c.restBinary, identity(tensor.FP32, k))
-				}
+				return inferChecked(ctx, w, c.restBinary, either(next(w), tensor.FP32))
 			}},
 		{name: "grpc", what: "gRPC infer (typed contents) of add_sub and identity_bytes", every: 20 * time.Millisecond,
 			step: func(ctx context.Context, w *workload) error {
-				if k := next(); k%2 == 0 {
-					return inferChecked(ctx, w, c.grpc, addSub(k))
-				} else {
-					return inferChecked(ctx, w, c.grpc, identity(tensor.Bytes, k))
-				}
+				return inferChecked(ctx, w, c.grpc, either(next(w), tensor.Bytes))
 			}},
 		{name: "grpc-raw", what: "gRPC infer (raw contents) of add_sub and identity_int64", every: 20 * time.Millisecond,
 			step: func(ctx context.Context, w *workload) error {
-				if k := next(); k%2 == 0 {
-					return inferChecked(ctx, w, c.grpcRaw, addSub(k))
-				} else {
-					return inferChecked(ctx, w, c.grpcRaw, identity(tensor.Int64, k))
-				}
+				return inferChecked(ctx, w, c.grpcRaw, either(next(w), tensor.Int64))
 			}},
 		{name: "stream", what: "gRPC ModelStreamInfer: one stream per step, tokens (4) and stream_count (8) requests", every: 250 * time.Millisecond,
 			step: c.stream},
@@ -162,6 +150,14 @@ func workloads(c *clients) []*workload {
 		{name: "reconnect", what: "a new client and connection per step: readiness and one add_sub, then close; REST and gRPC", every: time.Second,
 			step: c.reconnect},
 	}
+}
+
+// either is add_sub for an even k, identity_<d> for an odd one.
+func either(k int32, d tensor.Datatype) *oip.InferRequest {
+	if k%2 == 0 {
+		return addSub(k)
+	}
+	return identity(d, k)
 }
 
 // addSub is an add_sub request whose inputs vary with k.
@@ -346,7 +342,7 @@ func (c *clients) sequence(ctx context.Context, w *workload) error {
 
 // generate sends a generate or a generate_stream request of text_gen.
 func (c *clients) generate(ctx context.Context, w *workload) error {
-	n := c.seqID.Load()
+	n := c.genSeq.Add(1)
 	text := "soak test number " + strconv.FormatUint(n, 10) + " of the generate extension"
 	want := fixture.TextGenTokens(text, fixture.DefaultMaxTokens)
 	req := client.GenerateRequest{Model: "text_gen", TextInput: text}
