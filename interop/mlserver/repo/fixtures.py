@@ -6,11 +6,12 @@ types) and encodes the outputs with it. Nothing here checks a request against th
 metadata: what MLServer does with a request that disagrees with it is MLServer's finding.
 """
 
+import re
 from typing import AsyncIterator
 
 import numpy as np
 from mlserver import MLModel
-from mlserver.codecs import NumpyCodec
+from mlserver.codecs import NumpyCodec, StringCodec
 from mlserver.types import InferenceRequest, InferenceResponse
 from mlserver.utils import get_model_uri
 
@@ -54,6 +55,33 @@ class StreamCount(Fixture):
             n = int(self.arrays(payload)["INPUT0"][0])
             for k in range(1, n + 1):
                 yield self.respond({"OUTPUT0": np.array([k], dtype=np.int32)})
+
+
+class TextGen(Fixture):
+    """text_gen, for the generate routes MLServer serves (/generate is its infer, /generate_stream
+    its infer_stream): text_input back, whole from predict, one word per response (each word with
+    the spaces that follow it) from predict_stream, at most the request parameter max_tokens words
+    (default 20). Text is decoded and encoded with MLServer's StringCodec, as its LLM runtimes do."""
+
+    def words(self, payload: InferenceRequest) -> list:
+        text = StringCodec.decode_input(payload.inputs[0])[0]
+        params = payload.parameters.model_dump() if payload.parameters is not None else {}
+        return re.findall(r" *[^ ]+ *", text)[: int(params.get("max_tokens", 20))]
+
+    def text(self, chunk: str) -> InferenceResponse:
+        return InferenceResponse(
+            model_name=self.name,
+            model_version=self.version,
+            outputs=[StringCodec.encode_output("text_output", [chunk])],
+        )
+
+    async def predict(self, payload: InferenceRequest) -> InferenceResponse:
+        return self.text("".join(self.words(payload)))
+
+    async def predict_stream(self, payloads: AsyncIterator[InferenceRequest]) -> AsyncIterator[InferenceResponse]:
+        async for payload in payloads:
+            for word in self.words(payload):
+                yield self.text(word)
 
 
 class Broken(MLModel):

@@ -1,0 +1,1 @@
+../../../models/text_gen.py
