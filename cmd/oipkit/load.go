@@ -90,6 +90,20 @@ identity and the offset of the target's clock from its own; 'oipkit report'
 merges them into the whole test's result and gates it. A segment takes no
 --threshold, sweep, SLO search, --stability or --abort-on-fail.
 
+Answer checks: every answer's framing and status are checked (HTTP status,
+lengths, chunking, Inference-Header-Content-Length; gRPC framing and
+status). Besides, the first answer and then every --check-every N-th
+(default 32) is decoded in full and checked against the model metadata:
+JSON or protobuf validity, output names, datatypes, shapes (-1 matches any)
+and element counts against the data. One that fails is a failed request
+("validation", with its reason), so a server answering 200 with what is not
+an inference response fails the --max-error-rate bound. An answer not
+sampled costs no extra allocation; the default rule adds about 1% to the
+generator's CPU per request. Streamed responses are not sampled: each
+ModelStreamInfer message's protobuf wire format is scanned, and each
+generate_stream event decoded, as it comes. --validate checks every answer,
+values included.
+
 Exit status: 0 pass; 1 usage error (nothing ran); 2 could not run or complete
 (unreachable, not an OIP server, never ready, interrupted, the start time
 passed); 3 a threshold, SLO or the failed-request bound failed; 4 inconclusive
@@ -122,6 +136,8 @@ by the generator). 4 outranks 3.`)
 	fs.IntVar(&f.sequenceLength, "sequence-length", 0, "send requests in sequences of `L` (sequence_id, sequence_start on the first, sequence_end on the last), one per worker in a closed loop, unary or with --streaming on gRPC streams")
 	fs.IntVar(&f.sequences, "num-of-sequences", 0, "open loop with --sequence-length: `N` sequences live at once (default 4)")
 	fs.BoolVar(&in.Validate, "validate", false, "check every response against validation_data or the fixture's computed outputs")
+	in.CheckEvery = new(int)
+	fs.IntVar(in.CheckEvery, "check-every", loadgen.DefaultCheckEvery, "decode the first answer and then every `N`th in full and check it against the model metadata (0: framing and status only; --validate checks every answer)")
 	fs.Uint64Var(&in.Seed, "seed", 1, "`seed` for random data and Poisson arrivals")
 	fs.StringVar(&in.SharedMemory, "shared-memory", loadgen.SharedMemoryNone, "`mode` of passing tensors, as perf_analyzer: none, or system (inputs placed once in registered POSIX shared memory, outputs written there; the server must be on this host)")
 	fs.IntVar(&in.OutputSharedMemorySize, "output-shared-memory-size", loadgen.DefaultOutputSharedMemorySize, "`bytes` of shared memory given to each output with --shared-memory system")
