@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,8 +13,9 @@ import (
 )
 
 // Every workload's step, run twice (each alternates transports or
-// routes), succeeds against the reference server and counts its requests;
-// the repository step counts the NOT_FOUND it provokes.
+// routes) while the others run theirs, as in a soak, succeeds against the
+// reference server and counts its requests; the repository step counts the
+// NOT_FOUND it provokes.
 func TestWorkloadsAgainstReference(t *testing.T) {
 	ref := referencetest.Start(t)
 	cl, err := newClients(&server{httpURL: ref.HTTPURL(), grpcAddr: ref.GRPCAddr()})
@@ -23,12 +25,19 @@ func TestWorkloadsAgainstReference(t *testing.T) {
 	defer cl.close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, w := range workloads(cl) {
-		for i := range 2 {
-			if err := w.step(ctx, w); err != nil {
-				t.Errorf("%s step %d: %v", w.name, i, err)
+	ws := workloads(cl)
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() {
+			for i := range 2 {
+				if err := w.step(ctx, w); err != nil {
+					t.Errorf("%s step %d: %v", w.name, i, err)
+				}
 			}
-		}
+		})
+	}
+	wg.Wait()
+	for _, w := range ws {
 		if w.requests.Load() < 2 {
 			t.Errorf("%s: %d requests counted after two steps", w.name, w.requests.Load())
 		}
