@@ -5,7 +5,9 @@
 #   load generator   oipkit load beside ghz (gRPC) and wrk (REST JSON and REST
 #                    binary) against `oipkit serve`: throughput and client CPU
 #                    per request; beside perf_analyzer (scripts/perf-analyzer-
-#                    compare.sh) over gRPC raw and REST binary;
+#                    compare.sh) over gRPC raw and REST binary; REST JSON at
+#                    its default sampled answer checks beside none
+#                    (--check-every 0);
 #   reference server `oipkit serve` beside bench/bare (a bare net/http handler
 #                    and a bare grpc-go service answering the same bytes),
 #                    driven by the same client: wrk for REST, oipkit load
@@ -148,11 +150,11 @@ timed() {
 	}
 	awk '{print $1 + $2}' "$WORK/$name.time" >"$WORK/$name.cpu"
 }
-oipkit_load() { # oipkit_load NAME TARGET-FLAGS PROTOCOL CONNECTIONS
+oipkit_load() { # oipkit_load NAME TARGET-FLAGS PROTOCOL CONNECTIONS [FLAGS...]
 	# shellcheck disable=SC2086 # $2 is two words
 	timed "$1" "$OIPKIT" load $2 --protocol "$3" --model add_sub \
 		--input-data "$WORK/input.json" --concurrency "$CONCURRENCY" --connections "$4" \
-		--duration "${DURATION}s" --progress never --format json
+		--duration "${DURATION}s" --progress never --format json "${@:5}"
 }
 ref_grpc="--grpc 127.0.0.1:$GRPC_PORT"
 ref_http="--http http://127.0.0.1:$HTTP_PORT"
@@ -172,6 +174,8 @@ for ROUND in $(seq "$ROUNDS"); do
 		"http://127.0.0.1:$BARE_HTTP_PORT/v2/models/add_sub/infer"
 	timed wrk wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" "$infer_url"
 	oipkit_load oipkit-http "$ref_http" http "$CONCURRENCY"
+	# The sampled answer checks' cost: the same run with none (framing only).
+	oipkit_load oipkit-http-nocheck "$ref_http" http "$CONCURRENCY" --check-every 0
 	timed wrk-binary wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post-binary.lua" "$infer_url"
 	oipkit_load oipkit-http-binary "$ref_http" http-binary "$CONCURRENCY"
 done
@@ -213,7 +217,7 @@ for ROUND in $(seq "$ROUNDS"); do
 		"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 50)][0].latency' "$g")")" \
 		"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 99)][0].latency' "$g")")" \
 		"$(jq '[.statusCodeDistribution // {} | to_entries[] | select(.key != "OK") | .value] | add // 0' "$g")"
-	for n in oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-http oipkit-http-binary; do
+	for n in oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-http oipkit-http-nocheck oipkit-http-binary; do
 		o=$WORK/$n.r$ROUND.out
 		record "$n.r$ROUND" "$(jq '.counts.completed' "$o")" "$(jq '.rates.completed' "$o")" \
 			"$(ms "$(jq '.latency.response.p50Ns' "$o")")" "$(ms "$(jq '.latency.response.p99Ns' "$o")")" \
@@ -226,7 +230,7 @@ for ROUND in $(seq "$ROUNDS"); do
 			"$(awk '/Non-2xx|Socket errors/ { sub(/^ +/, ""); printf "%s; ", $0 }' "$w" | sed 's/; $//')"
 	done
 done
-for n in ghz oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-http oipkit-http-binary wrk wrk-binary wrk-bare; do
+for n in ghz oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-http oipkit-http-nocheck oipkit-http-binary wrk wrk-binary wrk-bare; do
 	med=$(for r in $(seq "$ROUNDS"); do echo "$(cat "$WORK/$n.r$r.rps") $r"; done | sort -n | awk '{ a[NR] = $2 } END { print a[int((NR + 1) / 2)] }')
 	for f in n rps p50 p99 err cpu; do cp "$WORK/$n.r$med.$f" "$WORK/$n.$f"; done
 	echo "$(for r in $(seq "$ROUNDS"); do printf '%.0f ' "$(cat "$WORK/$n.r$r.rps")"; done)" >"$WORK/$n.all"
@@ -287,6 +291,8 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	paired "REST JSON client CPU per request (µs)" "wrk" wrk oipkit-http cpu_req_us "<=1.5"
 	paired "REST binary load, req/s" "wrk" wrk-binary oipkit-http-binary rps ">=0.9"
 	paired "REST binary client CPU per request (µs)" "wrk" wrk-binary oipkit-http-binary cpu_req_us "<=1.5"
+	paired "REST JSON load, default sampling vs none, req/s" "--check-every 0" oipkit-http-nocheck oipkit-http rps ">=0.95"
+	paired "REST JSON client CPU per request, default sampling vs none (µs)" "--check-every 0" oipkit-http-nocheck oipkit-http cpu_req_us "<=1.05"
 	target "gRPC raw load at concurrency 4, req/s" "perf_analyzer" "$(pa_rps perf_analyzer "gRPC raw")" "$(pa_rps "oipkit load" "gRPC raw")" ">=1.3"
 	target "REST binary load at concurrency 4, req/s" "perf_analyzer" "$(pa_rps perf_analyzer "REST binary")" "$(pa_rps "oipkit load" "REST binary")" ">=1.3"
 	paired "reference REST server, req/s (wrk driving both)" "bare net/http" wrk-bare wrk rps ">=0.8"
@@ -308,6 +314,7 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	row oipkit-grpc-raw-bare "oipkit load" "bare grpc-go" "gRPC raw"
 	row wrk wrk reference "REST JSON"
 	row oipkit-http "oipkit load" reference "REST JSON"
+	row oipkit-http-nocheck "oipkit load --check-every 0" reference "REST JSON"
 	row wrk-binary wrk reference "REST binary"
 	row oipkit-http-binary "oipkit load" reference "REST binary"
 	row wrk-bare wrk "bare net/http" "REST JSON"
