@@ -3,6 +3,7 @@ package conformance
 import (
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -57,8 +58,15 @@ type Options struct {
 	Timeout time.Duration
 	// Strict fails the verdict on lenient and warning findings too.
 	Strict bool
-	// MaxResponseBytes caps each response (default 16 MiB).
+	// MaxResponseBytes caps each REST response body (default 16 MiB), and
+	// MaxMessageBytes each gRPC message, counting what decoding it costs
+	// (default MaxResponseBytes). The suite's own answers are far smaller;
+	// the caps bound what a server can make the run hold, and keep it
+	// under 100 MB whatever the server sends (cmd/oipkit memory_test.go).
 	MaxResponseBytes int64
+	MaxMessageBytes  int64
+	// MaxHeaderBytes caps a response's header block (default 1 MiB).
+	MaxHeaderBytes int64
 	// ReportDir receives report.json, report.md, report.html and
 	// junit.xml; empty means no files are written (the report is still
 	// returned).
@@ -75,8 +83,14 @@ type Options struct {
 	// LabelFilter is an extra ginkgo label filter ANDed with the one
 	// derived from features and transports.
 	LabelFilter string
-	// Verbose makes ginkgo print every spec.
+	// Verbose keeps ginkgo's own stream, every spec as it runs and each
+	// failure in full; without it ginkgo prints nothing, and Progress says
+	// how far the run is.
 	Verbose bool
+	// Progress receives a line when the specs start and one when they
+	// end (on a terminal, a count kept up to date in between); nil for
+	// none.
+	Progress io.Writer
 }
 
 // Defaults for zero Options fields.
@@ -124,7 +138,8 @@ func (o Options) transports() []Transport {
 func (o Options) engineConfig() engine.Config {
 	return engine.Config{
 		HTTPURL: o.HTTPURL, GRPCAddr: o.GRPCAddr, Header: o.Header, Host: o.Host, TLS: o.TLS,
-		Timeout: o.Timeout, MaxResponseBytes: o.MaxResponseBytes, Features: o.Features,
+		Timeout: o.Timeout, MaxResponseBytes: o.MaxResponseBytes, MaxMessageBytes: o.MaxMessageBytes,
+		MaxHeaderBytes: o.MaxHeaderBytes, Features: o.Features,
 		Strict: o.Strict, ImplementationName: o.ImplementationName,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/formatter"
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/oipkit/oipkit/client"
@@ -95,7 +97,16 @@ func Run(t GinkgoTestingT, opts Options) (*reports.ConformanceReport, error) {
 		reporterConfig.NoColor = true
 	}
 
+	if !opts.Verbose {
+		// ginkgo's stream repeats every failure with source paths and
+		// node names; the summary and the reports say it for a reader.
+		stdout := formatter.ColorableStdOut
+		formatter.ColorableStdOut = io.Discard
+		defer func() { formatter.ColorableStdOut = stdout }()
+	}
+	startProgress(opts.Progress)
 	RunSpecs(t, SuiteDescription, suiteConfig, reporterConfig)
+	endProgress()
 
 	rep := buildReport(suiteReport, tgt, opts, start)
 	if opts.ReportDir != "" {

@@ -38,16 +38,24 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 	if r.Incomplete {
 		fmt.Fprintf(&b, "RUN INCOMPLETE: %s\n", r.Problem)
 	}
+	// A profile that failed or is partial gets a line; the others are
+	// listed by verdict.
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	var unsupported []string
+	var passed, unsupported []string
 	for _, p := range r.Profiles {
-		if p.Verdict == VerdictNotSupported {
+		switch p.Verdict {
+		case VerdictPass:
+			passed = append(passed, p.Name)
+		case VerdictNotSupported:
 			unsupported = append(unsupported, p.Name)
-			continue
+		default:
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, strings.ToUpper(string(p.Verdict)), p.Summary)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, strings.ToUpper(string(p.Verdict)), p.Summary)
 	}
 	tw.Flush()
+	if len(passed) > 0 {
+		fmt.Fprintf(&b, "  PASS: %s\n", idList(passed, 6))
+	}
 	if len(unsupported) > 0 {
 		fmt.Fprintf(&b, "  not supported (transport not targeted or feature absent): %s\n", idList(unsupported, 6))
 	}

@@ -47,6 +47,12 @@ tolerate); lenient and warnings fail a profile only with --strict. After
 the first call on a route that gets no answer in time, the specs needing
 that route are reported not run instead of each waiting out --timeout.
 
+The terminal shows a progress line, the profile verdicts, one line per
+distinct defect (the checks that failed on one exchange: requirement,
+statement, reason) and where the reports are; -v keeps ginkgo's full
+stream and adds each defect's reproducer. 'oipkit report --findings
+DIR/report.json' writes the defects as upstream bug reports.
+
 Reports go to --report-dir (report.json, report.md, report.html: one
 self-contained page with the evidence folded, and junit.xml); when
 GITHUB_STEP_SUMMARY is set, a Markdown summary is appended to that file.
@@ -71,13 +77,19 @@ e.g. a fixture model is not deployed).`)
 	addTLSFlags(fs, &tlsFiles)
 	fs.BoolVar(&opts.Strict, "strict", false, "fail profiles on lenient and warning findings too")
 	fs.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "timeout of each call")
-	fs.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", conformance.DefaultMaxResponseBytes, "largest response accepted, in `bytes`")
+	// The caps on what the server sends, named as serve's limits; the
+	// defaults keep a run under 100 MB whatever the server sends.
+	fs.Int64Var(&opts.MaxResponseBytes, "max-body-bytes", conformance.DefaultMaxResponseBytes, "largest REST response body in `bytes` (a larger one fails its call unread)")
+	fs.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", conformance.DefaultMaxResponseBytes, "same as --max-body-bytes (its former name)")
+	fs.Int64Var(&opts.MaxMessageBytes, "grpc-max-message-bytes", 0, "largest gRPC response message in `bytes`, counting what decoding it costs (default --max-body-bytes)")
+	fs.Int64Var(&opts.MaxHeaderBytes, "max-header-bytes", client.DefaultMaxHeaderBytes, "largest response header block in `bytes` (HTTP/1.1 headers, HTTP/2 header list)")
 	fs.StringVar(&opts.ReportDir, "report-dir", "conformance-report", "`directory` for report.json, report.md, report.html and junit.xml (\"\" writes none)")
 	from := fs.String("from", "", "run nothing: render the report `file` (report.json) again into --report-dir (default: its directory)")
 	fs.Var(&profiles, "profile", "profile `name` whose verdict decides the exit status (repeatable; default all targeted)")
 	fs.StringVar(&opts.ImplementationName, "name", "", "implementation name for the report (default: from server metadata)")
 	fs.StringVar(&opts.LabelFilter, "label-filter", "", "extra ginkgo label filter `expression`, ANDed with the feature/transport filter")
-	fs.BoolVar(&opts.Verbose, "v", false, "print every spec as it runs")
+	fs.BoolVar(&opts.Verbose, "v", false, "keep ginkgo's full stream (every spec as it runs, each failure in full) and print each defect's reproducer")
+	fs.BoolVar(&opts.Verbose, "verbose", false, "the same as -v")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -86,6 +98,14 @@ e.g. a fixture model is not deployed).`)
 	}
 	if *from != "" {
 		return renderConformReport(fs, *from, opts.ReportDir)
+	}
+	for name, v := range map[string]int64{"--max-body-bytes": opts.MaxResponseBytes, "--max-header-bytes": opts.MaxHeaderBytes} {
+		if v <= 0 {
+			return fmt.Errorf("%w: %s must be positive, got %d", errUsage, name, v)
+		}
+	}
+	if opts.MaxMessageBytes < 0 {
+		return fmt.Errorf("%w: --grpc-max-message-bytes must be positive, got %d", errUsage, opts.MaxMessageBytes)
 	}
 	var err error
 	if opts.Header, err = client.ParseHeaders(headers); err != nil {
@@ -124,6 +144,9 @@ e.g. a fixture model is not deployed).`)
 	}
 
 	opts.StepSummary = os.Getenv(conformance.EnvStepSummary)
+	if !opts.Verbose {
+		opts.Progress = os.Stdout
+	}
 	rep, err := conformance.Run(&ginkgoT{}, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "oipkit conform: %v\n", err)
@@ -132,7 +155,11 @@ e.g. a fixture model is not deployed).`)
 		}
 	}
 	fmt.Println()
-	if werr := reports.WriteText(os.Stdout, rep); werr != nil {
+	summary := reports.WriteText
+	if opts.Verbose {
+		summary = reports.WriteTextWithReproducers
+	}
+	if werr := summary(os.Stdout, rep); werr != nil {
 		return werr
 	}
 	if opts.ReportDir != "" {

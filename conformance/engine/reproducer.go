@@ -20,7 +20,9 @@ func reproducer(ev Evidencer) string {
 		targets = reports.Targets{HTTP: current.cfg.HTTPURL, GRPC: current.cfg.GRPCAddr}
 	}
 	evidence := ev.Evidence()
-	if body, ok := sentBody(ev); ok {
+	// A body over the bound would swamp the report (once per finding);
+	// the evidence's few KiB make the short form, marked not exact.
+	if body, ok := sentBody(ev); ok && len(body) <= reports.MaxReproducerBody {
 		return reports.ReproduceExact(evidence, targets, body)
 	}
 	return reports.Reproduce(evidence, targets)
