@@ -58,15 +58,8 @@ type Options struct {
 	Timeout time.Duration
 	// Strict fails the verdict on lenient and warning findings too.
 	Strict bool
-	// MaxResponseBytes caps each REST response body (default 16 MiB), and
-	// MaxMessageBytes each gRPC message, counting what decoding it costs
-	// (default MaxResponseBytes). The suite's own answers are far smaller;
-	// the caps bound what a server can make the run hold, and keep it
-	// under 100 MB whatever the server sends (cmd/oipkit memory_test.go).
+	// MaxResponseBytes caps each response (default 16 MiB).
 	MaxResponseBytes int64
-	MaxMessageBytes  int64
-	// MaxHeaderBytes caps a response's header block (default 1 MiB).
-	MaxHeaderBytes int64
 	// ReportDir receives report.json, report.md, report.html and
 	// junit.xml; empty means no files are written (the report is still
 	// returned).
@@ -138,8 +131,7 @@ func (o Options) transports() []Transport {
 func (o Options) engineConfig() engine.Config {
 	return engine.Config{
 		HTTPURL: o.HTTPURL, GRPCAddr: o.GRPCAddr, Header: o.Header, Host: o.Host, TLS: o.TLS,
-		Timeout: o.Timeout, MaxResponseBytes: o.MaxResponseBytes, MaxMessageBytes: o.MaxMessageBytes,
-		MaxHeaderBytes: o.MaxHeaderBytes, Features: o.Features,
+		Timeout: o.Timeout, MaxResponseBytes: o.MaxResponseBytes, Features: o.Features,
 		Strict: o.Strict, ImplementationName: o.ImplementationName,
 	}
 }
