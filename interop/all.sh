@@ -2,8 +2,9 @@
 # all.sh [RUNTIME...] — the interop run behind `make interop`: for each runtime in turn (default
 # reference triton pytriton mlserver kserve torchserve; never two servers at once) install or reuse its venv,
 # then run interop/run.sh (start, conform, tritonclient check, load runs, stop), each bounded
-# by RUNTIME_TIMEOUT seconds (default 600). Then write reports/compatibility.{md,html} (oipkit matrix) and
-# reports/performance.md (oipkit report --compare) from what the runs left in reports/runtimes/.
+# by RUNTIME_TIMEOUT seconds (default 600). Then write reports/compatibility.{md,html} (oipkit matrix),
+# each runtime's findings.md (oipkit report --findings) and reports/performance.md (oipkit report
+# --compare) from what the runs left in reports/runtimes/.
 # Prints one line per check and "interop: N passed, N failed" (", N skipped" if any); exits 1 if a
 # check failed. Every server it started is stopped on exit, also on failure or interruption.
 # INTEROP_ALLOW_SETUP_FAILURE=1: a venv that cannot be installed (a registry outage) skips that
@@ -119,6 +120,12 @@ if (( ${#reports[@]} )) && "$OIPKIT" matrix -o "$OUTDIR/compatibility.md" --html
 else
   echo "fail all matrix (no reports, or oipkit matrix failed)" >> "$INTEROP_RESULTS"
 fi
+# Each runtime's findings file: its defects written as upstream bug reports, next to its report.
+findings_ok=pass
+for f in "${reports[@]}"; do
+  "$OIPKIT" report --findings "$(dirname "$f")/findings.md" "$f" || findings_ok=fail
+done
+echo "$findings_ok all findings (findings.md next to each report.json)" >> "$INTEROP_RESULTS"
 if (( ${#loads[@]} )) && {
   machine="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(awk '/^MemTotal:/ {printf "%.0f", $2 / 1048576}' /proc/meminfo) GiB RAM, $(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r)"
   {

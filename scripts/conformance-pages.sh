@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Renders the committed conformance pages from the committed reports, without running anything:
 #   reports/runtimes/RUNTIME/report.html  oipkit conform --from RUNTIME/report.json (report.md too)
+#   reports/runtimes/RUNTIME/findings.md  oipkit report --findings: the defects as upstream bug reports
 #   reports/compatibility.{md,html}       oipkit matrix, columns in interop/all.sh's order, then the
 #                                         blocked implementations (blocked.json)
 #   reports/compatibility.png             headless chromium screenshots (cmd/pagecheck: no console
@@ -21,6 +22,7 @@ for r in reference triton pytriton mlserver kserve torchserve; do
   bin/oipkit conform --from "$REPORTS/$r/report.json" > /dev/null || rc=$?
   (( rc != 1 )) || exit 1
   rm -f "$REPORTS/$r/junit.xml" # not committed
+  bin/oipkit report --findings "$REPORTS/$r/findings.md" "$REPORTS/$r/report.json"
   reports+=("$REPORTS/$r/report.json")
 done
 blocked=()
