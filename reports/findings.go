@@ -16,6 +16,9 @@ type Defect struct {
 	IDs []string
 	// Checks are its fail findings, each with its requirement.
 	Checks []DefectCheck
+	// Blocked are the requirements its failed answers block ([Block]):
+	// not graded, because they could not be checked on those answers.
+	Blocked []string
 }
 
 // DefectCheck is one failed check of a defect.
@@ -52,6 +55,16 @@ func Defects(r *ConformanceReport) []Defect {
 			d.Checks = append(d.Checks, DefectCheck{Requirement: q, Finding: f})
 		}
 	}
+	for _, q := range r.Requirements {
+		if q.Status != StatusBlocked {
+			continue
+		}
+		for _, f := range failing(q) {
+			if i, ok := index[defectKey(q, f)]; ok && !contains(ds[i].Blocked, q.ID) {
+				ds[i].Blocked = append(ds[i].Blocked, q.ID)
+			}
+		}
+	}
 	return ds
 }
 
@@ -75,24 +88,28 @@ func failing(q RequirementResult) []Finding {
 }
 
 // defectKey is what makes two failed checks one defect: the exchange they
-// failed on, request and answer (less the answer's Date, which differs
-// between two sendings of one request). A finding without evidence is
-// its own defect. This is the one place that decides what a distinct
-// defect is.
+// failed on, the request whole and the answer's status, Content-Type and
+// body (its other headers, Date, X-Request-Id, differ between two
+// sendings of one request). A finding without evidence is its own
+// defect. This is the one place that decides what a distinct defect is.
 func defectKey(q RequirementResult, f Finding) string {
 	ev := f.Evidence
 	if ev == nil {
 		return "no evidence\x00" + q.ID + "\x00" + f.Spec + "\x00" + f.Message
 	}
 	var b strings.Builder
-	for _, m := range []Message{ev.Request, ev.Response} {
-		fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%d\x00%s\x00", m.Method, m.Target, m.Status, m.BodyBytes, m.Body)
-		for _, k := range sortedKeys(m.Header) {
-			if !strings.EqualFold(k, "Date") {
-				fmt.Fprintf(&b, "%s=%q\x00", k, m.Header[k])
-			}
+	req, resp := ev.Request, ev.Response
+	fmt.Fprintf(&b, "%s\x00%s\x00%d\x00%s\x00", req.Method, req.Target, req.BodyBytes, req.Body)
+	for _, k := range sortedKeys(req.Header) {
+		fmt.Fprintf(&b, "%s=%q\x00", k, req.Header[k])
+	}
+	var contentType []string
+	for k, v := range resp.Header {
+		if strings.EqualFold(k, "Content-Type") {
+			contentType = v
 		}
 	}
+	fmt.Fprintf(&b, "%s\x00%q\x00%d\x00%s", resp.Status, contentType, resp.BodyBytes, resp.Body)
 	return b.String()
 }
 
@@ -171,6 +188,9 @@ func WriteFindings(w io.Writer, r *ConformanceReport, cite Citer) error {
 		fmt.Fprintf(&b, "\n## %d. %s\n\n", i+1, mdInline(d.Title()))
 		fmt.Fprintf(&b, "- **Runtime:** %s\n", impl)
 		fmt.Fprintf(&b, "- **Affected requirements:** %s\n", strings.Join(d.IDs, ", "))
+		if len(d.Blocked) > 0 {
+			fmt.Fprintf(&b, "- **Blocked by it (not graded):** %s\n", strings.Join(d.Blocked, ", "))
+		}
 		b.WriteString("\n**Specification:**\n\n")
 		for _, id := range d.IDs {
 			q, _ := r.Requirement(id)

@@ -13,7 +13,7 @@ func failedOn(spec, reqBody, status, date string) Finding {
 	return Finding{Spec: spec, Class: ClassFail, Message: "POST /v2/models/add_sub/infer: got " + status + ", want 200",
 		Evidence: &Evidence{
 			Request:  Message{Method: "POST", Target: "/v2/models/add_sub/infer", Header: map[string][]string{"Content-Type": {"application/json"}}, Body: reqBody, BodyBytes: len(reqBody)},
-			Response: Message{Status: "HTTP " + status, Header: map[string][]string{"Date": {date}}, Body: `{"error":"boom"}`, BodyBytes: 16},
+			Response: Message{Status: "HTTP " + status, Header: map[string][]string{"Date": {date}, "X-Request-Id": {date}}, Body: `{"error":"boom"}`, BodyBytes: 16},
 		}}
 }
 
@@ -33,7 +33,7 @@ func defectsReport() *ConformanceReport {
 }
 
 // TestDefectsGroupByExchange: checks that failed on one exchange (the
-// same request and answer, whatever its Date) are one defect listing
+// same request and answer, whatever its Date and X-Request-Id) are one defect listing
 // every requirement; another request is another defect; warnings of a
 // run that is not strict are none.
 func TestDefectsGroupByExchange(t *testing.T) {
@@ -72,7 +72,7 @@ func TestWriteFindings(t *testing.T) {
 		"> **OIP-REST-RESP-001** (MUST): quoted OIP-REST-RESP-001\n> — OIP-REST §Inference\n",
 		"**Reproducer:**\n\n```sh\nprintf '%s' '{\"a\":1}' |\n  curl -sS -i http://127.0.0.1:8000/v2/models/add_sub/infer -H 'Content-Type: application/json' --data-binary @-\n```\n",
 		"**Expected:**\n\n- OIP-REST-INFER-001: 200\n- OIP-REST-RESP-001: 200\n",
-		"**Observed:**\n\n```\nHTTP 500\nDate: Mon\n\n{\"error\":\"boom\"}\n```\n",
+		"**Observed:**\n\n```\nHTTP 500\nDate: Mon\nX-Request-Id: Mon\n\n{\"error\":\"boom\"}\n```\n",
 		"- OIP-REST-RESP-001: answers success with 200\n",
 		"## 2. ",
 	} {
