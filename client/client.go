@@ -70,8 +70,18 @@ type Options struct {
 	Host string
 	// TLS enables TLS with this configuration; nil means plaintext.
 	TLS *tls.Config
-	// MaxResponseBytes caps a response body or message (default 64 MiB).
+	// MaxResponseBytes caps a REST response body, and a gRPC message unless
+	// MaxMessageBytes is set (default 64 MiB: a 16 MiB tensor's binary or
+	// gRPC answer with room to spare). A larger one is an error wrapping
+	// ErrResponseTooLarge; its excess is never held in memory.
 	MaxResponseBytes int64
+	// MaxMessageBytes caps a gRPC response message, counting what decoding
+	// it costs (default MaxResponseBytes): a message of many small bytes or
+	// string entries decodes to many times its size (limits.go).
+	MaxMessageBytes int64
+	// MaxHeaderBytes caps a response's header block: the HTTP/1.1 status
+	// line and headers, an HTTP/2 header list (default 1 MiB).
+	MaxHeaderBytes int64
 	// Connections is the number of gRPC connections (round-robin) or the
 	// HTTP keep-alive pool size per host (default 1 for gRPC, 64 for HTTP).
 	Connections int
@@ -125,8 +135,9 @@ func New(target string, p Protocol, opts Options) (Client, error) {
 	return nil, fmt.Errorf("unknown protocol %q", p)
 }
 
-// ErrResponseTooLarge is wrapped by the *Error of a REST call whose response
-// body exceeds Options.MaxResponseBytes.
+// ErrResponseTooLarge is wrapped by the *Error of a call whose response
+// body or message exceeds its cap (Options.MaxResponseBytes,
+// MaxMessageBytes).
 var ErrResponseTooLarge = errors.New("response too large")
 
 // ErrNotProcessed is wrapped by the *Error of a gRPC call the server said it
@@ -139,6 +150,7 @@ var ErrNotProcessed = errors.New("not processed by the server")
 const (
 	DefaultTimeout          = 10 * time.Second
 	DefaultMaxResponseBytes = 64 << 20
+	DefaultMaxHeaderBytes   = 1 << 20
 	DefaultHTTPConnections  = 64
 	DefaultGRPCConnections  = 1
 )
@@ -150,6 +162,12 @@ func (o Options) withDefaults(grpc bool) Options {
 	}
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = o.MaxResponseBytes
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if o.Connections <= 0 {
 		o.Connections = DefaultHTTPConnections

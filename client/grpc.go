@@ -67,16 +67,18 @@ func NewGRPC(addr string, raw bool, opts Options) (*GRPC, error) {
 	if opts.TLS != nil {
 		creds = alertingTLS{credentials.NewTLS(opts.TLS)}
 	}
-	recv := opts.MaxResponseBytes
+	recv := opts.MaxMessageBytes
 	if recv > math.MaxInt32 { // gRPC frames messages with a 32-bit length
 		recv = math.MaxInt32
 	}
 	dopts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithUserAgent(userAgent),
+		grpc.WithMaxHeaderListSize(uint32(min(opts.MaxHeaderBytes, math.MaxUint32))),
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(int(recv)),
 			grpc.MaxCallSendMsgSize(math.MaxInt32),
+			grpc.ForceCodecV2(newBoundedCodec(recv)),
 		),
 	}
 	if opts.Host != "" {

@@ -51,7 +51,7 @@ func (p *PreparedGRPCInfer) Message() []byte { return p.msg.Buf[0].ReadOnlyData(
 // inference.ModelInferResponse) when keep; otherwise its bytes are checked
 // and dropped. A failed call is an *Error with the gRPC code and message
 // (status.FromError works on it); DEADLINE_EXCEEDED also wraps
-// context.DeadlineExceeded, and a message beyond Options.MaxResponseBytes
+// context.DeadlineExceeded, and a message beyond Options.MaxMessageBytes
 // is RESOURCE_EXHAUSTED.
 func (p *PreparedGRPCInfer) Send(ctx context.Context, keep bool) ([]byte, error) {
 	if p.wire != nil {
@@ -67,6 +67,11 @@ func (p *PreparedGRPCInfer) Send(ctx context.Context, keep bool) ([]byte, error)
 	err := p.c.Conn().Invoke(ctx, inferencepb.GRPCInferenceService_ModelInfer_FullMethodName, &p.msg, reply, grpc.ForceCodecV2(PreEncodedCodec{}))
 	if err != nil {
 		return nil, callError(ctx, "Infer", err)
+	}
+	if keep {
+		if err := checkKeptAnswer("Infer", raw.B, p.c.opts.MaxMessageBytes); err != nil {
+			return nil, err
+		}
 	}
 	return raw.B, nil
 }

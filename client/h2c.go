@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -32,14 +33,15 @@ import (
 // goroutine per connection hands each answer to the call waiting for it.
 //
 // Every peer-controlled quantity is bounded: frame sizes (16 KiB, as
-// advertised), the header list (maxH2CHeaderList), the message
-// (Options.MaxResponseBytes) and the time of a call (Options.Timeout or the
+// advertised), the header list (Options.MaxHeaderBytes), the message
+// (Options.MaxMessageBytes) and the time of a call (Options.Timeout or the
 // context's deadline). Flow control is honoured both ways; a connection that
 // breaks fails its calls and is replaced by the next call.
 type h2cClient struct {
 	addr    string
 	timeout time.Duration
 	max     int64  // largest response message
+	maxHead int    // largest header list, decoded or on the wire
 	block   []byte // the request's constant header block
 	slots   []*h2cSlot
 	next    atomic.Uint64
@@ -57,9 +59,8 @@ type h2cSlot struct {
 
 // Limits and windows of the lean transport.
 const (
-	maxH2CHeaderList = 1 << 20  // bytes of decoded response headers or trailers
-	h2cMaxFrame      = 16 << 10 // SETTINGS_MAX_FRAME_SIZE we accept (the default)
-	h2cConnWindow    = 16 << 20 // connection receive window
+	h2cMaxFrame   = 16 << 10 // SETTINGS_MAX_FRAME_SIZE we accept (the default)
+	h2cConnWindow = 16 << 20 // connection receive window
 )
 
 // h2cStreamWindow is the stream receive window advertised as
@@ -112,8 +113,9 @@ func newH2C(addr string, opts Options, md []string) (*h2cClient, error) {
 		}
 	}
 	h := &h2cClient{
-		addr: addr, timeout: opts.Timeout, max: opts.MaxResponseBytes, block: buf.Bytes(),
-		dialer: net.Dialer{KeepAlive: 30 * time.Second},
+		addr: addr, timeout: opts.Timeout, max: opts.MaxMessageBytes, block: buf.Bytes(),
+		maxHead: int(min(opts.MaxHeaderBytes, math.MaxUint32>>1)),
+		dialer:  net.Dialer{KeepAlive: 30 * time.Second},
 	}
 	for range opts.Connections {
 		h.slots = append(h.slots, &h2cSlot{})
@@ -187,6 +189,7 @@ type headerBlock struct {
 	endStream   bool
 	wire        int // encoded bytes
 	size        int // decoded bytes, as HTTP/2 counts them for the list size
+	limit       int // the largest size and wire accepted
 	status      string
 	ctype       string
 	grpcStatus  string
@@ -197,7 +200,7 @@ type headerBlock struct {
 // onField takes one decoded header field.
 func (cn *h2cConn) onField(f hpack.HeaderField) {
 	hb := &cn.hb
-	if hb.size += int(f.Size()); hb.size > maxH2CHeaderList {
+	if hb.size += int(f.Size()); hb.size > cn.h.maxHead {
 		cn.dec.SetEmitEnabled(false)
 		return
 	}
@@ -367,7 +370,7 @@ func (h *h2cClient) dial(ctx context.Context, deadline time.Time) (*h2cConn, err
 	cn.fr.SetMaxReadFrameSize(h2cMaxFrame)
 	cn.fr.SetReuseFrames()
 	cn.dec = hpack.NewDecoder(4096, cn.onField)
-	cn.dec.SetMaxStringLength(maxH2CHeaderList)
+	cn.dec.SetMaxStringLength(h.maxHead)
 
 	nc.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(aLongTimeAgo) })
@@ -391,7 +394,7 @@ func (cn *h2cConn) handshake() error {
 	cn.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(h2cStreamWindow)},
-		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: maxH2CHeaderList},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: uint32(cn.h.maxHead)},
 	)
 	cn.fr.WriteWindowUpdate(0, h2cConnWindow-65535)
 	if err := cn.bw.Flush(); err != nil {
@@ -479,7 +482,7 @@ func (cn *h2cConn) handle(f http2.Frame) error {
 	case *http2.DataFrame:
 		return cn.onData(f)
 	case *http2.HeadersFrame:
-		cn.hb = headerBlock{id: f.StreamID, endStream: f.StreamEnded()}
+		cn.hb = headerBlock{id: f.StreamID, endStream: f.StreamEnded(), limit: cn.h.maxHead}
 		cn.dec.SetEmitEnabled(true)
 		return cn.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.ContinuationFrame: // the Framer checks that it follows HEADERS
@@ -557,8 +560,8 @@ func (cn *h2cConn) handle(f http2.Frame) error {
 func (cn *h2cConn) headerFragment(frag []byte, end bool) error {
 	// The decoded size is bounded by onField; this bounds the time spent
 	// on a block that never ends (a CONTINUATION flood).
-	if cn.hb.wire += len(frag); cn.hb.wire > maxH2CHeaderList {
-		return fmt.Errorf("%w: header block exceeds %d bytes", ErrMalformedResponse, maxH2CHeaderList)
+	if cn.hb.wire += len(frag); cn.hb.wire > cn.h.maxHead {
+		return fmt.Errorf("%w: header block exceeds %d bytes (--max-header-bytes)", ErrMalformedResponse, cn.h.maxHead)
 	}
 	if _, err := cn.dec.Write(frag); err != nil {
 		return fmt.Errorf("%w: header block: %w", ErrMalformedResponse, err)
@@ -591,8 +594,8 @@ func (cn *h2cConn) headerFragment(frag []byte, end bool) error {
 
 // onHeaders takes the response headers or trailers, under cn.mu.
 func (s *h2cStream) onHeaders(hb *headerBlock) {
-	if hb.size > maxH2CHeaderList {
-		s.err = fmt.Errorf("%w: response header list exceeds %d bytes", ErrMalformedResponse, maxH2CHeaderList)
+	if hb.size > hb.limit {
+		s.err = fmt.Errorf("%w: response header list exceeds %d bytes (--max-header-bytes)", ErrMalformedResponse, hb.limit)
 		return
 	}
 	first := !s.headers
@@ -835,6 +838,11 @@ func (s *h2cStream) result(op string) ([]byte, error) {
 	s.msg = nil
 	if msg == nil && s.keep {
 		msg = []byte{}
+	}
+	if s.keep {
+		if err := checkKeptAnswer(op, msg, s.max); err != nil {
+			return nil, err
+		}
 	}
 	return msg, nil
 }

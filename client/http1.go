@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -28,9 +29,10 @@ import (
 // bodies beyond Options.MaxResponseBytes are refused; bodies that are not
 // kept are read through the connection's buffer and dropped.
 type http1Client struct {
-	addr    string // host:port
-	timeout time.Duration
-	dialer  net.Dialer
+	addr      string // host:port
+	timeout   time.Duration
+	maxHeader int // Options.MaxHeaderBytes
+	dialer    net.Dialer
 
 	// slots holds one token per connection in use (sending or being
 	// dialled), so at most cap(slots) connections exist.
@@ -51,29 +53,32 @@ type spareBuffers struct {
 
 // Limits of the HTTP/1.1 reader.
 const (
-	http1BufferSize    = 16 << 10
-	maxResponseHeaders = 1 << 20 // bytes of status line and headers, 1xx answers included
-	maxInterimAnswers  = 8       // 1xx answers before the final one
-	maxScratch         = 4 << 20 // a connection's scratch buffer is dropped when larger
+	http1BufferSize   = 16 << 10
+	maxKeptLine       = 16 << 10 // bytes kept of a longer header line; the rest is read and dropped
+	maxInterimAnswers = 8        // 1xx answers before the final one
+	maxScratch        = 4 << 20  // a connection's scratch buffer is dropped when larger
 )
 
 func newHTTP1(addr string, opts Options) *http1Client {
 	return &http1Client{
-		addr:    addr,
-		timeout: opts.Timeout,
-		dialer:  net.Dialer{KeepAlive: 30 * time.Second},
-		slots:   make(chan struct{}, opts.Connections),
+		addr:      addr,
+		timeout:   opts.Timeout,
+		maxHeader: int(min(opts.MaxHeaderBytes, math.MaxInt32)),
+		dialer:    net.Dialer{KeepAlive: 30 * time.Second},
+		slots:     make(chan struct{}, opts.Connections),
 	}
 }
 
 // http1Conn is one keep-alive connection.
 type http1Conn struct {
-	nc      net.Conn
-	br      *bufio.Reader
-	reused  bool   // it carried a request before
-	line    []byte // header lines longer than br's buffer are assembled here
-	scratch []byte // bodies of unknown length to keep are gathered here
-	crlf    bool   // the last line read ended with CRLF, not a bare LF
+	nc        net.Conn
+	br        *bufio.Reader
+	reused    bool   // it carried a request before
+	maxHeader int    // bytes of status line and headers, 1xx answers included
+	line      []byte // header lines longer than br's buffer are assembled here, up to maxKeptLine
+	cut       bool   // the last line read was longer than maxKeptLine: its tail was dropped
+	scratch   []byte // bodies of unknown length to keep are gathered here
+	crlf      bool   // the last line read ended with CRLF, not a bare LF
 
 	// watched is the context whose end aborts I/O on the connection; it is
 	// registered once per context, not per request (a load generator's
@@ -160,7 +165,7 @@ func (h *http1Client) get(ctx context.Context, deadline time.Time, fresh bool) (
 		return nil, err
 	}
 	nc = rawtcp.Wrap(nc)
-	cn := &http1Conn{nc: nc}
+	cn := &http1Conn{nc: nc, maxHeader: h.maxHeader}
 	h.mu.Lock()
 	if n := len(h.spare); n > 0 {
 		cn.br, cn.scratch = h.spare[n-1].br, h.spare[n-1].scratch
@@ -279,7 +284,7 @@ func malformed(format string, args ...any) error {
 
 // tooLarge is an *Error wrapping ErrResponseTooLarge.
 func tooLarge(max int64, format string, args ...any) error {
-	return &Error{Op: "Infer", Message: fmt.Sprintf("response body exceeds %d bytes", max),
+	return &Error{Op: "Infer", Message: fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", max),
 		Err: fmt.Errorf("%w: "+format, append([]any{ErrResponseTooLarge}, args...)...)}
 }
 
@@ -307,7 +312,7 @@ func (cn *http1Conn) roundTrip(wire []byte, deadline time.Time, keep bool, max i
 	if _, err := cn.br.Peek(1); err != nil {
 		return a, nil, false, false, err
 	}
-	budget := maxResponseHeaders
+	budget := cn.maxHeader
 	var f framing
 	for interim := 0; ; interim++ {
 		if a.Status, f, err = cn.readHead(&budget); err != nil {
@@ -406,6 +411,9 @@ func (cn *http1Conn) readHead(budget *int) (status int, f framing, err error) {
 			return 0, f, malformed("header line %s", quoteCut(line))
 		}
 		name, value := line[:colon], trimOWS(line[colon+1:])
+		if cn.cut && (equalFold(name, "content-length") || equalFold(name, "transfer-encoding") || equalFold(name, "connection")) {
+			return 0, f, malformed("%s header line longer than %d bytes", name, maxKeptLine)
+		}
 		switch {
 		case equalFold(name, "content-length"):
 			n, ok := parseDecimal(value)
@@ -500,7 +508,7 @@ func (cn *http1Conn) readBody(f framing, keepUpTo, limit int64) ([]byte, int64, 
 	}
 	switch {
 	case f.chunked:
-		budget := maxResponseHeaders
+		budget := cn.maxHeader
 		for {
 			line, err := cn.readLine(&budget)
 			if err != nil {
@@ -577,22 +585,39 @@ func truncated(err error, format string, args ...any) error {
 }
 
 // readLine reads one line without its CRLF (or LF). The result is valid
-// until the next read. budget bounds the bytes read over several calls.
+// until the next read. budget bounds the bytes read over several calls; of
+// a line longer than maxKeptLine only its start is kept (cn.cut), so a
+// hostile header costs its reading time, not its size in memory.
 func (cn *http1Conn) readLine(budget *int) ([]byte, error) {
 	line, err := cn.br.ReadSlice('\n')
+	n := len(line)
+	cn.cut = false
 	if err == bufio.ErrBufferFull {
 		cn.line = append(cn.line[:0], line...)
-		for err == bufio.ErrBufferFull && len(cn.line) <= *budget {
+		end := [2]byte{line[len(line)-2], line[len(line)-1]} // the line's last two bytes
+		for err == bufio.ErrBufferFull && n <= *budget {
 			line, err = cn.br.ReadSlice('\n')
-			cn.line = append(cn.line, line...)
+			n += len(line)
+			if keep := min(len(line), maxKeptLine-len(cn.line)); keep > 0 {
+				cn.line = append(cn.line, line[:keep]...)
+			}
+			if len(line) == 1 {
+				end = [2]byte{end[1], line[0]}
+			} else if len(line) > 1 {
+				end = [2]byte{line[len(line)-2], line[len(line)-1]}
+			}
+		}
+		if n > len(cn.line) { // keep how the line ended: CRLF or LF
+			cn.cut = true
+			cn.line = append(cn.line[:maxKeptLine-2], end[:]...)
 		}
 		line = cn.line
 	}
-	if *budget -= len(line); *budget < 0 {
-		return nil, malformed("status line and headers exceed %d bytes", maxResponseHeaders)
+	if *budget -= n; *budget < 0 {
+		return nil, malformed("status line and headers exceed %d bytes (--max-header-bytes)", cn.maxHeader)
 	}
 	if err != nil {
-		if err == io.EOF && len(line) > 0 {
+		if err == io.EOF && n > 0 {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, err

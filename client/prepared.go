@@ -134,14 +134,16 @@ func (p *PreparedInfer) sendNetHTTP(ctx context.Context, keep bool, max int64) (
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return InferAnswer{}, statusError(op, &RawResponse{Status: resp.StatusCode, Header: resp.Header, Body: b})
 	}
-	if resp.ContentLength > max {
-		return InferAnswer{}, &Error{Op: op, Message: fmt.Sprintf("response body exceeds %d bytes", max),
-			Err: fmt.Errorf("%w: Content-Length %d exceeds %d bytes", ErrResponseTooLarge, resp.ContentLength, max)}
-	}
 	a := InferAnswer{Status: resp.StatusCode}
 	if keep {
-		a.Body, err = io.ReadAll(io.LimitReader(resp.Body, max+1))
+		a.Body, err = readBody(resp, max)
 		a.BodyLen = int64(len(a.Body))
+		if errors.Is(err, ErrResponseTooLarge) {
+			return InferAnswer{}, &Error{Op: op, Message: fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", max), Err: err}
+		}
+	} else if resp.ContentLength > max {
+		return InferAnswer{}, &Error{Op: op, Message: fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", max),
+			Err: fmt.Errorf("%w: Content-Length %d exceeds %d bytes", ErrResponseTooLarge, resp.ContentLength, max)}
 	} else {
 		a.BodyLen, err = io.Copy(io.Discard, io.LimitReader(resp.Body, max+1))
 	}
@@ -149,7 +151,7 @@ func (p *PreparedInfer) sendNetHTTP(ctx context.Context, keep bool, max int64) (
 	case err != nil:
 		return InferAnswer{}, &Error{Op: op, Err: transportError(ctx, fmt.Errorf("read HTTP %d response body: %w", resp.StatusCode, err))}
 	case a.BodyLen > max:
-		return InferAnswer{}, &Error{Op: op, Message: fmt.Sprintf("response body exceeds %d bytes", max),
+		return InferAnswer{}, &Error{Op: op, Message: fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", max),
 			Err: fmt.Errorf("%w: HTTP %d body exceeds %d bytes", ErrResponseTooLarge, resp.StatusCode, max)}
 	}
 	if a.HeaderLen, err = checkHeaderLength(resp.Header.Values(oip.HeaderInferenceHeaderContentLength), a.BodyLen); err != nil {

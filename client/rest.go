@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,7 +90,8 @@ func NewREST(baseURL string, binary bool, opts Options) (*REST, error) {
 		MaxConnsPerHost:     opts.Connections,
 		IdleConnTimeout:     90 * time.Second,
 		// Bodies are compared and measured as sent; no transparent gzip.
-		DisableCompression: true,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: opts.MaxHeaderBytes,
 	}
 	c := &REST{
 		base:   base,
@@ -265,7 +267,7 @@ func (c *REST) send(ctx context.Context, op, method string, u *url.URL, header h
 	if err != nil {
 		e := &Error{Op: op, Header: resp.Header, Body: b}
 		if errors.Is(err, ErrResponseTooLarge) {
-			e.Message = fmt.Sprintf("response body exceeds %d bytes", c.opts.MaxResponseBytes)
+			e.Message = fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", c.opts.MaxResponseBytes)
 			e.Err = err
 		} else {
 			e.Err = transportError(ctx, fmt.Errorf("read HTTP %d response body: %w", resp.StatusCode, err))
@@ -295,14 +297,16 @@ func transportError(ctx context.Context, err error) error {
 	return err
 }
 
-// readBody reads at most max bytes. A body above the limit returns what was
-// read (up to max bytes) and an error wrapping ErrResponseTooLarge.
+// readBody reads a body of at most max bytes. A larger one is an error
+// wrapping ErrResponseTooLarge that returns only its first maxErrorBody
+// bytes: the rest is never held, and the caller's Close drops the
+// connection rather than reading on.
 func readBody(resp *http.Response, max int64) ([]byte, error) {
 	if resp.Request != nil && resp.Request.Method == http.MethodHead {
 		return nil, nil // Content-Length describes a body that is not sent
 	}
 	if resp.ContentLength > max {
-		return nil, fmt.Errorf("%w: HTTP %d Content-Length %d exceeds %d bytes",
+		return nil, fmt.Errorf("%w: HTTP %d Content-Length %d exceeds %d bytes (--max-body-bytes)",
 			ErrResponseTooLarge, resp.StatusCode, resp.ContentLength, max)
 	}
 	if resp.ContentLength >= 0 {
@@ -314,14 +318,26 @@ func readBody(resp *http.Response, max int64) ([]byte, error) {
 		}
 		return b, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, err
+	// Of unknown length: the buffer doubles up to max+1 bytes (io.ReadAll
+	// grows by a quarter, leaving several times max as garbage on the way).
+	b := make([]byte, 0, min(512, max+1))
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(int64(cap(b)), max+1-int64(cap(b)))))
+		}
+		n, err := resp.Body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if int64(len(b)) > max {
+			return bytes.Clone(b[:min(len(b), maxErrorBody)]),
+				fmt.Errorf("%w: HTTP %d body exceeds %d bytes (--max-body-bytes)", ErrResponseTooLarge, resp.StatusCode, max)
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if int64(len(b)) > max {
-		return b[:max], fmt.Errorf("%w: HTTP %d body exceeds %d bytes", ErrResponseTooLarge, resp.StatusCode, max)
-	}
-	return b, nil
 }
 
 // modelPath is /v2/models/{model}[/versions/{version}] with both escaped.
