@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/internal/httpfield"
+	"github.com/oipkit/oipkit/internal/rawtcp"
 )
 
 // The REST listener serves the hot route itself on plain TCP: POST
@@ -63,6 +64,7 @@ type http1Server struct {
 
 	closing atomic.Bool // Shutdown or Close began: no new requests
 	mu      sync.Mutex
+	forced  bool // Close began: connections just accepted are closed too
 	conns   map[*http1Conn]struct{}
 	wg      sync.WaitGroup // the accept loop and every connection's goroutine
 }
@@ -119,7 +121,9 @@ func (h *http1Server) serve() error {
 func (h *http1Server) track(hc *http1Conn) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closing.Load() {
+	// A connection accepted as Shutdown closed the listener is served
+	// still: its client may have sent its request already.
+	if h.forced {
 		return false
 	}
 	h.conns[hc] = struct{}{}
@@ -134,25 +138,48 @@ func (h *http1Server) forget(hc *http1Conn) {
 	h.wg.Done()
 }
 
-// setIdle marks hc as waiting for a request, or reports false once the
-// server is closing (the connection is then to be closed).
-func (h *http1Server) setIdle(hc *http1Conn, idle bool) bool {
+// setIdle marks hc as waiting for a request (idle; first: its first), or
+// as having one, and reports whether to go on: not once Shutdown closed
+// it, nor when it is to wait once Shutdown began, unless leaveOpen.
+func (h *http1Server) setIdle(hc *http1Conn, idle, first bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	hc.idle = idle
-	return !h.closing.Load()
+	if hc.shut {
+		return false
+	}
+	hc.idle, hc.fresh = idle, first
+	return !idle || !h.closing.Load() || h.leaveOpen(hc)
 }
 
-// shutdown stops accepting, closes idle connections, and waits for the
-// requests in flight; when ctx ends first it closes every connection and
-// returns ctx's error. net/http's own connections are shut down by its
-// Server.Shutdown.
+// freshGrace is how long a new connection that has sent nothing is left
+// open once Shutdown began: a client writes its request as soon as it
+// connected (net/http leaves such a connection 5 s).
+const freshGrace = 250 * time.Millisecond
+
+// leaveOpen reports whether idle connection hc, once Shutdown began, is
+// left to serve a request its client may have sent already, which closing
+// it would lose without an answer (the client sees a reset, not a refusal):
+// one whose bytes wait to be read is, and a new one is, for freshGrace.
+// Under h.mu.
+func (h *http1Server) leaveOpen(hc *http1Conn) bool {
+	if hc.fresh {
+		hc.c.SetReadDeadline(time.Now().Add(freshGrace))
+		return true
+	}
+	return rawtcp.Pending(hc.c)
+}
+
+// shutdown stops accepting, closes idle connections (but those leaveOpen
+// keeps), and waits for the requests in flight; when ctx ends first it
+// closes every connection and returns ctx's error. net/http's own
+// connections are shut down by its Server.Shutdown.
 func (h *http1Server) shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.closing.Store(true)
 	h.ln.Close()
 	for hc := range h.conns {
-		if hc.idle {
+		if hc.idle && !h.leaveOpen(hc) {
+			hc.shut = true
 			hc.c.Close()
 		}
 	}
@@ -178,8 +205,10 @@ func (h *http1Server) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closing.Store(true)
+	h.forced = true
 	h.ln.Close()
 	for hc := range h.conns {
+		hc.shut = true
 		hc.c.Close()
 		hc.cancel()
 	}
@@ -262,7 +291,9 @@ type http1Conn struct {
 	br     *bufio.Reader
 	ctx    context.Context // the context of its requests: ends when it closes or the client goes
 	cancel context.CancelFunc
-	idle   bool // guarded by h.mu
+	idle   bool // guarded by h.mu, as fresh and shut
+	fresh  bool // idle before its first request
+	shut   bool // closed by Shutdown or Close
 
 	req     *http.Request
 	url     url.URL
@@ -319,10 +350,6 @@ func (hc *http1Conn) loop() error {
 	cfg := &hc.h.s.cfg
 	for first := true; ; first = false {
 		if hc.br.Buffered() == 0 {
-			// Between requests: idle, so Shutdown may close it.
-			if !hc.h.setIdle(hc, true) {
-				return http.ErrServerClosed
-			}
 			// As net/http: the idle timeout (or the read timeout) between
 			// requests, the header timeout before the first.
 			wait := cfg.IdleTimeout
@@ -336,8 +363,13 @@ func (hc *http1Conn) loop() error {
 				}
 			}
 			hc.c.SetReadDeadline(deadline(time.Now(), wait))
+			// Between requests: idle, so Shutdown may close it (or
+			// shorten the wait: leaveOpen).
+			if !hc.h.setIdle(hc, true, first) {
+				return http.ErrServerClosed
+			}
 			_, err := hc.br.Peek(1)
-			if !hc.h.setIdle(hc, false) {
+			if !hc.h.setIdle(hc, false, first) {
 				return http.ErrServerClosed
 			}
 			if err != nil {
