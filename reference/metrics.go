@@ -143,6 +143,18 @@ func (m *metrics) observe(model, protocol, code string, d time.Duration) {
 	h.observe(latencyBuckets, d)
 }
 
+// requests is the number of inference requests answered so far, whatever
+// their status: what a shutdown reports it answered.
+func (m *metrics) requests() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var n uint64
+	for _, c := range m.counters {
+		n += c.Load()
+	}
+	return n
+}
+
 // write writes every metric in the Prometheus text format, series sorted by
 // label values so the output is deterministic.
 func (m *metrics) write(w io.Writer) error {

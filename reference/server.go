@@ -319,6 +319,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
+	// The two counts let an operator (and TestServeSIGTERMUnderLoad) check
+	// that every request taken before the shutdown was answered.
+	s.log.Info("reference server shutting down", "inflight", s.metrics.inflight.Load())
 	s.health.Shutdown()  // health checks now report NOT_SERVING
 	s.streams.closeAll() // open streams end once their requests are answered
 	var wg sync.WaitGroup
@@ -356,7 +359,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.shm.closeAll() // unmapped once no request uses them
-	s.log.Info("reference server stopped")
+	s.log.Info("reference server stopped", "answered", s.metrics.requests())
 	if httpErr != nil {
 		fastErr = nil // one error for REST: the same context ended both
 	}

@@ -17,8 +17,8 @@ import (
 )
 
 // envHelper makes the test binary run oipkit itself (TestHelperOipkit):
-// conform runs its suite once per process, and load and conform print
-// their errors on the process's stderr.
+// conform runs its suite once per process, load and conform print their
+// errors on the process's stderr, and serve stops at a real SIGTERM.
 const envHelper = "OIPKIT_TEST_HELPER"
 
 func TestHelperOipkit(t *testing.T) {
@@ -32,7 +32,10 @@ func TestHelperOipkit(t *testing.T) {
 			break
 		}
 	}
-	os.Exit(run(context.Background(), args, os.Stdout, os.Stderr))
+	ctx, stop := signalContext() // as main
+	code := run(ctx, args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // oipkitRun is one finished oipkit process.
