@@ -78,7 +78,7 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 				case engine.EntryFinding:
 					attributed[id] = true
 					s.classes[v.Class] = true
-					s.findings = append(s.findings, reports.Finding{Spec: text, Class: v.Class, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence, Reproducer: v.Reproducer})
+					s.findings = append(s.findings, reports.Finding{Spec: text, Class: v.Class, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence, Scope: v.Scope, Reproducer: v.Reproducer})
 				}
 			}
 		}
@@ -149,6 +149,7 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 	for _, q := range catalog.Requirements {
 		rep.Requirements = append(rep.Requirements, requirementResult(q, states[q.ID], t, waivers))
 	}
+	reports.Block(rep.Requirements, causeRank)
 	rep.Counts = reports.Count(rep.Requirements)
 	if len(r.SpecialSuiteFailureReasons) > 0 {
 		rep.Incomplete = true
@@ -168,6 +169,29 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 	rep.Problem = strings.Join(slices.Compact(problems), "; ")
 	rep.Profiles = profileResults(rep, t, opts)
 	return rep
+}
+
+// causeRules are the requirements about an answer as a whole, which a
+// failed answer is graded under first when several requirements fail on
+// it (reports.Block): a 5xx for a malformed request breaks
+// OIP-REST-ERR-003, a failed answer to a request without an id breaks
+// OIP-REST-INFER-006 (the id is optional), and a failed answer to a valid
+// inference breaks OIP-REST-INFER-001 or OIP-GRPC-INFER-001, whatever rule
+// about its content the spec meant to check.
+var causeRules = []string{"OIP-REST-ERR-003", "OIP-REST-INFER-006", "OIP-REST-INFER-001", "OIP-GRPC-INFER-001"}
+
+// causeRank orders the requirements a failed answer's cause is chosen
+// from: the cause rules, then the catalog's order.
+func causeRank(id string) int {
+	if i := slices.Index(causeRules, id); i >= 0 {
+		return i
+	}
+	for i, q := range catalog.Requirements {
+		if q.ID == id {
+			return len(causeRules) + i
+		}
+	}
+	return len(causeRules) + len(catalog.Requirements)
 }
 
 // skipKind is what a skip means for its requirements.
@@ -315,18 +339,20 @@ func profileResults(rep *reports.ConformanceReport, t *engine.Target, opts Optio
 				pr.Skipped = append(pr.Skipped, q.ID)
 			case reports.StatusNotRun:
 				pr.NotRun = append(pr.NotRun, q.ID)
+			case reports.StatusBlocked:
+				pr.Blocked = append(pr.Blocked, q.ID)
 			}
 		}
 		switch {
 		case len(pr.Failed) > 0, opts.Strict && len(pr.Lenient)+len(pr.Warnings) > 0:
 			pr.Verdict = reports.VerdictFail
-		case rep.Incomplete, len(pr.Skipped) > 0, len(pr.NotRun) > 0:
+		case rep.Incomplete, len(pr.Skipped) > 0, len(pr.NotRun) > 0, len(pr.Blocked) > 0:
 			pr.Verdict = reports.VerdictPartial
 		default:
 			pr.Verdict = reports.VerdictPass
 		}
-		pr.Summary = fmt.Sprintf("%d requirements: %d passed, %d failed, %d lenient, %d warnings, %d skipped, %d not run, %d not covered",
-			len(included), pr.Counts[reports.StatusPassed], len(pr.Failed), len(pr.Lenient), len(pr.Warnings),
+		pr.Summary = fmt.Sprintf("%d requirements: %d passed, %d failed, %d blocked, %d lenient, %d warnings, %d skipped, %d not run, %d not covered",
+			len(included), pr.Counts[reports.StatusPassed], len(pr.Failed), len(pr.Blocked), len(pr.Lenient), len(pr.Warnings),
 			len(pr.Skipped), len(pr.NotRun), pr.Counts[reports.StatusNotCovered])
 		out = append(out, pr)
 	}

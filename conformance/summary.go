@@ -29,7 +29,7 @@ func WriteStepSummary(w io.Writer, r *reports.ConformanceReport) error {
 	for _, s := range reports.Statuses {
 		counts = append(counts, fmt.Sprintf("%d %s", r.Counts[s], s))
 	}
-	fmt.Fprintf(&b, "\nRequirements: %s.\n", strings.Join(counts, ", "))
+	fmt.Fprintf(&b, "\nRequirements: %s; %d distinct defect(s).\n", strings.Join(counts, ", "), r.DistinctDefects())
 	var exts []string
 	for _, e := range r.Extensions {
 		if e.Advertised || e.Probe == reports.ProbeObserved {
@@ -51,7 +51,7 @@ func WriteStepSummary(w io.Writer, r *reports.ConformanceReport) error {
 		}
 		b.WriteString(".\n")
 	}
-	for _, s := range []reports.Status{reports.StatusFailed, reports.StatusLenient, reports.StatusWarning, reports.StatusNotRun, reports.StatusSkipped} {
+	for _, s := range []reports.Status{reports.StatusFailed, reports.StatusBlocked, reports.StatusLenient, reports.StatusWarning, reports.StatusNotRun, reports.StatusSkipped} {
 		ids := r.WithStatus(s)
 		if len(ids) == 0 {
 			continue
@@ -60,7 +60,7 @@ func WriteStepSummary(w io.Writer, r *reports.ConformanceReport) error {
 		for _, id := range ids {
 			q, _ := r.Requirement(id)
 			detail := q.Reason
-			if len(q.Findings) > 0 {
+			if len(q.Findings) > 0 && q.Status != reports.StatusBlocked {
 				detail, _, _ = strings.Cut(q.Findings[0].Message, "\n")
 			}
 			fmt.Fprintf(&b, "- **%s** (%s): %s — %s\n", q.ID, q.Level, mdCell(q.Statement), mdCell(oneLine(detail, 240)))

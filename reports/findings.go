@@ -16,6 +16,9 @@ type Defect struct {
 	IDs []string
 	// Checks are its fail findings, each with its requirement.
 	Checks []DefectCheck
+	// Blocked are the requirements its failed answers block ([Block]):
+	// not graded, because they could not be checked on those answers.
+	Blocked []string
 }
 
 // DefectCheck is one failed check of a defect.
@@ -50,6 +53,16 @@ func Defects(r *ConformanceReport) []Defect {
 				d.IDs = append(d.IDs, q.ID)
 			}
 			d.Checks = append(d.Checks, DefectCheck{Requirement: q, Finding: f})
+		}
+	}
+	for _, q := range r.Requirements {
+		if q.Status != StatusBlocked {
+			continue
+		}
+		for _, f := range failing(q) {
+			if i, ok := index[defectKey(q, f)]; ok && !contains(ds[i].Blocked, q.ID) {
+				ds[i].Blocked = append(ds[i].Blocked, q.ID)
+			}
 		}
 	}
 	return ds
@@ -175,6 +188,9 @@ func WriteFindings(w io.Writer, r *ConformanceReport, cite Citer) error {
 		fmt.Fprintf(&b, "\n## %d. %s\n\n", i+1, mdInline(d.Title()))
 		fmt.Fprintf(&b, "- **Runtime:** %s\n", impl)
 		fmt.Fprintf(&b, "- **Affected requirements:** %s\n", strings.Join(d.IDs, ", "))
+		if len(d.Blocked) > 0 {
+			fmt.Fprintf(&b, "- **Blocked by it (not graded):** %s\n", strings.Join(d.Blocked, ", "))
+		}
 		b.WriteString("\n**Specification:**\n\n")
 		for _, id := range d.IDs {
 			q, _ := r.Requirement(id)

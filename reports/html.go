@@ -28,6 +28,7 @@ var htmlTmpl = template.Must(template.New("reports").Funcs(template.FuncMap{
 	"lower":     strings.ToLower,
 	"attention": needsAttention,
 	"add":       func(a, b int) int { return a + b },
+	"reqAnchor": requirementAnchor,
 }).Parse(htmlTemplates))
 
 // statusView is how a status is shown: a word (never colour alone), a
@@ -42,6 +43,7 @@ type statusView struct {
 var statusViews = map[Status]statusView{
 	StatusPassed:       {StatusPassed, "✓ pass", "st-passed", "every check of the requirement passed"},
 	StatusFailed:       {StatusFailed, "✗ FAIL", "st-failed", "the server broke a rule the spec puts on servers"},
+	StatusBlocked:      {StatusBlocked, "blocked", "st-blocked", "not graded: every check failed on an answer that already fails the requirement named (one defect, one failure)"},
 	StatusLenient:      {StatusLenient, "lenient", "st-lenient", "the server accepted a request that breaks a rule the spec puts on clients; fails only under --strict"},
 	StatusWarning:      {StatusWarning, "warn", "st-warning", "a difference stock clients tolerate (SHOULD, MAY, implied, or an ambiguity of the spec); fails only under --strict"},
 	StatusSkipped:      {StatusSkipped, "skip", "st-skipped", "applicable but not checked, e.g. a fixture model is not deployed"},
@@ -220,6 +222,8 @@ func WriteHTML(w io.Writer, r *ConformanceReport, cite Citer) error {
 		}
 	}
 	data["Attention"] = attention
+	data["Defects"] = r.DistinctDefects()
+	data["Blocked"] = r.Counts[StatusBlocked]
 
 	type idList struct {
 		View statusView
@@ -233,7 +237,7 @@ func WriteHTML(w io.Writer, r *ConformanceReport, cite Citer) error {
 	for _, p := range r.Profiles {
 		pv := profileView{ProfileResult: p}
 		for _, l := range []idList{{viewStatus(StatusFailed), p.Failed}, {viewStatus(StatusLenient), p.Lenient},
-			{viewStatus(StatusWarning), p.Warnings}, {viewStatus(StatusSkipped), p.Skipped}, {viewStatus(StatusNotRun), p.NotRun}} {
+			{viewStatus(StatusWarning), p.Warnings}, {viewStatus(StatusSkipped), p.Skipped}, {viewStatus(StatusNotRun), p.NotRun}, {viewStatus(StatusBlocked), p.Blocked}} {
 			if len(l.IDs) > 0 {
 				pv.Lists = append(pv.Lists, l)
 			}
@@ -310,7 +314,7 @@ func WriteHTML(w io.Writer, r *ConformanceReport, cite Citer) error {
 // needsAttention: the statuses a reader acts on.
 func needsAttention(s Status) bool {
 	switch s {
-	case StatusFailed, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun:
+	case StatusFailed, StatusBlocked, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun:
 		return true
 	}
 	return false

@@ -108,7 +108,7 @@ func WriteMatrix(w io.Writer, cols []MatrixColumn) (omitted int, err error) {
 		for _, q := range c.Report.Requirements {
 			levels[q.ID] = q.Level
 			switch q.Status {
-			case StatusPassed, StatusFailed, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun:
+			case StatusPassed, StatusFailed, StatusBlocked, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun:
 				shown[q.ID] = true
 			}
 		}
@@ -149,6 +149,8 @@ func matrixCell(s Status) string {
 		return "skip"
 	case StatusNotRun:
 		return "not run"
+	case StatusBlocked:
+		return "blocked"
 	case StatusNotSupported:
 		return "n/a"
 	}
@@ -203,6 +205,12 @@ func WriteCompatibility(w io.Writer, cols []MatrixColumn, cite Citer) error {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("| **distinct defects** |")
+	for _, c := range cols {
+		fmt.Fprintf(&b, " **%d** |", c.Report.DistinctDefects())
+	}
+	b.WriteString("\n\nA failed requirement is a distinct defect: a requirement whose every failing check failed on an answer " +
+		"that fails another one (a 500 where an answer was due) is **blocked** by it, not graded, and not counted.\n")
 
 	b.WriteString("\n## Matrix\n\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -219,6 +227,14 @@ func WriteCompatibility(w io.Writer, cols []MatrixColumn, cite Citer) error {
 	for i, c := range cols {
 		failed := c.Report.WithStatus(StatusFailed)
 		fmt.Fprintf(&b, "\n### %s: %d failed\n", mdEscape(c.name()), len(failed))
+		if blocked := c.Report.WithStatus(StatusBlocked); len(blocked) > 0 {
+			var by []string
+			for _, id := range blocked {
+				q, _ := c.Report.Requirement(id)
+				by = append(by, fmt.Sprintf("%s (by %s)", id, strings.Join(q.BlockedBy, ", ")))
+			}
+			fmt.Fprintf(&b, "\nBlocked, not graded: %s.\n", strings.Join(by, "; "))
+		}
 		if len(c.Links) > 0 {
 			fmt.Fprintf(&b, "\nDetails: %s\n", markdownLinks(c.Links))
 		}

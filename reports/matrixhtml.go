@@ -62,7 +62,7 @@ type blockedView struct {
 
 // severity orders statuses for a group's summary: the worst decides its
 // colour.
-var severity = map[Status]int{StatusFailed: 8, StatusNotRun: 7, StatusLenient: 6, StatusWarning: 5, StatusSkipped: 4,
+var severity = map[Status]int{StatusFailed: 8, StatusBlocked: 7, StatusNotRun: 7, StatusLenient: 6, StatusWarning: 5, StatusSkipped: 4,
 	StatusPassed: 3, StatusNotSupported: 2, StatusNotCovered: 1}
 
 // matrixWord is a status as a grid cell says it: not-covered is a dash.
@@ -164,7 +164,7 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 		Cells []matrixCellView
 	}
 	var counts []countRow
-	for _, s := range []Status{StatusFailed, StatusNotRun, StatusLenient, StatusWarning, StatusSkipped, StatusPassed} {
+	for _, s := range []Status{StatusFailed, StatusBlocked, StatusNotRun, StatusLenient, StatusWarning, StatusSkipped, StatusPassed} {
 		row := countRow{View: viewStatus(s)}
 		for i, c := range cols {
 			n := c.Report.Counts[s]
@@ -178,6 +178,17 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 			row.Cells = append(row.Cells, cell)
 		}
 		counts = append(counts, row)
+		if s == StatusFailed {
+			// The distinct defects: the failed requirements, cascades
+			// blocked (Block); a row of its own so that it reads beside
+			// the counts.
+			defects := countRow{View: statusView{Status: "distinct defects", Word: "defects", Class: "st-failed",
+				Title: "failed requirements once those failing only on another's failed answers are blocked"}}
+			for _, c := range cols {
+				defects.Cells = append(defects.Cells, matrixCellView{Word: fmt.Sprint(c.Report.DistinctDefects())})
+			}
+			counts = append(counts, defects)
+		}
 	}
 	data["Counts"] = counts
 	data["Incomplete"] = func() (out []string) {
@@ -224,7 +235,7 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 						}
 					}
 					switch r.Status {
-					case StatusPassed, StatusFailed, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun:
+					case StatusPassed, StatusFailed, StatusBlocked, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun:
 						shown = true
 					}
 					statuses[r.Status] = true
@@ -357,7 +368,7 @@ func groupSummary(g *matrixGroupView, r *ConformanceReport, col int) matrixCellV
 		}
 	}
 	var parts []string
-	for _, s := range []Status{StatusFailed, StatusNotRun, StatusLenient, StatusWarning, StatusSkipped, StatusPassed} {
+	for _, s := range []Status{StatusFailed, StatusBlocked, StatusNotRun, StatusLenient, StatusWarning, StatusSkipped, StatusPassed} {
 		if n[s] > 0 {
 			word := strings.TrimPrefix(strings.TrimPrefix(viewStatus(s).Word, "✓ "), "✗ ")
 			parts = append(parts, fmt.Sprintf("%d %s", n[s], strings.ToLower(word)))

@@ -60,6 +60,7 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 		fmt.Fprintf(&b, "  not supported (transport not targeted or feature absent): %s\n", idList(unsupported, 6))
 	}
 	fmt.Fprintf(&b, "requirements: %s\n", countLine(r.Counts))
+	fmt.Fprintf(&b, "distinct defects: %d%s\n", r.DistinctDefects(), blockedNote(r))
 	ds, hidden := shownDefects(Defects(r), summaryDefects)
 	for _, d := range ds {
 		c := d.First()
@@ -93,6 +94,12 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 	if warned := r.WithStatus(StatusWarning); len(warned) > 0 && !r.Strict {
 		fmt.Fprintf(&b, "  WARN    %d requirement(s) with differences stock clients tolerate: %s\n", len(warned), idList(warned, 8))
 	}
+	for _, q := range r.Requirements {
+		if q.Status == StatusBlocked {
+			fmt.Fprintf(&b, "  BLOCKED %s [%s] by %s: not graded, its checks failed on answers that fail %s\n",
+				q.ID, q.Level, strings.Join(q.BlockedBy, ","), strings.Join(q.BlockedBy, ","))
+		}
+	}
 	for _, s := range []Status{StatusSkipped, StatusNotRun} {
 		byReason := map[string][]string{}
 		var reasons []string
@@ -116,8 +123,8 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 	}
 	for _, p := range r.Profiles {
 		if p.Verdict == VerdictPartial {
-			fmt.Fprintf(&b, "NOTE: profile %s is PARTIAL: %d applicable requirement(s) were skipped or not run; conformance is not established\n",
-				p.Name, len(p.Skipped)+len(p.NotRun))
+			fmt.Fprintf(&b, "NOTE: profile %s is PARTIAL: %d applicable requirement(s) were skipped, not run or blocked; conformance is not established\n",
+				p.Name, len(p.Skipped)+len(p.NotRun)+len(p.Blocked))
 		}
 	}
 	if !r.Strict && r.Counts[StatusLenient]+r.Counts[StatusWarning] > 0 {
@@ -182,12 +189,16 @@ func WriteMarkdown(w io.Writer, r *ConformanceReport) error {
 	}
 	writeExtensionsTable(&b, r)
 	fmt.Fprintf(&b, "\n## Requirements\n\n%s\n\n", countLine(r.Counts))
+	fmt.Fprintf(&b, "**%d distinct defect(s)**%s.\n\n", r.DistinctDefects(), blockedNote(r))
 	b.WriteString("A **lenient** requirement is a rule the spec puts on clients that the server does not enforce; " +
-		"lenient and warning requirements fail a verdict only under `--strict`.\n\n")
+		"lenient and warning requirements fail a verdict only under `--strict`. " +
+		"A **blocked** requirement is not graded: every check of it failed on an answer that already fails the requirement named " +
+		"(a 500 fails one rule, not every rule about the content it lacks); it never counts as failed nor passes, " +
+		"and makes its profile at best partial.\n\n")
 	b.WriteString("| requirement | level | binds | status | statement | detail |\n|---|---|---|---|---|---|\n")
 	for _, q := range r.Requirements {
 		detail := q.Reason
-		if len(q.Findings) > 0 {
+		if len(q.Findings) > 0 && q.Status != StatusBlocked {
 			detail = firstLine(q.Findings[0].Message)
 			if n := len(q.Findings); n > 1 {
 				detail += fmt.Sprintf(" (and %d more)", n-1)
@@ -260,6 +271,8 @@ func statusCell(s Status) string {
 	switch s {
 	case StatusFailed, StatusLenient, StatusNotRun:
 		return "**" + string(s) + "**"
+	case StatusBlocked:
+		return "blocked"
 	}
 	return string(s)
 }
@@ -293,6 +306,14 @@ func wireText(m Message) string {
 		fmt.Fprintf(&b, "(%d bytes in all)\n", m.BodyBytes)
 	}
 	return b.String()
+}
+
+// blockedNote is ", N requirement(s) blocked by them" when any is, else "".
+func blockedNote(r *ConformanceReport) string {
+	if n := r.Counts[StatusBlocked]; n > 0 {
+		return fmt.Sprintf(" (%d failed requirement(s); %d more blocked by them, not graded)", r.Counts[StatusFailed], n)
+	}
+	return ""
 }
 
 func countLine(c map[Status]int) string {

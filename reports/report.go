@@ -31,6 +31,15 @@ const (
 	// catalog grades fail whatever the level, such as a 5xx for a
 	// malformed request, OIP-REST-ERR-003), or gave no answer.
 	StatusFailed Status = "failed"
+	// StatusBlocked: every failing check of the requirement failed on an
+	// exchange whose answer as a whole already fails another requirement
+	// (its cause, named in BlockedBy): a 500 for a request is one defect,
+	// not one per rule the missing answer could not show. The requirement
+	// is not graded, like not-run: it never counts as failed and never
+	// passes, and a profile with a blocked requirement is at best partial
+	// (its cause fails the profile that holds it). Its findings are kept as
+	// evidence.
+	StatusBlocked Status = "blocked"
 	// StatusLenient: the server accepted a request that breaks a rule the
 	// spec puts on clients (a string dimension, mixed raw and typed
 	// contents). It fails a verdict only under --strict.
@@ -55,7 +64,7 @@ const (
 )
 
 // Statuses lists every status in report order.
-var Statuses = []Status{StatusPassed, StatusFailed, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun, StatusNotSupported, StatusNotCovered}
+var Statuses = []Status{StatusPassed, StatusFailed, StatusBlocked, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun, StatusNotSupported, StatusNotCovered}
 
 // Verdict is a profile's overall result.
 type Verdict string
@@ -176,6 +185,7 @@ type ProfileResult struct {
 	Warnings []string       `json:"warnings,omitempty"`
 	Skipped  []string       `json:"skipped,omitempty"` // applicable requirements that were skipped
 	NotRun   []string       `json:"notRun,omitempty"`  // applicable requirements that were not run
+	Blocked  []string       `json:"blocked,omitempty"` // requirements not graded: their cause failed
 }
 
 // RequirementResult is the outcome of one catalog requirement.
@@ -192,9 +202,12 @@ type RequirementResult struct {
 	Binds  string `json:"binds,omitempty"`
 	Class  Class  `json:"class,omitempty"`
 	Status Status `json:"status"`
-	// Reason explains a skipped, not-run, not-supported or not-covered
-	// status.
+	// Reason explains a skipped, not-run, not-supported, not-covered or
+	// blocked status.
 	Reason string `json:"reason,omitempty"`
+	// BlockedBy are the failed requirements whose failures explain every
+	// failing check of this one (status blocked), see [Block].
+	BlockedBy []string `json:"blockedBy,omitempty"`
 	// Specs are the full texts of the specs labelled with the requirement.
 	Specs []string `json:"specs,omitempty"`
 	// Findings are the failures and warnings recorded against it, each
@@ -230,6 +243,10 @@ type Finding struct {
 	// makes this deviation a warning, if any (e.g. "A-18").
 	Ambiguity string    `json:"ambiguity,omitempty"`
 	Evidence  *Evidence `json:"evidence,omitempty"`
+	// Scope is ScopeAnswer when the check failed on the answer as a whole
+	// (no answer, an unusable one, a status other than the one required)
+	// rather than on what the answer holds; see [Block].
+	Scope string `json:"scope,omitempty"`
 	// Reproducer is a copy-paste shell command sending the request again
 	// (curl, or grpcurl with specs/proto); reports written before it
 	// existed get one from the evidence ([Finding.ReproducerFor]).
@@ -258,6 +275,9 @@ func (f *Finding) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// ScopeAnswer marks a finding about the answer as a whole (Finding.Scope).
+const ScopeAnswer = "answer"
 
 // Evidence is what the suite sent and what came back.
 type Evidence struct {
@@ -330,6 +350,16 @@ func (r *ConformanceReport) Validate() error {
 		}
 		if !known {
 			return fmt.Errorf("requirement %s: unknown status %q", q.ID, q.Status)
+		}
+		if q.Status == StatusBlocked {
+			if len(q.BlockedBy) == 0 {
+				return fmt.Errorf("requirement %s: blocked, but by no requirement", q.ID)
+			}
+			for _, id := range q.BlockedBy {
+				if c, ok := r.Requirement(id); !ok || c.Status != StatusFailed {
+					return fmt.Errorf("requirement %s: blocked by %s, which did not fail", q.ID, id)
+				}
+			}
 		}
 		for _, f := range q.Findings {
 			if f.Class != ClassFail && f.Class != ClassLenient && f.Class != ClassWarning {

@@ -32,6 +32,9 @@ type EntryValue struct {
 	Message   string
 	Ambiguity string
 	Evidence  *reports.Evidence
+	// Scope is reports.ScopeAnswer for a finding about the answer as a
+	// whole (findings only).
+	Scope string
 	// Reproducer sends the request again (findings only, reproducer.go).
 	Reproducer string
 }
@@ -60,6 +63,11 @@ type grading struct {
 	negative bool
 	// noAnswer: no usable answer (no response, an unreadable one); fail.
 	noAnswer bool
+	// answer: the failure is about the answer as a whole (no answer, an
+	// error status where success was required, a 5xx, a body that is not
+	// an answer), which explains the failures of checks of its content
+	// under other requirements (reports.Block).
+	answer bool
 }
 
 // Check is one check of one requirement: [Verify] names the requirement
@@ -142,7 +150,7 @@ func (c *Check) assert(m types.GomegaMatcher, positive bool, description []any) 
 		gr := c.g
 		if mg, isGraded := m.(gradedMatcher); isGraded && positive {
 			mine := mg.grading()
-			gr.negative, gr.noAnswer = mine.negative, mine.noAnswer
+			gr.negative, gr.noAnswer, gr.answer = mine.negative, mine.noAnswer, mine.answer
 			if gr.hard == "" && gr.soft == "" {
 				gr.hard, gr.soft = mine.hard, mine.soft
 			}
@@ -261,6 +269,9 @@ var (
 func recordFinding(req, message string, g grading, ev Evidencer) {
 	class := classify(req, g)
 	e := EntryValue{Req: req, Class: class, Message: message, Ambiguity: g.soft}
+	if g.noAnswer || g.answer {
+		e.Scope = reports.ScopeAnswer
+	}
 	if g.hard != "" {
 		e.Message += " (graded fail whatever the level: " + g.hard + ")"
 		e.Ambiguity = ""

@@ -46,7 +46,15 @@ func accepted(format string, args ...any) error {
 
 // serverFault is a failure graded fail whatever the requirement.
 func serverFault(why, format string, args ...any) error {
-	return &failure{msg: fmt.Sprintf(format, args...), g: grading{hard: why}}
+	return &failure{msg: fmt.Sprintf(format, args...), g: grading{hard: why, answer: true}}
+}
+
+// failedAnswer is the failure of a check whose answer as a whole is not
+// the one required (an error status where success was required, a body
+// that is not an answer at all): every other check of that answer fails
+// with it, and the report grades them under one cause (reports.Block).
+func failedAnswer(format string, args ...any) error {
+	return &failure{msg: fmt.Sprintf(format, args...), g: grading{answer: true}}
 }
 
 // unusable is the failure of a check that got no usable answer.
@@ -192,7 +200,7 @@ func okCall(c *Call) error {
 	case GRPCNoAnswer(c.Err) != nil || ClientSide(c.Err):
 		return unusable("%s: no usable answer: %s, want OK", c.Name(), c.Got())
 	}
-	return fmt.Errorf("%s: %s, want OK", c.Name(), c.Got())
+	return failedAnswer("%s: %s, want OK", c.Name(), c.Got())
 }
 
 // gotOf summarizes actual for a message.
@@ -220,10 +228,23 @@ func HaveStatus(want ...int) types.GomegaMatcher {
 			return err
 		}
 		if !slices.Contains(want, e.Status) {
+			if wantsSuccess(want) && (e.Status < 200 || e.Status > 299) {
+				return failedAnswer("%s: %s, want %s", e.What(), e.Got(), statusList(want))
+			}
 			return fmt.Errorf("%s: %s, want %s", e.What(), e.Got(), statusList(want))
 		}
 		return nil
 	})
+}
+
+// wantsSuccess reports whether every wanted status is a 2xx.
+func wantsSuccess(want []int) bool {
+	for _, s := range want {
+		if s < 200 || s > 299 {
+			return false
+		}
+	}
+	return len(want) > 0
 }
 
 func statusList(s []int) string {

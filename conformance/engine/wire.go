@@ -285,14 +285,14 @@ func parseInfer(e *Exchange) (*InferResponse, error) {
 		return nil, err
 	}
 	if e.Status != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s, want 200", e.What(), e.Got())
+		return nil, failedAnswer("%s: %s, want 200", e.What(), e.Got())
 	}
 	r := &InferResponse{Ex: e}
 	dec := json.NewDecoder(bytes.NewReader(e.Body))
 	dec.UseNumber()
 	var top map[string]json.RawMessage
 	if err := dec.Decode(&top); err != nil || top == nil {
-		return nil, fmt.Errorf("inference response: body does not start with a JSON object (%s)", e.Got())
+		return nil, failedAnswer("inference response: body does not start with a JSON object (%s)", e.Got())
 	}
 	r.Top = top
 	jsonLen := int(dec.InputOffset())
