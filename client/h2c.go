@@ -630,16 +630,21 @@ func (s *h2cStream) onHeaders(hb *headerBlock) {
 		s.code, s.message = codes.Internal, "the server's trailers lack grpc-status"
 		return
 	}
-	n, err := strconv.ParseUint(grpcStatus, 10, 32)
+	// Read as grpc-go reads it: "+0" is OK, "-1" is code 4294967295.
+	n, err := strconv.ParseInt(grpcStatus, 10, 32)
 	if err != nil {
 		s.code, s.message = codes.Internal, fmt.Sprintf("malformed grpc-status %q", grpcStatus)
 		return
 	}
-	s.code, s.message = codes.Code(n), decodeGRPCMessage(grpcMessage)
-	if s.code == codes.OK && (s.msgs != 1 || s.msgLen >= 0) {
+	s.code, s.message = codes.Code(uint32(n)), decodeGRPCMessage(grpcMessage)
+	// prefixN > 0: bytes of a second message's prefix followed the
+	// message (grpc-go's reader fails on them: an unexpected EOF).
+	if s.code == codes.OK && (s.msgs != 1 || s.msgLen >= 0 || s.prefixN > 0) {
 		s.code, s.message = codes.Internal, fmt.Sprintf("the server sent %d messages, want 1", s.msgs)
 		if s.msgLen >= 0 {
 			s.message = "the server's message ended early"
+		} else if s.prefixN > 0 {
+			s.message = fmt.Sprintf("the server sent %d bytes after its message", s.prefixN)
 		}
 	}
 }
@@ -1029,7 +1034,11 @@ func appendGRPCTimeout(b []byte, d time.Duration) []byte {
 		d time.Duration
 		c byte
 	}{{time.Nanosecond, 'n'}, {time.Microsecond, 'u'}, {time.Millisecond, 'm'}, {time.Second, 'S'}, {time.Minute, 'M'}, {time.Hour, 'H'}} {
-		n, unit = (int64(d)+int64(u.d)-1)/int64(u.d), u.c
+		// Rounded up without d+u.d-1, which overflows near the largest d.
+		n, unit = int64(d/u.d), u.c
+		if d%u.d != 0 {
+			n++
+		}
 		if n <= 99999999 {
 			break
 		}
