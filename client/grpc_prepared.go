@@ -14,8 +14,9 @@ import (
 
 // PreparedGRPCInfer is one ModelInfer request serialized once and sent many
 // times: the load generator's gRPC hot path. Over plaintext it goes through
-// the client's lean HTTP/2 transport (h2c.go), framed once; with TLS through
-// grpc-go, with a codec that writes the bytes as they are.
+// the client's lean HTTP/2 transport (h2c.go), framed once; with TLS (or
+// with the lean transport switched off, EnvLeanGRPC) through grpc-go, with
+// a codec that writes the bytes as they are.
 //
 // A PreparedGRPCInfer is safe for concurrent use.
 type PreparedGRPCInfer struct {
@@ -28,7 +29,7 @@ type PreparedGRPCInfer struct {
 // be sent by Send. msg must not be modified afterwards.
 func (c *GRPC) PrepareInfer(msg []byte) (*PreparedGRPCInfer, error) {
 	p := &PreparedGRPCInfer{c: c, msg: PreEncoded{Buf: mem.BufferSlice{mem.SliceBuffer(msg)}}}
-	if c.opts.TLS != nil {
+	if c.opts.TLS != nil || !leanGRPC {
 		return p, nil
 	}
 	if _, err := c.lean(); err != nil {
