@@ -102,7 +102,7 @@ func TestTextSummaryListsEveryFailedRequirement(t *testing.T) {
 	if n := strings.Count(out, "\n"); n > 30 {
 		t.Errorf("summary of 61 defects is %d lines:\n%s", n, out)
 	}
-	for _, want := range []string{"FAIL    OIP-REST-INFER-001 [MUST]", "FAIL    OIP-REST-RESP-001 [MUST]", "more defect(s)"} {
+	for _, want := range []string{"FAIL    OIP-REST-INFER-001 [MUST]", "FAIL    OIP-REST-RESP-001 [MUST]", "more failing exchange(s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}

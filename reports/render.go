@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 )
 
 // summaryDefects bounds the defects the text summary lists one a line
@@ -38,26 +37,23 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 	if r.Incomplete {
 		fmt.Fprintf(&b, "RUN INCOMPLETE: %s\n", r.Problem)
 	}
-	// A profile that failed or is partial gets a line; the others are
-	// listed by verdict.
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	var passed, unsupported []string
+	// The profiles by verdict, each with what made it fail or partial;
+	// the counts of each are in report.md.
+	byVerdict := map[Verdict][]string{}
 	for _, p := range r.Profiles {
+		name := p.Name
 		switch p.Verdict {
-		case VerdictPass:
-			passed = append(passed, p.Name)
-		case VerdictNotSupported:
-			unsupported = append(unsupported, p.Name)
-		default:
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, strings.ToUpper(string(p.Verdict)), p.Summary)
+		case VerdictFail:
+			name += fmt.Sprintf(" (%d failed)", len(p.Failed)+boolInt(r.Strict)*(len(p.Lenient)+len(p.Warnings)))
+		case VerdictPartial:
+			name += fmt.Sprintf(" (%d not graded)", len(p.Skipped)+len(p.NotRun)+len(p.Blocked))
 		}
+		byVerdict[p.Verdict] = append(byVerdict[p.Verdict], name)
 	}
-	tw.Flush()
-	if len(passed) > 0 {
-		fmt.Fprintf(&b, "  PASS: %s\n", idList(passed, 6))
-	}
-	if len(unsupported) > 0 {
-		fmt.Fprintf(&b, "  not supported (transport not targeted or feature absent): %s\n", idList(unsupported, 6))
+	for _, v := range []Verdict{VerdictFail, VerdictPartial, VerdictPass, VerdictNotSupported} {
+		if names := byVerdict[v]; len(names) > 0 {
+			fmt.Fprintf(&b, "  %s: %s\n", strings.ToUpper(string(v)), idList(names, 5))
+		}
 	}
 	fmt.Fprintf(&b, "requirements: %s\n", countLine(r.Counts))
 	fmt.Fprintf(&b, "distinct defects: %d%s\n", r.DistinctDefects(), blockedNote(r))
@@ -78,7 +74,7 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 		}
 	}
 	if hidden > 0 {
-		fmt.Fprintf(&b, "  FAIL    and %d more defect(s) of the same requirements: report.md has them all\n", hidden)
+		fmt.Fprintf(&b, "  FAIL    and %d more failing exchange(s) of these requirements: report.md and 'oipkit report --findings' have them all\n", hidden)
 	}
 	for _, q := range r.Requirements {
 		if q.Status != StatusLenient && !(q.Status == StatusWarning && r.Strict) {
@@ -94,11 +90,20 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 	if warned := r.WithStatus(StatusWarning); len(warned) > 0 && !r.Strict {
 		fmt.Fprintf(&b, "  WARN    %d requirement(s) with differences stock clients tolerate: %s\n", len(warned), idList(warned, 8))
 	}
+	// The blocked requirements, a line for each requirement blocking them.
+	var blockers []string
+	blocked := map[string][]string{}
 	for _, q := range r.Requirements {
 		if q.Status == StatusBlocked {
-			fmt.Fprintf(&b, "  BLOCKED %s [%s] by %s: not graded, its checks failed on answers that fail %s\n",
-				q.ID, q.Level, strings.Join(q.BlockedBy, ","), strings.Join(q.BlockedBy, ","))
+			by := strings.Join(q.BlockedBy, ",")
+			if blocked[by] == nil {
+				blockers = append(blockers, by)
+			}
+			blocked[by] = append(blocked[by], q.ID)
 		}
+	}
+	for _, by := range blockers {
+		fmt.Fprintf(&b, "  BLOCKED by %s (not graded, its checks failed on answers that fail it): %s\n", by, idList(blocked[by], 6))
 	}
 	for _, s := range []Status{StatusSkipped, StatusNotRun} {
 		byReason := map[string][]string{}
@@ -390,4 +395,11 @@ func idList(ids []string, perLine int) string {
 		b.WriteString(id)
 	}
 	return b.String()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
