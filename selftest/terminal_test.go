@@ -51,6 +51,7 @@ func TestTerminalTellsTheStory(t *testing.T) {
 		t.Fatalf("the breakage failed %d requirements with %d findings, want a badly broken server", len(failed), findings)
 	}
 	lines := strings.Count(run.output, "\n")
+	t.Logf("%d failed requirements, %d findings, %d lines of output", len(failed), findings, lines)
 	if lines > 60 {
 		t.Errorf("output is %d lines, want at most 60:\n%s", lines, run.output)
 	}
