@@ -24,6 +24,12 @@ type Config struct {
 	// LoadTLS builds one from PEM files. nil serves plaintext.
 	TLS *tls.Config
 
+	// NetHTTPOnly serves REST with net/http alone: the HTTP/1.1 fast path
+	// of plaintext inference requests (http1.go) is off, so that its gain
+	// can be measured against net/http and it can be ruled out when a
+	// client and the server disagree.
+	NetHTTPOnly bool
+
 	// MaxBodyBytes caps a REST request body (default 64 MiB); larger bodies
 	// get 413.
 	MaxBodyBytes int64

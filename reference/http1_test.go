@@ -51,15 +51,16 @@ func h1Post(path, extra, body string) string {
 }
 
 // h1Start starts a fixture server on a loopback port, with the fast path
-// off when netHTTPOnly, and shuts it down when the test ends.
+// off when netHTTPOnly (Config.NetHTTPOnly), and shuts it down when the
+// test ends.
 func h1Start(t *testing.T, cfg Config, netHTTPOnly bool) *Server {
 	t.Helper()
 	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.NetHTTPOnly = netHTTPOnly // the switch of oipkit serve --http-fast-path=false
 	s, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.netHTTPOnly = netHTTPOnly
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -48,8 +48,8 @@ type Server struct {
 	// http1 serves the REST listener's fast path (http1.go) and hands
 	// net/http the rest; nil with TLS or netHTTPOnly.
 	http1 *http1Server
-	// netHTTPOnly turns the fast path off (set by tests that compare
-	// the two paths before Start).
+	// netHTTPOnly turns the fast path off: Config.NetHTTPOnly, or tests
+	// that compare the two paths before Start.
 	netHTTPOnly bool
 	grpcSrv     *grpc.Server // nil when gRPC is disabled
 	health      *health.Server
@@ -94,6 +94,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 	logs := newLogSettings()
 	s := &Server{
 		cfg:         cfg,
+		netHTTPOnly: cfg.NetHTTPOnly,
 		repo:        repo,
 		log:         slog.New(logGate{Handler: cfg.Logger.Handler(), settings: logs}),
 		logSettings: logs,
@@ -230,7 +231,7 @@ func (s *Server) Start(ctx context.Context) error {
 				s.serveErr <- fmt.Errorf("serve HTTP: %w", err)
 			}
 		}()
-		s.log.Info("REST listening", "addr", s.httpLn.Addr().String(), "tls", s.tlsMode())
+		s.log.Info("REST listening", "addr", s.httpLn.Addr().String(), "tls", s.tlsMode(), "fast_path", s.http1 != nil)
 	}
 	if s.grpcLn != nil {
 		go func() {

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/oipkit/oipkit/client"
+	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/tensor"
 )
 
 func TestRunDispatch(t *testing.T) {
@@ -144,5 +147,38 @@ func TestServeAcceptsAURL(t *testing.T) {
 		if _, err := listenAddress(in); err == nil {
 			t.Errorf("listenAddress(%q) accepted", in)
 		}
+	}
+}
+
+// TestServeHTTPFastPathOff: with --http-fast-path=false REST inference is
+// served by net/http alone, and answered.
+func TestServeHTTPFastPathOff(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, err := client.New("http://"+addr, client.ProtocolHTTP, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var resp *oip.InferResponse
+	var inferErr error
+	code, stderr := serveWhile(t, []string{"--http", addr, "--grpc", "", "--log-level", "error", "--http-fast-path=false"}, func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if ready, _ := c.ServerReady(context.Background()); ready {
+				break
+			}
+		}
+		in := tensor.Tensor{Name: "INPUT0", Datatype: tensor.Int32, Shape: []int64{1, 2}, Data: []int32{3, -4}}
+		resp, inferErr = c.Infer(context.Background(), &oip.InferRequest{Model: "identity_int32", Inputs: []oip.InferInput{{Tensor: in}}})
+	})
+	if code != 0 || inferErr != nil {
+		t.Fatalf("serve exited %d, infer: %v: %s", code, inferErr, stderr)
+	}
+	if len(resp.Outputs) != 1 || !reflect.DeepEqual(resp.Outputs[0].Data, []int32{3, -4}) {
+		t.Fatalf("outputs %+v, want INPUT0 back", resp.Outputs)
 	}
 }

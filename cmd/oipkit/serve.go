@@ -52,6 +52,7 @@ of those CAs.`)
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM `file` of the CAs whose client certificates are accepted; requires one (mutual TLS)")
 	instances := fs.String("instances", "", "execution instances of models, `MODEL=N[,MODEL=N…]`: a model runs at most N requests at once and queues the others, as with Triton's instance_group count (default: no limit)")
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	fastPath := fs.Bool("http-fast-path", true, "serve plaintext REST inference through the server's own HTTP/1.1 path, net/http the rest (false: net/http alone, to measure the fast path or rule it out)")
 	gcPercent := fs.Int("gc-percent", serveGCPercent, "the server process's garbage-collection target `percent` (Go's GOGC); the default applies unless GOGC is set in the environment")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -102,6 +103,7 @@ of those CAs.`)
 	if cfg.TokenInterval == 0 {
 		cfg.TokenInterval = -1 // as for --delay
 	}
+	cfg.NetHTTPOnly = !*fastPath
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	srv, err := reference.New(cfg, nil)
