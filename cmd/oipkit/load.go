@@ -99,10 +99,10 @@ and element counts against the data. One that fails is a failed request
 ("validation", with its reason), so a server answering 200 with what is not
 an inference response fails the --max-error-rate bound. An answer not
 sampled costs no extra allocation; the default rule adds about 2% to the
-generator's CPU per REST JSON request, under 1% per gRPC request. Streamed responses are not sampled: each
-ModelStreamInfer message's protobuf wire format is scanned, and each
-generate_stream event decoded, as it comes. --validate checks every answer,
-values included.
+generator's CPU per REST JSON request, under 1% per gRPC request. Streamed
+responses are not sampled: each ModelStreamInfer message's protobuf wire
+format is scanned, and each generate_stream event decoded, as it comes.
+--validate checks every answer, values included.
 
 Exit status: 0 pass; 1 usage error (nothing ran); 2 could not run or complete
 (unreachable, not an OIP server, never ready, interrupted, the start time
