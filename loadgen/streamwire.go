@@ -72,12 +72,10 @@ func (m *streamMessage) response(num protowire.Number, typ protowire.Type, v []b
 	case fieldResponseOutputs, fieldResponseRawOutputs:
 		m.outputs = true
 	case fieldResponseParameters:
-		var key, val []byte
+		var key []byte
 		if err := eachField(v, func(n protowire.Number, t protowire.Type, x []byte) error {
 			if t == protowire.BytesType && n == fieldMapKey {
 				key = x
-			} else if t == protowire.BytesType && n == fieldMapValue {
-				val = x
 			}
 			return nil
 		}); err != nil {
@@ -86,12 +84,27 @@ func (m *streamMessage) response(num protowire.Number, typ protowire.Type, v []b
 		if string(key) != oip.ParamTritonFinalResponse {
 			return nil
 		}
-		return eachField(val, func(n protowire.Number, t protowire.Type, x []byte) error {
-			if n == fieldParamBool && t == protowire.VarintType {
-				m.final, m.finalKnown = len(x) > 0 && x[0] != 0, true
+		// As protobuf reads it: a later entry of the key replaces an
+		// earlier one whole, the values of one entry merge, and the last
+		// member of InferParameter's oneof is the one set.
+		m.final, m.finalKnown = false, false
+		return eachField(v, func(n protowire.Number, t protowire.Type, x []byte) error {
+			if t == protowire.BytesType && n == fieldMapValue {
+				return eachField(x, m.param)
 			}
 			return nil
 		})
+	}
+	return nil
+}
+
+// param reads one field of the triton_final_response InferParameter.
+func (m *streamMessage) param(n protowire.Number, t protowire.Type, x []byte) error {
+	switch {
+	case n == fieldParamBool && t == protowire.VarintType:
+		m.final, m.finalKnown = len(x) > 0 && x[0] != 0, true
+	case (n == 2 || n == 5) && t == protowire.VarintType, n == 3 && t == protowire.BytesType, n == 4 && t == protowire.Fixed64Type:
+		m.final, m.finalKnown = false, false // int64, uint64, string or double_param
 	}
 	return nil
 }
