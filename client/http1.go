@@ -285,7 +285,7 @@ func malformed(format string, args ...any) error {
 // tooLarge is an *Error wrapping ErrResponseTooLarge.
 func tooLarge(max int64, format string, args ...any) error {
 	return &Error{Op: "Infer", Message: fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", max),
-		Err: fmt.Errorf("%w: "+format, append([]any{ErrResponseTooLarge}, args...)...)}
+		Err: fmt.Errorf("%w: "+format+" (--max-body-bytes)", append([]any{ErrResponseTooLarge}, args...)...)}
 }
 
 // framing is what the headers say about the body.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
@@ -150,4 +151,14 @@ func (c boundedCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		return err
 	}
 	return proto.Unmarshal(b, m)
+}
+
+// headerCapError says first, and names the flag that raises the cap, when
+// net/http refused a header block over Transport.MaxResponseHeaderBytes
+// (its error has no sentinel, and its text comes after the URL).
+func headerCapError(err error, max int64) error {
+	if strings.Contains(err.Error(), "server response headers exceeded") {
+		return fmt.Errorf("response headers exceed %d bytes (--max-header-bytes): %w", max, err)
+	}
+	return err
 }

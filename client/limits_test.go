@@ -149,6 +149,14 @@ func TestHeaderCap(t *testing.T) {
 	if allocated > 256<<10 {
 		t.Errorf("10 MB header: the lean client allocated %d bytes, want under 256 KiB", allocated)
 	}
+	c, err := NewREST(headerServer(t, "X-Huge", 10<<20), false, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Do(ctx, http.MethodGet, "/", nil, nil); err == nil || !strings.Contains(err.Error(), "Do: response headers exceed 1048576 bytes (--max-header-bytes): ") {
+		t.Errorf("10 MB header over net/http: %v, want refused at 1 MiB naming --max-header-bytes", err)
+	}
 	// A larger cap lets a 2 MB header through; a long line's tail is
 	// dropped unless the client needs its value.
 	if _, err := send(Options{Connections: 1, MaxHeaderBytes: 4 << 20}, 2<<20, "X-Long"); err != nil {

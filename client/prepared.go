@@ -127,7 +127,7 @@ func (p *PreparedInfer) sendNetHTTP(ctx context.Context, keep bool, max int64) (
 	}
 	resp, err := c.hc.Do(req.WithContext(ctx))
 	if err != nil {
-		return InferAnswer{}, &Error{Op: op, Err: transportError(ctx, err)}
+		return InferAnswer{}, &Error{Op: op, Err: transportError(ctx, headerCapError(err, c.opts.MaxHeaderBytes))}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {

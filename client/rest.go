@@ -260,7 +260,7 @@ func (c *REST) send(ctx context.Context, op, method string, u *url.URL, header h
 		resp, err = c.hc.Do(retry.WithContext(ctx))
 	}
 	if err != nil {
-		return nil, &Error{Op: op, Err: transportError(ctx, err)}
+		return nil, &Error{Op: op, Err: transportError(ctx, headerCapError(err, c.opts.MaxHeaderBytes))}
 	}
 	defer resp.Body.Close()
 	b, err := readBody(resp, c.opts.MaxResponseBytes)
