@@ -58,8 +58,18 @@ type Options struct {
 	Timeout time.Duration
 	// Strict fails the verdict on lenient and warning findings too.
 	Strict bool
-	// MaxResponseBytes caps each response (default 16 MiB).
+	// MaxResponseBytes caps each REST response body (default 8 MiB), and
+	// MaxMessageBytes each gRPC message, counting what decoding it costs
+	// (default MaxResponseBytes). The suite's own tensors are small (61×71
+	// at most); the caps bound what a server can make the run hold: one
+	// body at a time (specs run one after another), which with the
+	// collector's slack keeps a run under 100 MB whatever the server sends
+	// (16 MiB made it 112 MB against an endless body; cmd/oipkit
+	// memory_test.go).
 	MaxResponseBytes int64
+	MaxMessageBytes  int64
+	// MaxHeaderBytes caps a response's header block (default 1 MiB).
+	MaxHeaderBytes int64
 	// ReportDir receives report.json, report.md, report.html and
 	// junit.xml; empty means no files are written (the report is still
 	// returned).
@@ -89,7 +99,7 @@ type Options struct {
 // Defaults for zero Options fields.
 const (
 	DefaultTimeout          = 10 * time.Second
-	DefaultMaxResponseBytes = 16 << 20
+	DefaultMaxResponseBytes = 8 << 20
 )
 
 func (o Options) normalize() (Options, error) {
@@ -131,7 +141,8 @@ func (o Options) transports() []Transport {
 func (o Options) engineConfig() engine.Config {
 	return engine.Config{
 		HTTPURL: o.HTTPURL, GRPCAddr: o.GRPCAddr, Header: o.Header, Host: o.Host, TLS: o.TLS,
-		Timeout: o.Timeout, MaxResponseBytes: o.MaxResponseBytes, Features: o.Features,
+		Timeout: o.Timeout, MaxResponseBytes: o.MaxResponseBytes, MaxMessageBytes: o.MaxMessageBytes,
+		MaxHeaderBytes: o.MaxHeaderBytes, Features: o.Features,
 		Strict: o.Strict, ImplementationName: o.ImplementationName,
 	}
 }

@@ -77,7 +77,12 @@ e.g. a fixture model is not deployed).`)
 	addTLSFlags(fs, &tlsFiles)
 	fs.BoolVar(&opts.Strict, "strict", false, "fail profiles on lenient and warning findings too")
 	fs.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "timeout of each call")
-	fs.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", conformance.DefaultMaxResponseBytes, "largest response accepted, in `bytes`")
+	// The caps on what the server sends, named as serve's limits; the
+	// defaults keep a run under 100 MB whatever the server sends.
+	fs.Int64Var(&opts.MaxResponseBytes, "max-body-bytes", conformance.DefaultMaxResponseBytes, "largest REST response body in `bytes` (a larger one fails its call, its excess unread)")
+	fs.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", conformance.DefaultMaxResponseBytes, "same as --max-body-bytes (its former name)")
+	fs.Int64Var(&opts.MaxMessageBytes, "grpc-max-message-bytes", 0, "largest gRPC response message in `bytes`, counting what decoding it costs (default --max-body-bytes)")
+	fs.Int64Var(&opts.MaxHeaderBytes, "max-header-bytes", client.DefaultMaxHeaderBytes, "largest response header block in `bytes` (HTTP/1.1 headers, HTTP/2 header list)")
 	fs.StringVar(&opts.ReportDir, "report-dir", "conformance-report", "`directory` for report.json, report.md, report.html and junit.xml (\"\" writes none)")
 	from := fs.String("from", "", "run nothing: render the report `file` (report.json) again into --report-dir (default: its directory)")
 	fs.Var(&profiles, "profile", "profile `name` whose verdict decides the exit status (repeatable; default all targeted)")
@@ -93,6 +98,14 @@ e.g. a fixture model is not deployed).`)
 	}
 	if *from != "" {
 		return renderConformReport(fs, *from, opts.ReportDir)
+	}
+	for name, v := range map[string]int64{"--max-body-bytes": opts.MaxResponseBytes, "--max-header-bytes": opts.MaxHeaderBytes} {
+		if v <= 0 {
+			return fmt.Errorf("%w: %s must be positive, got %d", errUsage, name, v)
+		}
+	}
+	if opts.MaxMessageBytes < 0 {
+		return fmt.Errorf("%w: --grpc-max-message-bytes must be positive (or 0: --max-body-bytes), got %d", errUsage, opts.MaxMessageBytes)
 	}
 	var err error
 	if opts.Header, err = client.ParseHeaders(headers); err != nil {

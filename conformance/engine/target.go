@@ -35,7 +35,9 @@ type Config struct {
 	Host             string
 	TLS              *tls.Config // nil: plaintext gRPC; REST uses TLS for https:// URLs
 	Timeout          time.Duration
-	MaxResponseBytes int64
+	MaxResponseBytes int64 // client.Options' caps
+	MaxMessageBytes  int64
+	MaxHeaderBytes   int64
 	// Features, when non-nil, overrides the features discovered from the
 	// server's advertisement and the probes.
 	Features []Feature
@@ -104,7 +106,8 @@ func Current() *Target { return current }
 func Connect(ctx context.Context, cfg Config) (*Target, error) {
 	t := &Target{cfg: cfg, Features: map[Feature]bool{}, fixtures: map[string]bool{},
 		probes: map[Feature]ProbeResult{}, routes: newRouteHealth(), schemaSeen: map[string]bool{}}
-	copts := client.Options{Timeout: cfg.Timeout, Header: cfg.Header, Host: cfg.Host, TLS: cfg.TLS, MaxResponseBytes: cfg.MaxResponseBytes}
+	copts := client.Options{Timeout: cfg.Timeout, Header: cfg.Header, Host: cfg.Host, TLS: cfg.TLS,
+		MaxResponseBytes: cfg.MaxResponseBytes, MaxMessageBytes: cfg.MaxMessageBytes, MaxHeaderBytes: cfg.MaxHeaderBytes}
 	var err error
 	if cfg.HTTPURL != "" {
 		if u, perr := url.Parse(cfg.HTTPURL); perr != nil || u.Host == "" {
