@@ -260,6 +260,9 @@ func requirementResult(q specs.Requirement, s *reqState, t *engine.Target, waive
 		return res
 	}
 	res.Specs, res.Findings, res.Notes = s.specs, s.findings, slices.Compact(s.notes)
+	if note := inconclusiveNote(q, t); note != "" {
+		res.Notes = append(res.Notes, note)
+	}
 	sort.Strings(res.Specs)
 	// A fail decides; then what was not checked (not run, skipped) outranks
 	// lenient and warning findings, which never decide a verdict alone: a
@@ -281,6 +284,21 @@ func requirementResult(q specs.Requirement, s *reqState, t *engine.Target, waive
 		res.Status, res.Reason = reports.StatusNotSupported, strings.Join(slices.Compact(sorted(s.notSupp)), "; ")
 	}
 	return res
+}
+
+// inconclusiveNote says, on a requirement of an extension that was
+// neither advertised nor observed, that its specs ran because the
+// extension's probe could not tell.
+func inconclusiveNote(q specs.Requirement, t *engine.Target) string {
+	if q.Extension == "" || t.FeatureSource != "discovered" {
+		return ""
+	}
+	for _, e := range t.Extensions {
+		if e.Name == string(q.Extension) && !e.Advertised && e.Probe == reports.ProbeInconclusive {
+			return fmt.Sprintf("extension %s is not advertised and its probe was inconclusive (%s): its specs ran to find out", e.Name, e.Detail)
+		}
+	}
+	return ""
 }
 
 func sorted(s []string) []string {

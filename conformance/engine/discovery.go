@@ -114,8 +114,11 @@ func (t *Target) restServerMetadata(ctx context.Context) (name, ver string, exts
 }
 
 // settleFeatures decides which extensions' specs run: the ones named by
-// --features, else every extension that is advertised or observed by its
-// probe. It also writes the advertised-versus-observed record.
+// --features, else every extension that is advertised, observed by its
+// probe, or that its probe could not tell about (inconclusive: a probe
+// that could not tell is no evidence of absence, so the specs grade the
+// extension, and its requirements say the probe was inconclusive). It also
+// writes the advertised-versus-observed record.
 func (t *Target) settleFeatures() {
 	advertised := map[Feature][]string{} // extension → capabilities
 	for _, name := range t.Advertised {
@@ -139,7 +142,7 @@ func (t *Target) settleFeatures() {
 		t.FeatureSource = "discovered"
 		for _, f := range Features {
 			_, adv := advertised[f]
-			if adv || t.probes[f].Outcome == reports.ProbeObserved {
+			if o := t.probes[f].Outcome; adv || o == reports.ProbeObserved || o == reports.ProbeInconclusive {
 				t.Features[f] = true
 			}
 		}

@@ -22,9 +22,10 @@ import (
 // PBRequest builds a ModelInferRequest carrying ts as typed contents, or as
 // raw_input_contents when raw is set, with the project's one gRPC encoder.
 // FP16/BF16 are always raw, the only form they have (OIP-GRPC-INFER-011).
-// The suite's own tensors always encode.
+// The suite's own tensors always encode. It carries the suite's id
+// ([RequestID]).
 func PBRequest(model string, raw bool, ts ...tensor.Tensor) *pb.ModelInferRequest {
-	req := &oip.InferRequest{Model: model}
+	req := &oip.InferRequest{Model: model, ID: RequestID}
 	for _, t := range ts {
 		req.Inputs = append(req.Inputs, oip.InferInput{Tensor: t})
 	}

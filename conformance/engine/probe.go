@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/oipkit/oipkit/reports"
@@ -97,26 +99,52 @@ func (p *Prober) Targeted(tr Transport) bool {
 // Deployed reports whether a fixture model is deployed.
 func (p *Prober) Deployed(fixture string) bool { return p.t.Deployed(fixture) }
 
-// Get sends GET path.
+// A probe's requests are fully formed (an id, as [Request] and [PBRequest]
+// build them) and sent again once when the answer is a server fault (a
+// 5xx, a gRPC INTERNAL, UNKNOWN or UNAVAILABLE): a transient fault, or a
+// defect of some other rule, must not decide whether an extension exists.
+// What a second fault leaves is inconclusive, never absent.
+
+// Get sends GET path, again once on a 5xx.
 func (p *Prober) Get(ctx context.Context, path string) *Exchange {
-	return p.t.send(ctx, http.MethodGet, path, nil, nil)
+	return p.Do(ctx, http.MethodGet, path, nil, nil)
 }
 
-// Do sends one HTTP request as it is.
+// Do sends one HTTP request as it is, again once on a 5xx.
 func (p *Prober) Do(ctx context.Context, method, path string, header http.Header, body []byte) *Exchange {
-	return p.t.send(ctx, method, path, header, body)
+	e := p.t.send(ctx, method, path, header, body)
+	if e.Err == nil && e.Status >= 500 && ctx.Err() == nil {
+		e = p.t.send(ctx, method, path, header, body)
+	}
+	return e
 }
 
-// Post sends a REST inference request.
+// Post sends a REST inference request, again once on a 5xx.
 func (p *Prober) Post(ctx context.Context, model, version string, b Body) *Exchange {
 	body, h := b.wire()
-	return p.t.send(ctx, http.MethodPost, InferPath(model, version), h, body)
+	return p.Do(ctx, http.MethodPost, InferPath(model, version), h, body)
 }
 
 // Call makes the RPC name of inference.GRPCInferenceService with req and
-// decodes the answer into resp.
+// decodes the answer into resp, again once on a server fault.
 func (p *Prober) Call(ctx context.Context, name string, req, resp proto.Message) *Call {
-	return p.t.call(ctx, methodPrefix+name, req, resp)
+	c := p.t.call(ctx, methodPrefix+name, req, resp)
+	if grpcServerFault(c.Err) && ctx.Err() == nil {
+		c = p.t.call(ctx, methodPrefix+name, req, resp)
+	}
+	return c
+}
+
+// grpcServerFault reports a gRPC status the server sent for a fault of its
+// own (no answer at all is not one: the route's health decides that).
+func grpcServerFault(err error) bool {
+	switch status.Code(err) {
+	case codes.Internal, codes.Unknown:
+		return true
+	case codes.Unavailable:
+		return GRPCNoAnswer(err) == nil
+	}
+	return false
 }
 
 // Inconclusive is the result of a probe that could not tell, with why.

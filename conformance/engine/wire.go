@@ -36,13 +36,22 @@ func JSONInput(t tensor.Tensor) Obj {
 	return Obj{"name": t.Name, "datatype": string(t.Datatype), "shape": t.Shape, "data": JSONValues(t)}
 }
 
-// Request is a REST request with the given inputs and no other fields.
+// RequestID is the id every inference request of the suite carries, as
+// a client that matches answers to requests sends one: a spec about some
+// other rule must not also test requests without an id (the id is
+// optional, OIP-REST-INFER-006), which a server may mishandle (KServe
+// 0.15 answers them 500). The specs whose subject is a request without an
+// id delete it.
+const RequestID = "oipkit"
+
+// Request is a REST request with the given inputs and the suite's id
+// ([RequestID]), no other fields.
 func Request(inputs ...Obj) Body {
 	list := make([]any, len(inputs))
 	for i, in := range inputs {
 		list[i] = in
 	}
-	return Body{JSON: Obj{"inputs": list}}
+	return Body{JSON: Obj{"id": RequestID, "inputs": list}}
 }
 
 // Inputs returns the "inputs" objects of b.

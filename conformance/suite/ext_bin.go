@@ -161,7 +161,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		for _, v := range []uint32{2, 3, 4} {
 			raw = binary.LittleEndian.AppendUint32(raw, v)
 		}
-		b := Body{JSON: Obj{"inputs": []any{Obj{"name": "INPUT0", "datatype": "INT32", "shape": []int{2, 2},
+		b := Body{JSON: Obj{"id": RequestID, "inputs": []any{Obj{"name": "INPUT0", "datatype": "INT32", "shape": []int{2, 2},
 			"parameters": Obj{oip.ParamBinaryDataSize: 16}}}}, Bin: [][]byte{raw}}
 		// Binary output too, so that only the binary encoding is tested
 		// here (JSON output is OIP-REST-DATA-*).
@@ -171,7 +171,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 
 	It("reads BOOL binary elements as 0x01 and 0x00", Req("OIP-EXT-BIN-003"), func(ctx SpecContext) {
 		NeedFixture("identity_bool")
-		b := Body{JSON: Obj{"inputs": []any{Obj{"name": "INPUT0", "datatype": "BOOL", "shape": []int{1, 3},
+		b := Body{JSON: Obj{"id": RequestID, "inputs": []any{Obj{"name": "INPUT0", "datatype": "BOOL", "shape": []int{1, 3},
 			"parameters": Obj{oip.ParamBinaryDataSize: 3}}}}, Bin: [][]byte{{1, 0, 1}}}
 		// Binary output too: BOOL in JSON is only implied (OIP-REST-DATA-006)
 		// and must not be graded here as this MUST.
@@ -181,7 +181,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 
 	It("reads and writes BYTES binary elements with a 4-byte little-endian length", Req("OIP-EXT-BIN-004"), func(ctx SpecContext) {
 		NeedFixture("identity_bytes")
-		b := Body{JSON: Obj{"inputs": []any{Obj{"name": "INPUT0", "datatype": "BYTES", "shape": []int{1, 1},
+		b := Body{JSON: Obj{"id": RequestID, "inputs": []any{Obj{"name": "INPUT0", "datatype": "BYTES", "shape": []int{1, 1},
 			"parameters": Obj{oip.ParamBinaryDataSize: 6}}}}, Bin: [][]byte{{2, 0, 0, 0, 'h', 'i'}}}
 		binaryOutputs(b, "OUTPUT0")
 		Verify("OIP-EXT-BIN-004", Post(ctx, "identity_bytes", "", b)).To(HaveBinaryBytes("OUTPUT0", []byte("\x02\x00\x00\x00hi")))

@@ -28,7 +28,7 @@ var _ = RegisterProbe(specs.ExtGenerate, func(ctx context.Context, p *Prober) Pr
 	if !p.Targeted(TransportREST) {
 		return Inconclusive(nil, "generate is a REST route, which this run does not target")
 	}
-	e := p.Do(ctx, http.MethodPost, generatePath("text_gen", "generate"), jsonHeader(), []byte(`{"text_input":"oipkit probe"}`))
+	e := p.Do(ctx, http.MethodPost, generatePath("text_gen", "generate"), jsonHeader(), []byte(`{"id":"`+RequestID+`","text_input":"oipkit probe"}`))
 	switch {
 	case e.Err != nil:
 		return Inconclusive(e, "POST %s: %v", e.Path, e.Err)

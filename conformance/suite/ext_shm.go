@@ -395,7 +395,7 @@ func pbSHMAddSub(region string) *pb.ModelInferRequest {
 	in := func(name string, off int64) *pb.ModelInferRequest_InferInputTensor {
 		return &pb.ModelInferRequest_InferInputTensor{Name: name, Datatype: "INT32", Shape: []int64{1, 16}, Parameters: shmParams(region, off, 64)}
 	}
-	return &pb.ModelInferRequest{ModelName: "add_sub", Inputs: []*pb.ModelInferRequest_InferInputTensor{in("INPUT0", 0), in("INPUT1", 64)}}
+	return &pb.ModelInferRequest{Id: RequestID, ModelName: "add_sub", Inputs: []*pb.ModelInferRequest_InferInputTensor{in("INPUT0", 0), in("INPUT1", 64)}}
 }
 
 var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.ExtSystemSharedMemory), func() {

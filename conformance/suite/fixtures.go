@@ -196,7 +196,7 @@ func addSubPBWith(raw bool, mutate func(*pb.ModelInferRequest)) func() *pb.Model
 
 // binaryRequest is a request whose inputs are all binary.
 func binaryRequest(ts ...tensor.Tensor) Body {
-	b := Body{JSON: Obj{"inputs": []any{}}}
+	b := Body{JSON: Obj{"id": RequestID, "inputs": []any{}}}
 	for _, t := range ts {
 		addBinary(&b, t)
 	}

@@ -38,8 +38,11 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		})
 	}
 
+	// The one gRPC spec whose subject is a request without an id: every
+	// other request carries one (RequestID).
 	It("answers a request without an id, and records the id it returns", Req("OIP-GRPC-INFER-003", "OIP-GRPC-INFER-001"), func(ctx SpecContext) {
 		req, out0, out1 := addSubPB(false)
+		req.Id = ""
 		resp, c := Infer(ctx, req)
 		Verify("OIP-GRPC-INFER-001", c).To(HaveOutputs(out0, out1))
 		// nothing is asked of the id when the request had none.
@@ -193,7 +196,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 
 	It("records how INT8 values outside the type's range are handled", Req("OIP-GRPC-INFER-012"), func(ctx SpecContext) {
 		NeedFixture("identity_int8")
-		req := &pb.ModelInferRequest{ModelName: "identity_int8",
+		req := &pb.ModelInferRequest{Id: RequestID, ModelName: "identity_int8",
 			Inputs: []*pb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "INT8", Shape: []int64{1, 1},
 				Contents: &pb.InferTensorContents{IntContents: []int32{300}}}}}
 		_, c := Infer(ctx, req)
@@ -272,7 +275,7 @@ var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
 			build: addSubPBWith(true, func(r *pb.ModelInferRequest) { r.Inputs[0].Shape = []int64{16} })},
 		grpcCase{text: "a scalar (shape []) for a [-1,-1] input", req: "OIP-GRPC-INFER-013", codes: invalid, soft: "A-35", fixture: "identity_fp32",
 			build: func() *pb.ModelInferRequest {
-				return &pb.ModelInferRequest{ModelName: "identity_fp32", Inputs: []*pb.ModelInferRequest_InferInputTensor{{
+				return &pb.ModelInferRequest{Id: RequestID, ModelName: "identity_fp32", Inputs: []*pb.ModelInferRequest_InferInputTensor{{
 					Name: "INPUT0", Datatype: "FP32", Shape: []int64{}, Contents: &pb.InferTensorContents{Fp32Contents: []float32{1.5}}}}}
 			}},
 		grpcCase{text: "a requested output the model does not have", req: "OIP-GRPC-INFER-006", codes: invalid,
@@ -301,7 +304,7 @@ var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
 		// The catalog grades FP16 in fp32_contents as soft.
 		grpcCase{text: "FP16 data in fp32_contents", req: "OIP-GRPC-INFER-011", codes: invalid, soft: "A-06",
 			build: func() *pb.ModelInferRequest {
-				return &pb.ModelInferRequest{ModelName: "identity_fp16", Inputs: []*pb.ModelInferRequest_InferInputTensor{{
+				return &pb.ModelInferRequest{Id: RequestID, ModelName: "identity_fp16", Inputs: []*pb.ModelInferRequest_InferInputTensor{{
 					Name: "INPUT0", Datatype: "FP16", Shape: []int64{1, 2},
 					Contents: &pb.InferTensorContents{Fp32Contents: []float32{1, 2}}}}}
 			}},

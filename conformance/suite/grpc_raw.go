@@ -67,7 +67,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 	It("reads raw contents as little-endian", Req("OIP-GRPC-RAW-005"), func(ctx SpecContext) {
 		NeedFixture("identity_int32")
 		raw := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 1), 256)
-		req := &pb.ModelInferRequest{ModelName: "identity_int32",
+		req := &pb.ModelInferRequest{Id: RequestID, ModelName: "identity_int32",
 			Inputs:           []*pb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "INT32", Shape: []int64{1, 2}}},
 			RawInputContents: [][]byte{raw}}
 		_, c := Infer(ctx, req)
@@ -76,7 +76,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 
 	It("reads raw BYTES elements with a 4-byte little-endian length", Req("OIP-GRPC-RAW-006"), func(ctx SpecContext) {
 		NeedFixture("identity_bytes")
-		req := &pb.ModelInferRequest{ModelName: "identity_bytes",
+		req := &pb.ModelInferRequest{Id: RequestID, ModelName: "identity_bytes",
 			Inputs:           []*pb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "BYTES", Shape: []int64{1, 2}}},
 			RawInputContents: [][]byte{{1, 0, 0, 0, 'a', 3, 0, 0, 0, 'b', 'c', 'd'}}}
 		_, c := Infer(ctx, req)
@@ -123,7 +123,7 @@ var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
 			build: addSubPBWith(true, func(r *pb.ModelInferRequest) { r.RawInputContents[0] = append(r.RawInputContents[0], 0, 0, 0, 0) })},
 		grpcCase{text: "a raw BYTES element whose length runs past the buffer", req: "OIP-GRPC-RAW-003", codes: invalid, fixture: "identity_bytes",
 			build: func() *pb.ModelInferRequest {
-				return &pb.ModelInferRequest{ModelName: "identity_bytes",
+				return &pb.ModelInferRequest{Id: RequestID, ModelName: "identity_bytes",
 					Inputs:           []*pb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "BYTES", Shape: []int64{1, 1}}},
 					RawInputContents: [][]byte{{9, 0, 0, 0, 'a', 'b'}}}
 			}},

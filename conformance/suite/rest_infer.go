@@ -253,7 +253,7 @@ var _ = Describe("REST inference errors", Over(TransportREST), Needs(specs.ExtBi
 			in0, in1 := addSubInputs(1)
 			raw, _ := tensor.EncodeRaw(in0)
 			raw = append(raw, make([]byte, 4)...)[:4*n]
-			b := Body{JSON: Obj{"inputs": []any{Obj{"name": "INPUT0", "datatype": "INT32", "shape": []int{1, 16},
+			b := Body{JSON: Obj{"id": RequestID, "inputs": []any{Obj{"name": "INPUT0", "datatype": "INT32", "shape": []int{1, 16},
 				"parameters": Obj{oip.ParamBinaryDataSize: len(raw)}}}}, Bin: [][]byte{raw}}
 			addBinary(&b, in1)
 			rejects(Post(ctx, "add_sub", "", b), "OIP-REST-INFER-014", "OIP-REST-ERR-001", rejection{soft500: "A-18"})
