@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,12 +42,14 @@ func FuzzHTTP1Answer(f *testing.F) {
 		"HTTP/1.1 200 OK\nContent-Length: 2\n\n{}",
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 		"garbage",
+		// A header line longer than maxKeptLine: its tail is dropped.
+		"HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", maxKeptLine) + "\r\nContent-Length: 2\r\n\r\n{}",
 	} {
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, keep bool) {
 		const max = 1 << 16
-		cn := &http1Conn{nc: &answerConn{r: bytes.NewReader(data)}}
+		cn := &http1Conn{nc: &answerConn{r: bytes.NewReader(data)}, maxHeader: DefaultMaxHeaderBytes}
 		cn.br = bufio.NewReaderSize(cn.nc, 64)
 		a, errBody, _, _, err := cn.roundTrip([]byte("POST / HTTP/1.1\r\n\r\n"), time.Now().Add(time.Hour), keep, max)
 		if int64(len(a.Body)) > max || len(errBody) > maxErrorBody {
