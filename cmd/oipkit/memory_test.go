@@ -259,7 +259,7 @@ func TestHostileServerMemory(t *testing.T) {
 	for _, s := range servers {
 		t.Run(s.name, func(t *testing.T) {
 			for _, cmd := range [][]string{
-				append([]string{"conform", "--report-dir", ""}, s.target...),
+				append([]string{"conform"}, s.target...), // reports in the temporary directory
 				append(append([]string{"load", "--model", "add_sub", "--concurrency", "16", "--duration", "3s"}, s.target...), s.load...),
 			} {
 				r := runOipkitMemory(t, cmd...)
