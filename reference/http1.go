@@ -138,9 +138,22 @@ func (h *http1Server) forget(hc *http1Conn) {
 	h.wg.Done()
 }
 
+// Once Shutdown began, a connection waiting for a request ends, unless its
+// client may have sent one already, which ending it would lose without an
+// answer (the client sees a reset, not a refusal): one whose request's
+// bytes wait to be read is served, and a new one waits freshGrace for its
+// first (net/http's Shutdown leaves a new connection 5 s). Its goroutine
+// decides, not Shutdown, which would not know whether it has just read a
+// request's bytes: Shutdown ends the wait (wake).
+
+// freshGrace is how long a new connection that has sent nothing is left
+// open once Shutdown began: a client writes its request as soon as it
+// connected.
+const freshGrace = 250 * time.Millisecond
+
 // setIdle marks hc as waiting for a request (idle; first: its first), or
-// as having one, and reports whether to go on: not once Shutdown closed
-// it, nor when it is to wait once Shutdown began, unless leaveOpen.
+// as having one, and reports whether to go on: not once Close closed it,
+// nor when it is to wait once Shutdown began, unless as said above.
 func (h *http1Server) setIdle(hc *http1Conn, idle, first bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -148,39 +161,38 @@ func (h *http1Server) setIdle(hc *http1Conn, idle, first bool) bool {
 		return false
 	}
 	hc.idle, hc.fresh = idle, first
-	return !idle || !h.closing.Load() || h.leaveOpen(hc)
-}
-
-// freshGrace is how long a new connection that has sent nothing is left
-// open once Shutdown began: a client writes its request as soon as it
-// connected (net/http leaves such a connection 5 s).
-const freshGrace = 250 * time.Millisecond
-
-// leaveOpen reports whether idle connection hc, once Shutdown began, is
-// left to serve a request its client may have sent already, which closing
-// it would lose without an answer (the client sees a reset, not a refusal):
-// one whose bytes wait to be read is, and a new one is, for freshGrace.
-// Under h.mu.
-func (h *http1Server) leaveOpen(hc *http1Conn) bool {
-	if hc.fresh {
+	if !idle || !h.closing.Load() {
+		return true
+	}
+	if first {
 		hc.c.SetReadDeadline(time.Now().Add(freshGrace))
 		return true
 	}
 	return rawtcp.Pending(hc.c)
 }
 
-// shutdown stops accepting, closes idle connections (but those leaveOpen
-// keeps), and waits for the requests in flight; when ctx ends first it
-// closes every connection and returns ctx's error. net/http's own
-// connections are shut down by its Server.Shutdown.
+// wake ends the wait of idle connection hc as Shutdown begins (a new one's
+// after freshGrace); its goroutine then serves a request that came, or
+// ends it. Under h.mu.
+func (h *http1Server) wake(hc *http1Conn) {
+	if hc.fresh {
+		hc.c.SetReadDeadline(time.Now().Add(freshGrace))
+		return
+	}
+	hc.c.SetReadDeadline(time.Unix(1, 0))
+}
+
+// shutdown stops accepting, ends the wait of idle connections (wake), and
+// waits for the requests in flight; when ctx ends first it closes every
+// connection and returns ctx's error. net/http's own connections are shut
+// down by its Server.Shutdown.
 func (h *http1Server) shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.closing.Store(true)
 	h.ln.Close()
 	for hc := range h.conns {
-		if hc.idle && !h.leaveOpen(hc) {
-			hc.shut = true
-			hc.c.Close()
+		if hc.idle {
+			h.wake(hc)
 		}
 	}
 	h.mu.Unlock()
@@ -293,7 +305,7 @@ type http1Conn struct {
 	cancel context.CancelFunc
 	idle   bool // guarded by h.mu, as fresh and shut
 	fresh  bool // idle before its first request
-	shut   bool // closed by Shutdown or Close
+	shut   bool // closed by Close
 
 	req     *http.Request
 	url     url.URL
@@ -363,8 +375,7 @@ func (hc *http1Conn) loop() error {
 				}
 			}
 			hc.c.SetReadDeadline(deadline(time.Now(), wait))
-			// Between requests: idle, so Shutdown may close it (or
-			// shorten the wait: leaveOpen).
+			// Between requests: idle, so Shutdown may end the wait.
 			if !hc.h.setIdle(hc, true, first) {
 				return http.ErrServerClosed
 			}
@@ -373,6 +384,9 @@ func (hc *http1Conn) loop() error {
 				return http.ErrServerClosed
 			}
 			if err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) && hc.h.closing.Load() && rawtcp.Pending(hc.c) {
+					continue // Shutdown ended the wait as a request came: it is served
+				}
 				return err
 			}
 		}
