@@ -56,6 +56,17 @@
 // whose answers are capped (ready.go), so a hostile server cannot grow the
 // generator before the run starts.
 //
+// # Answer checks
+//
+// Every answer's framing and status are checked as it is read. The first
+// answer and then every InputConfig.CheckEvery-th (default 32) is also
+// kept, decoded with the project's codec and checked against the model's
+// metadata (sample.go); a failed check is a [ValidationError] with its
+// reason, counted like any failed request, so a server that answers 200
+// with what is not an inference response fails the default failed-request
+// bound. An answer not sampled is read and dropped, allocating nothing.
+// With Validate every answer is checked, values included.
+//
 // # Load models
 //
 // A closed loop (Concurrency) runs N workers that each send the next
