@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -70,11 +72,11 @@ func (e *Exchange) Evidence() *reports.Evidence {
 		},
 	}
 	if e.Err != nil {
-		ev.Response.Status = "no answer: " + e.Err.Error()
+		ev.Response.Status = clipText("no answer: "+e.Err.Error(), maxEvidenceBody)
 		return ev
 	}
 	ev.Response = reports.Message{
-		Status: fmt.Sprintf("HTTP %d", e.Status), Header: e.Header,
+		Status: fmt.Sprintf("HTTP %d", e.Status), Header: evidenceHeader(e.Header),
 		Body: renderBody(e.Body, headerLen(e.Header)), BodyBytes: len(e.Body),
 	}
 	return ev
@@ -172,7 +174,7 @@ func (c *Call) Evidence() *reports.Evidence {
 	ev := &reports.Evidence{Request: reports.Message{Method: "RPC", Target: c.Method, Body: protoText(c.Req)}}
 	if c.Err != nil {
 		st := status.Convert(c.Err)
-		ev.Response.Status = fmt.Sprintf("gRPC %s: %s", st.Code(), st.Message())
+		ev.Response.Status = clipText(fmt.Sprintf("gRPC %s: %s", st.Code(), st.Message()), maxEvidenceBody)
 		return ev
 	}
 	ev.Response = reports.Message{Status: "gRPC OK", Body: protoText(c.Resp)}
@@ -189,7 +191,7 @@ func (c *Call) Name() string { return c.Method[strings.LastIndexByte(c.Method, '
 func (c *Call) Got() string {
 	if c.Err != nil {
 		st := status.Convert(c.Err)
-		return fmt.Sprintf("got %s: %q", st.Code(), st.Message())
+		return fmt.Sprintf("got %s: %q", st.Code(), clipText(st.Message(), 300))
 	}
 	return "got OK with " + clip(protoText(c.Resp), 300)
 }
@@ -256,6 +258,47 @@ func ClientSide(err error) bool {
 // kind of missing answer that marks a route as not answering.
 func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
+}
+
+// clipText is s, or when longer than n bytes its start and its length: a
+// server chooses its header values and status messages, up to the
+// client's header cap (1 MiB), and a report keeps one per finding.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("%s (%d bytes)", clip(s, n), len(s))
+}
+
+// evidenceHeader is h for the evidence: whole when it is small, otherwise
+// each value clipped and the fields, in name order, up to maxEvidenceBody
+// bytes, with a last field "…" counting the rest.
+func evidenceHeader(h http.Header) http.Header {
+	size := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			size += len(k) + len(v)
+		}
+	}
+	if size <= maxEvidenceBody {
+		return h
+	}
+	out := http.Header{}
+	kept, left := 0, 0
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[k] {
+			if v = clipText(v, 256); kept+len(k)+len(v) > maxEvidenceBody {
+				left++
+				continue
+			}
+			kept += len(k) + len(v)
+			out[k] = append(out[k], v)
+		}
+	}
+	if left > 0 {
+		out["…"] = []string{fmt.Sprintf("%d more header values (%d bytes of headers in all)", left, size)}
+	}
+	return out
 }
 
 func clip(s string, n int) string {

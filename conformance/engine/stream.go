@@ -153,7 +153,7 @@ func (s *StreamCall) Got() string {
 		b.WriteString(", then the stream ended with OK")
 	case s.Ended:
 		st := status.Convert(s.End)
-		fmt.Fprintf(&b, ", then the stream ended with %s: %q", st.Code(), st.Message())
+		fmt.Fprintf(&b, ", then the stream ended with %s: %q", st.Code(), clipText(st.Message(), 300))
 	default:
 		b.WriteString(", stream still open")
 	}
@@ -186,10 +186,10 @@ func (s *StreamCall) Evidence() *reports.Evidence {
 	st := "gRPC OK"
 	switch {
 	case s.Err != nil:
-		st = "no answer: " + s.Err.Error()
+		st = clipText("no answer: "+s.Err.Error(), maxEvidenceBody)
 	case s.Ended && s.End != nil:
 		c := status.Convert(s.End)
-		st = fmt.Sprintf("gRPC %s: %s", c.Code(), c.Message())
+		st = clipText(fmt.Sprintf("gRPC %s: %s", c.Code(), c.Message()), maxEvidenceBody)
 	case !s.Ended:
 		st = "stream still open when the suite stopped reading"
 	}
