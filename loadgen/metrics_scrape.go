@@ -185,9 +185,10 @@ func parseSample(line string) (metricSample, error) {
 	}
 	s.name = line[:i]
 	rest := line[i:]
-	if strings.HasPrefix(rest, "{") {
+	// Blanks may come between the name and its labels (expfmt reads them).
+	if r := strings.TrimLeft(rest, " \t"); strings.HasPrefix(r, "{") {
 		var err error
-		if s.labels, rest, err = parseLabels(rest[1:]); err != nil {
+		if s.labels, rest, err = parseLabels(r[1:]); err != nil {
 			return s, fmt.Errorf("%s: %v", s.name, err)
 		}
 	}
