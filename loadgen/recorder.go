@@ -215,7 +215,7 @@ const (
 	kindTransport            // no answer: connection refused, reset, ...
 	kindValidation           // the answer did not match the expected outputs
 	kindStream               // a streamed request failed in the stream (error_message, an SSE error event)
-	kindRefused              // not taken: connection refused, or the server said it did not process it
+	kindRefused              // not taken: no connection could be made, or the server said it did not process it
 )
 
 // errorKey identifies a failure class in the errors-by-code table; it is
@@ -282,9 +282,12 @@ func classify(err error) errorKey {
 	}
 	// Refused requests are told apart from lost ones (a transport error
 	// once the request went out): a server shutting down refuses new
-	// connections and, over gRPC, says which calls it did not process;
-	// neither was run, so another server may take them.
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, client.ErrNotProcessed) {
+	// connections (or resets those it had not accepted) and, over gRPC,
+	// says which calls it did not process; none was run, so another server
+	// may take them.
+	var oe *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, client.ErrNotProcessed) ||
+		errors.As(err, &oe) && oe.Op == "dial" && !oe.Timeout() {
 		return errorKey{kind: kindRefused}
 	}
 	var ce *client.Error

@@ -60,8 +60,8 @@ type Result struct {
 	Rates    Rates       `json:"rates"`
 	Counts   Counts      `json:"counts"`
 	// Errors counts failed requests by class: "http_503",
-	// "grpc_Unavailable", "timeout", "refused" (connection refused, or a gRPC
-	// call the server said it did not process), "transport", "validation",
+	// "grpc_Unavailable", "timeout", "refused" (no connection could be made,
+	// or a gRPC call the server said it did not process), "transport", "validation",
 	// "stream_error", "other".
 	Errors map[string]int64 `json:"errors"`
 	// Latency is a convenience copy of the summary percentiles; the
