@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """readme-check.py REPORTS_DIR RUNTIME... — each runtime's README.md must agree with its report.json.
 
-The README's "Requirements: N passed, N failed, N lenient, N warnings, N skipped, N n/a, N not
-covered" sentence must give the report's counts, and every requirement the report fails or grades
+The README's "Requirements: N passed, N failed, N blocked, N lenient, N warnings, N skipped, N n/a,
+N not covered" sentence must give the report's counts (blocked: not graded, every failing check of it
+failed on an answer that fails another requirement), and every requirement the report fails or grades
 lenient must be named in the README (its triage; skipped ones are triaged by cause, not one by one). Prints one line per disagreement and
 exits 1 if there is any; `make interop` runs it after regenerating the reports, so a triage that no
 longer describes the committed run fails the run instead of misleading its reader.
@@ -13,7 +14,7 @@ import os
 import re
 import sys
 
-WORDS = [("passed", "passed"), ("failed", "failed"), ("lenient", "lenient"), ("warning", "warnings"),
+WORDS = [("passed", "passed"), ("failed", "failed"), ("blocked", "blocked"), ("lenient", "lenient"), ("warning", "warnings"),
          ("skipped", "skipped"), ("not-supported", "n/a"), ("not-covered", "not covered")]
 
 
@@ -26,7 +27,7 @@ def check(reports, runtime):
     rep = json.load(open(rep_path))
     text = " ".join(open(readme_path).read().split())  # sentences wrap across lines
     counts = collections.Counter(q["status"] for q in rep["requirements"])
-    m = re.search(r"Requirements: (\d+) passed, (\d+) failed, (\d+) lenient, (\d+) warnings?, (\d+) skipped, "
+    m = re.search(r"Requirements: (\d+) passed, (\d+) failed, (\d+) blocked, (\d+) lenient, (\d+) warnings?, (\d+) skipped, "
                   r"(\d+) n/a, (\d+) not covered", text)
     if not m:
         problems.append(f"{runtime}: README.md has no 'Requirements: N passed, N failed, …' sentence")

@@ -4,7 +4,8 @@
 #   conform      bin/oipkit conform over REST and gRPC into reports/runtimes/RUNTIME/ (report.json,
 #                report.md, report.html; junit.xml is not committed); the run must complete (exit 0, 3 or 4,
 #                never 2 or a timeout) and its failed, lenient, skipped and not-run requirements
-#                must be exactly EXPECT_FAILED, EXPECT_LENIENT, EXPECT_SKIPPED and EXPECT_NOT_RUN of
+#                must be exactly EXPECT_FAILED, EXPECT_BLOCKED (failing only on answers that fail
+#                another requirement), EXPECT_LENIENT, EXPECT_SKIPPED and EXPECT_NOT_RUN of
 #                the runtime's runtime.env (the triage)
 #   conform-again the same conform a second time (not committed): every requirement's status must be
 #                the same as in the first run (no verdict flips)
@@ -22,7 +23,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 HOME_DIR=${INTEROP_HOME:-$ROOT/.venv-interop}
 OIPKIT=${OIPKIT:-$ROOT/bin/oipkit}
-CHECK_ARGS=() EXPECT_FAILED="" EXPECT_LENIENT="" EXPECT_SKIPPED="" EXPECT_NOT_RUN="" GRPC_NOT_OIP=0 STREAM_LOAD=0 LOAD_PROTOCOLS="http grpc-raw grpc"
+CHECK_ARGS=() EXPECT_FAILED="" EXPECT_BLOCKED="" EXPECT_LENIENT="" EXPECT_SKIPPED="" EXPECT_NOT_RUN="" GRPC_NOT_OIP=0 STREAM_LOAD=0 LOAD_PROTOCOLS="http grpc-raw grpc"
 # shellcheck source=/dev/null
 source "$HERE/$RUNTIME/runtime.env"
 HTTP_PORT=${2:-$HTTP_PORT}
@@ -56,15 +57,18 @@ ready_before=$(ready)
 rm -f "$OUT/report.json" "$OUT/report.md" "$OUT/report.html" "$OUT/junit.xml"
 targets=(--http "http://127.0.0.1:$HTTP_PORT" --grpc "127.0.0.1:$GRPC_PORT")
 (( ! GRPC_NOT_OIP )) || targets=(--http "http://127.0.0.1:$HTTP_PORT")
+# DECLARED_FIXTURES (runtime.env): fixtures the runtime serves but cannot show through model
+# metadata or readiness (TorchServe), declared so that the specs that need them run.
+[[ -z ${DECLARED_FIXTURES:-} ]] || targets+=(--fixtures "${DECLARED_FIXTURES// /,}")
 timeout --foreground 300 "$OIPKIT" conform "${targets[@]}" --report-dir "$OUT" > "$HOME_DIR/run/$RUNTIME-conform.txt" 2>&1
 rc=$?
 sed -n '/^OIP conformance:/,/^requirements:/p' "$HOME_DIR/run/$RUNTIME-conform.txt"
 case $rc in
   0 | 3 | 4)
-    if diff=$(python3 - "$OUT/report.json" "$EXPECT_FAILED" "$EXPECT_LENIENT" "$EXPECT_SKIPPED" "$EXPECT_NOT_RUN" <<'PYEOF'
+    if diff=$(python3 - "$OUT/report.json" "$EXPECT_FAILED" "$EXPECT_BLOCKED" "$EXPECT_LENIENT" "$EXPECT_SKIPPED" "$EXPECT_NOT_RUN" <<'PYEOF'
 import json, sys
 rep = json.load(open(sys.argv[1]))
-statuses = ("failed", "lenient", "skipped", "not-run")
+statuses = ("failed", "blocked", "lenient", "skipped", "not-run")
 got = {s: {q["id"] for q in rep["requirements"] if q["status"] == s} for s in statuses}
 want = {s: set(arg.split()) for s, arg in zip(statuses, sys.argv[2:])}
 out = []

@@ -64,9 +64,12 @@ var breakages = []breakage{
 		// the violated requirement itself fails only where its test asks
 		// for a 4xx (an empty body: OIP-REST-INFER-004; malformed JSON:
 		// OIP-REST-INFER-024, implied).
-		failed: []string{"OIP-REST-INFER-004", "OIP-REST-ERR-003"},
-		warned: []string{"OIP-REST-INFER-014", "OIP-REST-INFER-024"},
-		quiet:  []string{"OIP-REST-INFER-005", "OIP-REST-INFER-009", "OIP-REST-INFER-010", "OIP-REST-INFER-019", "OIP-EXT-BIN-009"},
+		// The empty body's 500 (OIP-REST-INFER-004) is the same defect,
+		// graded once under OIP-REST-ERR-003.
+		failed:  []string{"OIP-REST-ERR-003"},
+		blocked: []string{"OIP-REST-INFER-004"},
+		warned:  []string{"OIP-REST-INFER-014", "OIP-REST-INFER-024"},
+		quiet:   []string{"OIP-REST-INFER-005", "OIP-REST-INFER-009", "OIP-REST-INFER-010", "OIP-REST-INFER-019", "OIP-EXT-BIN-009"},
 	},
 	{
 		name: "rest-200-for-unknown-model-metadata",
@@ -148,11 +151,11 @@ var breakages = []breakage{
 				a.body = []byte("<html><body>Service Unavailable</body></html>")
 			}
 		}},
-		// Everything read from GET /v2 fails with it: the extensions array
-		// (OIP-GEN-004) and the extensions advertised there (OIP-EXT-BIN-001,
-		// and OIP-EXT-CFG-001, OIP-EXT-STAT-001, OIP-EXT-REPO-001 since
-		// those extensions have specs).
-		failed: []string{"OIP-EXT-SEQ-001", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-EXT-SHM-001", "OIP-EXT-CLS-001", "OIP-EXT-LOG-001", "OIP-EXT-TRACE-001", "OIP-EXT-PARAM-001", "OIP-EXT-SCHED-001", "OIP-REST-SMETA-001", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"},
+		// One defect: everything read from GET /v2 (the extensions array,
+		// OIP-GEN-004, and the extensions advertised there) fails on the
+		// 503 that fails OIP-REST-SMETA-001, so it is blocked by it.
+		failed:  []string{"OIP-REST-SMETA-001"},
+		blocked: []string{"OIP-EXT-SEQ-001", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-EXT-SHM-001", "OIP-EXT-CLS-001", "OIP-EXT-LOG-001", "OIP-EXT-TRACE-001", "OIP-EXT-PARAM-001", "OIP-EXT-SCHED-001", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"},
 	},
 	{
 		name: "rest-metadata-without-extensions",
@@ -308,7 +311,10 @@ var breakages = []breakage{
 			}
 			return h(ctx, req)
 		},
-		failed: []string{"OIP-GRPC-HEALTH-001", "OIP-GRPC-SVC-001", "OIP-GEN-001"},
+		// ServerLive's UNIMPLEMENTED is one defect: the service and
+		// transport rules checked on that call are blocked by it.
+		failed:  []string{"OIP-GRPC-HEALTH-001"},
+		blocked: []string{"OIP-GRPC-SVC-001", "OIP-GEN-001"},
 	},
 	{
 		name:   "grpc-drop-id-echo",
@@ -654,8 +660,9 @@ var breakages = []breakage{
 			}
 			return false
 		}},
-		failed: []string{"OIP-REST-MMETA-001", "OIP-REST-MMETA-002", "OIP-REST-MMETA-005"},
-		warned: []string{"OIP-REST-MMETA-004", "OIP-REST-MMETA-006"},
+		failed:  []string{"OIP-REST-MMETA-001"},
+		blocked: []string{"OIP-REST-MMETA-002", "OIP-REST-MMETA-005"},
+		warned:  []string{"OIP-REST-MMETA-004", "OIP-REST-MMETA-006"},
 	},
 	{
 		name: "rest-duplicate-output-names",
@@ -787,6 +794,15 @@ func TestBrokenServers(t *testing.T) {
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
 				t.Errorf("failed requirements:\n got  %v\n want %v\n%s", got, want, failureLines(run.output))
+			}
+			blocked := run.report.WithStatus(reports.StatusBlocked)
+			wantBlocked := slices.Clone(b.blocked)
+			slices.Sort(wantBlocked)
+			if !slices.Equal(blocked, wantBlocked) {
+				t.Errorf("blocked requirements:\n got  %v\n want %v", blocked, wantBlocked)
+			}
+			if err := run.report.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
 			}
 			warned := run.report.WithStatus("warning")
 			for _, id := range b.warned {

@@ -41,6 +41,10 @@ type breakage struct {
 	failed  []string
 	warned  []string
 	lenient []string
+	// blocked are the requirements that fail only on answers that fail
+	// another requirement (one defect, one failure): exactly these are
+	// blocked.
+	blocked []string
 	// quiet must be neither failed nor warnings: deviations the catalog
 	// only asks to record.
 	quiet []string
