@@ -253,7 +253,7 @@ func WriteHTML(w io.Writer, r *ConformanceReport, cite Citer) error {
 	}
 	var exts []extensionView
 	for _, e := range r.Extensions {
-		if !e.Advertised && e.Probe != ProbeObserved && !(e.Probe == ProbeAbsent && e.Tested) {
+		if !e.Advertised && e.Probe != ProbeObserved && !(e.Probe != ProbeNone && e.Tested) {
 			continue
 		}
 		ev := extensionView{ExtensionResult: e,

@@ -145,7 +145,8 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 func extensionLine(r *ConformanceReport) string {
 	var parts []string
 	for _, e := range r.Extensions {
-		if !e.Advertised && e.Probe != ProbeObserved {
+		// An extension tested on an inconclusive probe is listed too.
+		if !e.Advertised && e.Probe != ProbeObserved && !(e.Probe == ProbeInconclusive && e.Tested) {
 			continue
 		}
 		parts = append(parts, e.Name+" ("+extensionState(e)+")")
@@ -243,7 +244,7 @@ func WriteMarkdown(w io.Writer, r *ConformanceReport) error {
 func writeExtensionsTable(b *strings.Builder, r *ConformanceReport) {
 	var rows []ExtensionResult
 	for _, e := range r.Extensions {
-		if e.Advertised || e.Probe == ProbeObserved || e.Probe == ProbeAbsent && e.Tested {
+		if e.Advertised || e.Probe == ProbeObserved || (e.Probe == ProbeAbsent || e.Probe == ProbeInconclusive) && e.Tested {
 			rows = append(rows, e)
 		}
 	}
