@@ -46,6 +46,11 @@ type Options struct {
 	// Features, when non-nil, overrides the features discovered from the
 	// server's advertised extensions.
 	Features []Feature
+	// DeclaredFixtures are fixture models taken as deployed without
+	// discovering them, for servers whose models answer no metadata or
+	// readiness call (TorchServe): their inputs and outputs are the fixture
+	// contract's, and the specs that need them run.
+	DeclaredFixtures []string
 	// Header is sent with every HTTP request and as gRPC metadata.
 	Header http.Header
 	// Host overrides the HTTP Host header and the gRPC :authority.
@@ -117,6 +122,9 @@ func (o Options) normalize() (Options, error) {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	o.Header = o.Header.Clone()
+	if err := checkFixtureNames(o.DeclaredFixtures); err != nil {
+		return o, err
+	}
 	for _, name := range o.Profiles {
 		if _, err := findProfile(name); err != nil {
 			return o, err
@@ -142,7 +150,7 @@ func (o Options) engineConfig() engine.Config {
 	return engine.Config{
 		HTTPURL: o.HTTPURL, GRPCAddr: o.GRPCAddr, Header: o.Header, Host: o.Host, TLS: o.TLS,
 		Timeout: o.Timeout, MaxResponseBytes: o.MaxResponseBytes, MaxMessageBytes: o.MaxMessageBytes,
-		MaxHeaderBytes: o.MaxHeaderBytes, Features: o.Features,
+		MaxHeaderBytes: o.MaxHeaderBytes, Features: o.Features, DeclaredFixtures: o.DeclaredFixtures,
 		Strict: o.Strict, ImplementationName: o.ImplementationName,
 	}
 }
@@ -212,6 +220,13 @@ func ParseFeatures(s string) ([]Feature, error) {
 	return fs, nil
 }
 
+// ParseFixtures parses a comma-separated list of fixture model names, each
+// a fixture of the contract (specs/fixtures.yaml).
+func ParseFixtures(s string) ([]string, error) {
+	names := splitList(s)
+	return names, checkFixtureNames(names)
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -220,4 +235,28 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// checkFixtureNames fails on a name that is not a fixture of the contract
+// (specs/fixtures.yaml).
+func checkFixtureNames(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	fixtures, err := specs.LoadFixtures()
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	var all []string
+	for _, f := range fixtures {
+		known[f.Name] = true
+		all = append(all, f.Name)
+	}
+	for _, n := range names {
+		if !known[n] {
+			return fmt.Errorf("declared fixture %q is not a fixture model of the contract (%s)", n, strings.Join(all, ", "))
+		}
+	}
+	return nil
 }

@@ -78,6 +78,7 @@ stopped answering, a route never answered); 3 a requirement failed (with
 e.g. a fixture model is not deployed).`)
 	var opts conformance.Options
 	var headers, profiles multiFlag
+	declared := fs.String("fixtures", "", "comma-separated fixture model `names` taken as deployed without discovering them, for a server whose models answer no metadata or readiness call (TorchServe); their inputs and outputs are the fixture contract's")
 	features := fs.String("features", "", "comma-separated `list` of supported extensions, overriding the advertised ones (\"none\" for no extension)")
 	fs.StringVar(&opts.HTTPURL, "http", "", "REST base `URL` of the server under test")
 	fs.StringVar(&opts.GRPCAddr, "grpc", "", "gRPC `host:port` of the server under test")
@@ -135,6 +136,9 @@ e.g. a fixture model is not deployed).`)
 	}
 	if flagSet(fs, "features") {
 		opts.Features = []conformance.Feature{}
+	}
+	if opts.DeclaredFixtures, err = conformance.ParseFixtures(*declared); err != nil {
+		return fmt.Errorf("%w: --fixtures: %v", errUsage, err)
 	}
 	if *features != "" && *features != "none" {
 		if opts.Features, err = conformance.ParseFeatures(*features); err != nil {

@@ -192,9 +192,12 @@ func (t *Target) findFixtures(ctx context.Context, names []string) {
 	wg.Wait()
 }
 
-// deployed reports whether a fixture model answers its metadata or
-// readiness with 200 over any targeted transport.
+// deployed reports whether a fixture model was declared deployed, or
+// answers its metadata or readiness with 200 over any targeted transport.
 func (t *Target) deployed(ctx context.Context, name string) bool {
+	if slices.Contains(t.cfg.DeclaredFixtures, name) {
+		return true
+	}
 	if t.rest != nil {
 		for _, path := range []string{"/v2/models/" + PathEscape(name), "/v2/models/" + PathEscape(name) + "/ready"} {
 			if e := t.send(ctx, http.MethodGet, path, nil, nil); e.Err == nil && e.Status == http.StatusOK {

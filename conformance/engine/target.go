@@ -41,6 +41,8 @@ type Config struct {
 	// Features, when non-nil, overrides the features discovered from the
 	// server's advertisement and the probes.
 	Features []Feature
+	// DeclaredFixtures are taken as deployed without asking the server.
+	DeclaredFixtures []string
 	// Strict fails a spec on lenient and warning findings too.
 	Strict bool
 	// ImplementationName names the server in the report; "" means the name
