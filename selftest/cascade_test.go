@@ -210,6 +210,9 @@ func TestInconclusiveProbeStillGrades(t *testing.T) {
 	if e := extension(run.report, "binary_tensor_data"); e.Advertised || e.Probe != reports.ProbeInconclusive || !e.Tested {
 		t.Errorf("binary_tensor_data: %+v, want not advertised, probe inconclusive, tested", e)
 	}
+	if q, _ := run.report.Requirement("OIP-EXT-BIN-001"); q.Status != reports.StatusSkipped {
+		t.Errorf("OIP-EXT-BIN-001: %s, want skipped: a server not known to support the extension need not list it", q.Status)
+	}
 	q, _ := run.report.Requirement("OIP-EXT-BIN-002")
 	if q.Status != reports.StatusFailed {
 		t.Errorf("OIP-EXT-BIN-002: %s, want failed: the specs of an inconclusive extension run", q.Status)
