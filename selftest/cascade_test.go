@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -231,5 +232,65 @@ func TestInconclusiveProbeStillGrades(t *testing.T) {
 	}
 	if err := run.report.Validate(); err != nil {
 		t.Errorf("Validate: %v", err)
+	}
+}
+
+// TestStreamWithoutSequences: a server that answers ModelStreamInfer but
+// keeps no sequences (every request starts a new one, over REST and gRPC)
+// and does not list "sequence", as MLServer, is not held to the sequence
+// rules: the probe looks for sequence correlation itself, finds none
+// (absent), and no requirement fails.
+func TestStreamWithoutSequences(t *testing.T) {
+	restart := func(params map[string]any) {
+		if params["sequence_id"] != nil {
+			params["sequence_start"] = true
+		}
+	}
+	b := breakage{name: "stream-without-sequences",
+		rest: &restHook{
+			in: func(r *http.Request) {
+				if !isInfer(r) || !strings.Contains(r.URL.Path, "/accumulate/") {
+					return
+				}
+				var m map[string]any
+				if json.Unmarshal(requestBody(r), &m) != nil {
+					return
+				}
+				if p, ok := m["parameters"].(map[string]any); ok {
+					restart(p)
+				}
+				body, _ := json.Marshal(m)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			},
+			out: func(r *http.Request, a *answer) {
+				if r.Method == http.MethodGet && r.URL.Path == "/v2" {
+					editJSON(a, func(m map[string]any) {
+						exts, _ := m["extensions"].([]any)
+						m["extensions"] = slices.DeleteFunc(exts, func(e any) bool { return strings.HasPrefix(e.(string), "sequence") })
+					})
+				}
+			},
+		},
+		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if r, ok := req.(*pb.ModelInferRequest); ok && r.ModelName == "accumulate" && hasParam(r, "sequence_id") {
+				r.Parameters["sequence_start"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: true}}
+			}
+			resp, err := h(ctx, req)
+			if m, ok := resp.(*pb.ServerMetadataResponse); ok && m != nil {
+				m.Extensions = slices.DeleteFunc(m.Extensions, func(e string) bool { return strings.HasPrefix(e, "sequence") })
+			}
+			return resp, err
+		},
+	}
+	httpURL, grpcAddr := brokenServer(t, b)
+	run := conform(t, "--http", httpURL, "--grpc", grpcAddr)
+	if run.report == nil {
+		t.Fatalf("no report (exit %d)\n%s", run.exit, run.output)
+	}
+	if e := extension(run.report, "sequence"); e.Probe != reports.ProbeAbsent || e.Tested || !strings.Contains(e.Detail, "no sequence correlation") {
+		t.Errorf("sequence: %+v, want probe absent (no sequence correlation), not tested", e)
+	}
+	if got := run.report.WithStatus(reports.StatusFailed); len(got) > 0 || run.exit != 0 {
+		t.Errorf("failed %v, exit %d; want none, 0: a server without sequences is not held to them\n%s", got, run.exit, failureLines(run.output))
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/fixture"
@@ -27,27 +25,51 @@ import (
 // accumulate (a running sum per sequence). Responses on a stream are
 // matched to requests by id, never by position.
 
-// The probe opens a ModelStreamInfer stream and sends one add_sub request:
-// any message back is the streaming API at work. UNIMPLEMENTED is its
-// absence. A server that streams without listing "sequence" is then tested
-// and OIP-EXT-SEQ-001 says so.
+// The probe looks for sequences themselves: a sequence of two accumulate
+// requests (1 with sequence_start, then 2 with sequence_end, the same
+// sequence_id) must give the running sum 3. A second answer of 2 is a
+// server without sequence correlation: absent, whatever else it streams
+// (MLServer answers ModelStreamInfer and has no sequences). An error
+// answer (the accumulate fixture not deployed, looked for only after the
+// probes, or sequence parameters refused) shows nothing: the probe is
+// inconclusive and the specs run to find out.
 var _ = RegisterProbe(specs.ExtSequence, func(ctx context.Context, p *Prober) ProbeResult {
-	if !p.Targeted(TransportGRPC) {
-		return Inconclusive(nil, "ModelStreamInfer needs gRPC, which this run does not target")
+	const id = int64(909090) // no spec uses it
+	steps := []accumulateStep{{x: 1, params: seqParams(id, true, false), want: 1}, {x: 2, params: seqParams(id, false, true), want: 3}}
+	var last Evidencer
+	for i, st := range steps {
+		var t tensor.Tensor
+		var err error
+		if p.Targeted(TransportREST) {
+			e := p.Post(ctx, "accumulate", "", accBody(st.x, st.params))
+			last = e
+			if e.Err != nil || e.Status != 200 {
+				return Inconclusive(e, "accumulate with sequence parameters (not deployed?): %s", clipped(e.Got(), 160))
+			}
+			var r *InferResponse
+			if r, err = e.AsInferResponse(); err == nil {
+				t, err = r.Tensor("OUTPUT0")
+			}
+		} else {
+			resp := &pb.ModelInferResponse{}
+			c := p.Call(ctx, "ModelInfer", accPB(st.x, st.params), resp)
+			last = c
+			if c.Err != nil {
+				return Inconclusive(c, "accumulate with sequence parameters (not deployed?): %s", c.Got())
+			}
+			t, err = PBOutput(resp, "OUTPUT0")
+		}
+		if err != nil {
+			return Inconclusive(last, "accumulate answered no readable OUTPUT0: %v", err)
+		}
+		if err := sumErr(t, st); err != nil {
+			if i == 0 {
+				return Inconclusive(last, "accumulate's first answer: %v", err)
+			}
+			return Absent(last, "no sequence correlation: the second request of sequence %d: %v", id, err)
+		}
 	}
-	if !p.Deployed("add_sub") {
-		return Inconclusive(nil, "fixture add_sub is not deployed")
-	}
-	req, _, _ := addSubPB(false)
-	req.Id = "oipkit-probe"
-	s := p.Stream(ctx, []*pb.ModelInferRequest{req}, StreamOptions{HalfClose: true, Until: func(s *StreamCall) bool { return len(s.Msgs) > 0 }})
-	switch {
-	case len(s.Msgs) > 0:
-		return Observed(s, "ModelStreamInfer answered an add_sub request with a %s message", s.Msgs[0].Shape)
-	case s.Ended && status.Code(s.End) == codes.Unimplemented:
-		return Absent(s, "ModelStreamInfer: %s", s.Got())
-	}
-	return Inconclusive(s, "ModelStreamInfer: %s", s.Got())
+	return Observed(last, "a sequence of two accumulate requests gave the running sums 1 and 3")
 })
 
 // ----- requests -----
