@@ -150,8 +150,10 @@ func TestMetricsGoRuntime(t *testing.T) {
 	started.Wait()
 	g1, _, _ := scrape()
 	close(release)
-	if g1 < g0+parked {
-		t.Errorf("go_goroutines %v with %d more parked, want at least %v", g1, parked, g0+parked)
+	// Goroutines of the first scrape's connection and the runtime's own
+	// may have ended meanwhile: allow a tenth of the parked ones for them.
+	if g1 < g0+parked*9/10 {
+		t.Errorf("go_goroutines %v with %d more parked, want at least %v", g1, parked, g0+parked*9/10)
 	}
 
 	runtime.GC()
