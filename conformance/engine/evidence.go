@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reports"
@@ -208,6 +209,9 @@ func protoText(m proto.Message) string {
 	if m == nil {
 		return ""
 	}
+	if proto.Size(m) > maxEvidenceBody {
+		m = trimmedCopy(m.ProtoReflect()).Interface()
+	}
 	b, err := protojson.MarshalOptions{EmitUnpopulated: false}.Marshal(m)
 	if err != nil {
 		return fmt.Sprintf("<unprintable %T: %v>", m, err)
@@ -220,6 +224,59 @@ func protoText(m proto.Message) string {
 		b = c.Bytes()
 	}
 	return clip(string(b), maxEvidenceBody)
+}
+
+// trimmedCopy copies m with, at any depth, each bytes or string field cut
+// to maxEvidenceBody bytes and each list to maxEvidenceBody entries (the
+// large values are shared, not copied): rendering a server's 7 MB raw
+// output as JSON for every finding took conform five minutes. Each cut
+// field still renders to more than the maxEvidenceBody characters the
+// evidence keeps (base64 grows bytes, a list entry takes two characters
+// or more), so the evidence is the same as the whole message's.
+func trimmedCopy(m protoreflect.Message) protoreflect.Message {
+	out := m.New()
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap():
+			out.Set(fd, v)
+		case fd.IsList():
+			from, to := v.List(), out.Mutable(fd).List()
+			for i := range min(from.Len(), maxEvidenceBody) {
+				to.Append(trimmedValue(fd, from.Get(i)))
+			}
+		default:
+			out.Set(fd, trimmedValue(fd, v))
+		}
+		return true
+	})
+	return out
+}
+
+// trimmedValue is v, a value of fd, as trimmedCopy keeps it.
+func trimmedValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) protoreflect.Value {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return protoreflect.ValueOfMessage(trimmedCopy(v.Message()))
+	case protoreflect.BytesKind:
+		if b := v.Bytes(); len(b) > maxEvidenceBody {
+			return protoreflect.ValueOfBytes(b[:maxEvidenceBody])
+		}
+	case protoreflect.StringKind:
+		if s := v.String(); len(s) > maxEvidenceBody {
+			return protoreflect.ValueOfString(cutString(s))
+		}
+	}
+	return v
+}
+
+// cutString is s cut to maxEvidenceBody bytes at a rune's start (protojson
+// refuses a string that is not UTF-8).
+func cutString(s string) string {
+	cut := maxEvidenceBody
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // GRPCNoAnswer reports whether err means the server did not answer at all:

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -9,6 +11,10 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
 
 // A hostile server cannot make the report huge: a finding's evidence keeps
@@ -57,5 +63,42 @@ func TestEvidenceBounded(t *testing.T) {
 	e = &Exchange{Method: "GET", Path: "/", Err: errors.New(huge)}
 	if st := e.Evidence().Response.Status; len(st) > most {
 		t.Errorf("a 1 MiB error kept as %d bytes", len(st))
+	}
+}
+
+// TestProtoTextTrimmed: a message too large to render whole renders as
+// the same evidence from a copy whose large fields are cut, and the
+// message itself is left whole.
+func TestProtoTextTrimmed(t *testing.T) {
+	raw := make([]byte, 7<<20)
+	for i := range raw {
+		raw[i] = byte(i)
+	}
+	long := strings.Repeat("é", 3000) // 6000 bytes of two-byte runes
+	list := &pb.ModelInferResponse_InferOutputTensor{Name: "o", Datatype: "INT64",
+		Contents: &pb.InferTensorContents{Int64Contents: make([]int64, 1<<20)}}
+	// protojson writes fields in number order: id, outputs, raw contents;
+	// the evidence's clip falls in the first large one.
+	for name, m := range map[string]*pb.ModelInferResponse{
+		"a long id":    {ModelName: "m", Id: long, Outputs: []*pb.ModelInferResponse_InferOutputTensor{list}, RawOutputContents: [][]byte{raw}},
+		"a long list":  {ModelName: "m", Outputs: []*pb.ModelInferResponse_InferOutputTensor{list}, RawOutputContents: [][]byte{raw}},
+		"a long bytes": {ModelName: "m", RawOutputContents: [][]byte{raw}},
+	} {
+		size := proto.Size(m)
+		got := protoText(m)
+		if proto.Size(m) != size {
+			t.Fatalf("%s: protoText changed the message", name)
+		}
+		b, err := protojson.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, b); err != nil {
+			t.Fatal(err)
+		}
+		if want := clip(c.String(), maxEvidenceBody); got != want {
+			t.Errorf("%s: trimmed evidence differs from the whole message's:\n got %.200s…\nwant %.200s…", name, got, want)
+		}
 	}
 }
