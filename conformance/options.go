@@ -63,14 +63,14 @@ type Options struct {
 	Timeout time.Duration
 	// Strict fails the verdict on lenient and warning findings too.
 	Strict bool
-	// MaxResponseBytes caps each REST response body (default 8 MiB), and
+	// MaxResponseBytes caps each REST response body (default 4 MiB), and
 	// MaxMessageBytes each gRPC message, counting what decoding it costs
 	// (default MaxResponseBytes). The suite's own tensors are small (61×71
-	// at most); the caps bound what a server can make the run hold: one
-	// body at a time (specs run one after another), which with the
-	// collector's slack keeps a run under 100 MB whatever the server sends
-	// (16 MiB made it 112 MB against an endless body; cmd/oipkit
-	// memory_test.go).
+	// at most); the caps bound what a server can make the run hold. Specs
+	// run one after another, but one keeps up to four answers at once: at
+	// 4 MiB a run stays under 100 MB whatever the server sends (16 MiB
+	// took it to 112 MB against an endless body, 8 MiB to 93 MB against
+	// 7 MB answers; cmd/oipkit memory_test.go).
 	MaxResponseBytes int64
 	MaxMessageBytes  int64
 	// MaxHeaderBytes caps a response's header block (default 1 MiB).
@@ -104,7 +104,7 @@ type Options struct {
 // Defaults for zero Options fields.
 const (
 	DefaultTimeout          = 10 * time.Second
-	DefaultMaxResponseBytes = 8 << 20
+	DefaultMaxResponseBytes = 4 << 20
 )
 
 func (o Options) normalize() (Options, error) {

@@ -186,8 +186,8 @@ func (rawCodec) Name() string { return "proto" }
 var _ encoding.Codec = rawCodec{}
 
 // hostileGRPC serves add_sub's readiness and metadata over gRPC and answers
-// every ModelInfer with a million raw_output_contents entries, encoded once.
-func hostileGRPC(t *testing.T) string {
+// every ModelInfer with infer, encoded once.
+func hostileGRPC(t *testing.T, infer *pb.ModelInferResponse) string {
 	t.Helper()
 	md := fixture.NewAddSub().Metadata()
 	answers := map[string]proto.Message{
@@ -204,12 +204,6 @@ func hostileGRPC(t *testing.T) string {
 			t.Fatal(err)
 		}
 		wire[name] = b
-	}
-	infer := &pb.ModelInferResponse{ModelName: "add_sub",
-		Outputs: []*pb.ModelInferResponse_InferOutputTensor{{Name: "OUTPUT0", Datatype: "INT32", Shape: []int64{1, 16}}}}
-	infer.RawOutputContents = make([][]byte, 1_000_000)
-	for i := range infer.RawOutputContents {
-		infer.RawOutputContents[i] = []byte{1, 0, 0, 0}
 	}
 	b, err := proto.Marshal(infer)
 	if err != nil {
@@ -237,6 +231,26 @@ func hostileGRPC(t *testing.T) string {
 	return lis.Addr().String()
 }
 
+// millionRawEntries is an add_sub answer with a million 4-byte
+// raw_output_contents: 6 MB on the wire, 136 MB decoded.
+func millionRawEntries() *pb.ModelInferResponse {
+	m := &pb.ModelInferResponse{ModelName: "add_sub",
+		Outputs: []*pb.ModelInferResponse_InferOutputTensor{{Name: "OUTPUT0", Datatype: "INT32", Shape: []int64{1, 16}}}}
+	m.RawOutputContents = make([][]byte, 1_000_000)
+	for i := range m.RawOutputContents {
+		m.RawOutputContents[i] = []byte{1, 0, 0, 0}
+	}
+	return m
+}
+
+// bigRawOutput is an add_sub answer whose OUTPUT0 is 4,000,000 raw bytes:
+// under conform's cap, so decoded, kept by specs and shown in evidence.
+func bigRawOutput() *pb.ModelInferResponse {
+	return &pb.ModelInferResponse{ModelName: "add_sub",
+		Outputs:           []*pb.ModelInferResponse_InferOutputTensor{{Name: "OUTPUT0", Datatype: "INT32", Shape: []int64{1, 16}}},
+		RawOutputContents: [][]byte{make([]byte, 4_000_000)}}
+}
+
 func TestHostileServerMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs oipkit in subprocesses for several seconds")
@@ -244,7 +258,7 @@ func TestHostileServerMemory(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector multiplies memory use")
 	}
-	grpcAddr := hostileGRPC(t)
+	grpcAddr := hostileGRPC(t, millionRawEntries())
 	servers := []struct {
 		name   string
 		target []string // the flags naming the server
@@ -254,7 +268,9 @@ func TestHostileServerMemory(t *testing.T) {
 		{"endless chunked body", []string{"--http", hostileREST(t, endlessChunked)}, nil, "bytes (--max-body-bytes)"},
 		{"500 MB data array", []string{"--http", hostileREST(t, hugeDataArray)}, nil, "Content-Length 524288000 exceeds"},
 		{"10 MB header", []string{"--http", hostileREST(t, hugeHeader)}, nil, "exceed 1048576 bytes (--max-header-bytes)"},
-		{"a million raw gRPC entries", []string{"--grpc", grpcAddr}, []string{"--protocol", "grpc-raw"}, "response too large: a 6000031-byte ModelInferResponse message decod"},
+		{"a million raw gRPC entries", []string{"--grpc", grpcAddr}, []string{"--protocol", "grpc-raw"}, "6000031"}, // conform: over the wire cap; load: over the decoded one,
+		// Accepted: the run fails on what the answers say.
+		{"4 MB raw outputs", []string{"--grpc", hostileGRPC(t, bigRawOutput())}, []string{"--protocol", "grpc-raw"}, ""},
 	}
 	for _, s := range servers {
 		t.Run(s.name, func(t *testing.T) {
@@ -291,7 +307,8 @@ func TestHelperHostileServers(t *testing.T) {
 	fmt.Println("endless chunked body:", hostileREST(t, endlessChunked))
 	fmt.Println("500 MB data array:", hostileREST(t, hugeDataArray))
 	fmt.Println("10 MB header:", hostileREST(t, hugeHeader))
-	fmt.Println("a million raw gRPC entries:", hostileGRPC(t))
+	fmt.Println("a million raw gRPC entries:", hostileGRPC(t, millionRawEntries()))
+	fmt.Println("a 4 MB raw output:", hostileGRPC(t, bigRawOutput()))
 	select {}
 }
 
