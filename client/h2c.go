@@ -725,7 +725,7 @@ func (s *h2cStream) consume(b []byte) {
 			s.msgLen = int64(binary.BigEndian.Uint32(s.prefix[1:]))
 			if s.msgLen > s.max {
 				s.code = codes.ResourceExhausted
-				s.message = fmt.Sprintf("received message larger than max (%d vs. %d)", s.msgLen, s.max)
+				s.message = fmt.Sprintf("received message larger than max (%d vs. %d; --grpc-max-message-bytes)", s.msgLen, s.max)
 				s.err = fmt.Errorf("%w: message of %d bytes exceeds %d", ErrResponseTooLarge, s.msgLen, s.max)
 				return
 			}

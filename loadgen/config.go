@@ -76,6 +76,14 @@ type TargetConfig struct {
 	Host    string   `json:"host,omitempty"` // Host header / :authority override
 	// Timeout bounds each request (default 10s).
 	Timeout Duration `json:"timeout"`
+	// MaxBodyBytes caps a REST response body, GRPCMaxMessageBytes a gRPC
+	// response message (counting what decoding it costs) and
+	// MaxHeaderBytes a response's header block; zero means the client's
+	// defaults (64 MiB, MaxBodyBytes, 1 MiB). An answer beyond a cap fails
+	// its request and is discarded while it is read, never buffered.
+	MaxBodyBytes        int64 `json:"maxBodyBytes,omitempty"`
+	GRPCMaxMessageBytes int64 `json:"grpcMaxMessageBytes,omitempty"`
+	MaxHeaderBytes      int64 `json:"maxHeaderBytes,omitempty"`
 	// MetricsURL is the server's Prometheus metrics (--metrics-url, e.g.
 	// http://host:8002/metrics for Triton): the server-side breakdown when
 	// the statistics extension is absent, and the server's stream timings.

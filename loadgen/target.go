@@ -138,7 +138,8 @@ func NewTarget(ctx context.Context, cfg Config) (*OIPTarget, error) {
 
 func clientOptions(cfg Config) (client.Options, error) {
 	tc := cfg.Target
-	opts := client.Options{Timeout: tc.Timeout.D(), Host: tc.Host, Connections: tc.Connections}
+	opts := client.Options{Timeout: tc.Timeout.D(), Host: tc.Host, Connections: tc.Connections,
+		MaxResponseBytes: tc.MaxBodyBytes, MaxMessageBytes: tc.GRPCMaxMessageBytes, MaxHeaderBytes: tc.MaxHeaderBytes}
 	if opts.Connections == 0 && !tc.Protocol.IsGRPC() {
 		// One keep-alive connection per worker that can be in flight.
 		w := cfg.Load.Concurrency
