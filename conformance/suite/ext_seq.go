@@ -8,10 +8,13 @@ import (
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/reports"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
@@ -31,9 +34,35 @@ import (
 // server without sequence correlation: absent, whatever else it streams
 // (MLServer answers ModelStreamInfer and has no sequences). An error
 // answer (the accumulate fixture not deployed, looked for only after the
-// probes, or sequence parameters refused) shows nothing: the probe is
-// inconclusive and the specs run to find out.
+// probes, or sequence parameters refused) shows nothing, unless
+// ModelStreamInfer, the streaming API the extension comes with, is
+// UNIMPLEMENTED too (absent); else the probe is inconclusive and the specs
+// run to find out.
 var _ = RegisterProbe(specs.ExtSequence, func(ctx context.Context, p *Prober) ProbeResult {
+	r := sequenceProbe(ctx, p)
+	if r.Outcome != reports.ProbeInconclusive || !p.Targeted(TransportGRPC) {
+		return r
+	}
+	if s := streamProbe(ctx, p); s.Outcome == reports.ProbeAbsent {
+		s.Detail = r.Detail + "; " + s.Detail
+		return s
+	}
+	return r
+})
+
+// streamProbe sends add_sub on ModelStreamInfer: absent when the RPC is
+// UNIMPLEMENTED, else inconclusive (a stream shows no sequences).
+func streamProbe(ctx context.Context, p *Prober) ProbeResult {
+	req, _, _ := addSubPB(false)
+	s := p.Stream(ctx, []*pb.ModelInferRequest{req}, StreamOptions{HalfClose: true, Until: func(s *StreamCall) bool { return len(s.Msgs) > 0 }})
+	if s.Ended && status.Code(s.End) == codes.Unimplemented {
+		return Absent(s, "ModelStreamInfer: %s", s.Got())
+	}
+	return Inconclusive(s, "ModelStreamInfer: %s", s.Got())
+}
+
+// sequenceProbe runs the two-request accumulate sequence.
+func sequenceProbe(ctx context.Context, p *Prober) ProbeResult {
 	const id = int64(909090) // no spec uses it
 	steps := []accumulateStep{{x: 1, params: seqParams(id, true, false), want: 1}, {x: 2, params: seqParams(id, false, true), want: 3}}
 	var last Evidencer
@@ -70,7 +99,7 @@ var _ = RegisterProbe(specs.ExtSequence, func(ctx context.Context, p *Prober) Pr
 		}
 	}
 	return Observed(last, "a sequence of two accumulate requests gave the running sums 1 and 3")
-})
+}
 
 // ----- requests -----
 
