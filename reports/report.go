@@ -77,7 +77,7 @@ const (
 	// was lenient or warned.
 	VerdictFail Verdict = "fail"
 	// VerdictPartial: nothing failed but some applicable requirements were
-	// skipped or not run, so conformance is not established.
+	// skipped, not run or blocked, so conformance is not established.
 	VerdictPartial Verdict = "partial"
 	// VerdictNotSupported: the profile's transport was not targeted or the
 	// server does not support its features.
