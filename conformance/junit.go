@@ -141,6 +141,10 @@ func junitCaseOf(q reports.RequirementResult, strict bool) (junitCase, bool) {
 		}
 	case reports.StatusSkipped, reports.StatusNotRun:
 		c.Skipped = &junitMessage{Message: string(q.Status) + ": " + q.Reason}
+	case reports.StatusBlocked:
+		// Not graded: its cause is the failure; the evidence is kept.
+		c.Skipped = &junitMessage{Message: string(q.Status) + ": " + q.Reason}
+		c.SystemOut = findingsText(q)
 	default:
 		return c, false
 	}
