@@ -74,7 +74,7 @@ func checkReportPage(t *testing.T, page string, r *reports.ConformanceReport) {
 		case n > 0 && (f.Rows != n || f.Other != 0):
 			t.Errorf("filter %s shows %d rows (%d of another status), want %d", s, f.Rows, f.Other, n)
 		}
-		if s == reports.StatusFailed || s == reports.StatusLenient || s == reports.StatusWarning || s == reports.StatusSkipped || s == reports.StatusNotRun {
+		if s == reports.StatusFailed || s == reports.StatusBlocked || s == reports.StatusLenient || s == reports.StatusWarning || s == reports.StatusSkipped || s == reports.StatusNotRun {
 			attention += n
 		}
 	}
