@@ -99,12 +99,13 @@ func (m *matcher) grading() grading {
 	return grading{}
 }
 
-// Satisfy is a matcher from a check function over a view of actual: fn's
+// PassCheck is a matcher from a check function over a view of actual (not
+// gomega's Satisfy, whose function returns a bool and no reason): fn's
 // parameter type says which (*Exchange, *InferResponse, *Object, *Call, or
 // a gRPC response message such as *pb.ModelInferResponse). A nil error is a
 // match; the error is the failure message.
-func Satisfy[T any](fn func(T) error) types.GomegaMatcher {
-	return newMatcher("satisfy the check", func(actual any) error {
+func PassCheck[T any](fn func(T) error) types.GomegaMatcher {
+	return newMatcher("pass the check", func(actual any) error {
 		v, err := view[T](actual)
 		if err != nil {
 			return err
@@ -576,7 +577,7 @@ func HaveNoUnknownFields() types.GomegaMatcher {
 // EqualTensor matches a tensor.Tensor equal to want (see compareTensor:
 // datatype, shape, and every element bit for bit, NaN as NaN).
 func EqualTensor(want tensor.Tensor) types.GomegaMatcher {
-	return Satisfy(func(got tensor.Tensor) error { return compareTensor(want, got, false) })
+	return PassCheck(func(got tensor.Tensor) error { return compareTensor(want, got, false) })
 }
 
 // All matches when every matcher matches; its failure lists every failure

@@ -183,7 +183,7 @@ func HaveModelName(model string) types.GomegaMatcher {
 // HaveConcreteShapes matches a REST inference response whose output shapes
 // have no dimension below 0 (OIP-REST-RESP-007).
 func HaveConcreteShapes() types.GomegaMatcher {
-	return Satisfy(func(r *InferResponse) error {
+	return PassCheck(func(r *InferResponse) error {
 		var list []error
 		for _, o := range r.Outputs {
 			for _, d := range o.Shape {
@@ -199,7 +199,7 @@ func HaveConcreteShapes() types.GomegaMatcher {
 // HaveOutputDatatype matches a REST inference response whose named outputs,
 // where present, have the given datatype.
 func HaveOutputDatatype(datatype string, names ...string) types.GomegaMatcher {
-	return Satisfy(func(r *InferResponse) error {
+	return PassCheck(func(r *InferResponse) error {
 		var list []error
 		for _, n := range names {
 			if o := r.Output(n); o != nil && o.Datatype != datatype {
@@ -213,7 +213,7 @@ func HaveOutputDatatype(datatype string, names ...string) types.GomegaMatcher {
 // HaveDataCounts matches a REST inference response whose JSON outputs each
 // carry prod(shape) data elements, nested or flat (OIP-REST-RESP-009).
 func HaveDataCounts() types.GomegaMatcher {
-	return Satisfy(func(r *InferResponse) error {
+	return PassCheck(func(r *InferResponse) error {
 		var list []error
 		for _, o := range r.Outputs {
 			if o.BinSize >= 0 || len(o.Problems) > 0 {
@@ -261,7 +261,7 @@ func countJSON(raw json.RawMessage) (int, error) {
 // length and the body (Content-Length) is that plus the outputs'
 // binary_data_size.
 func HaveBinaryFraming() types.GomegaMatcher {
-	return Satisfy(func(r *InferResponse) error {
+	return PassCheck(func(r *InferResponse) error {
 		e := r.Ex
 		if e.Header.Get(oip.HeaderInferenceHeaderContentLength) == "" {
 			return fmt.Errorf("response carries binary outputs but no %s header", oip.HeaderInferenceHeaderContentLength)
@@ -289,7 +289,7 @@ func HaveBinaryFraming() types.GomegaMatcher {
 // as binary data (no data, binary_data_size) when binary is true, or as
 // JSON data when it is false.
 func HaveBinaryOutput(name string, binary bool) types.GomegaMatcher {
-	return Satisfy(func(r *InferResponse) error {
+	return PassCheck(func(r *InferResponse) error {
 		o := r.Output(name)
 		if o == nil {
 			return fmt.Errorf("output %q is missing (outputs: %v)", name, r.Names())
@@ -312,7 +312,7 @@ func HaveBinaryOutput(name string, binary bool) types.GomegaMatcher {
 // HaveBinaryDataSize matches a REST response whose output name has
 // binary_data_size n.
 func HaveBinaryDataSize(name string, n int64) types.GomegaMatcher {
-	return Satisfy(func(r *InferResponse) error {
+	return PassCheck(func(r *InferResponse) error {
 		switch o := r.Output(name); {
 		case o == nil:
 			return fmt.Errorf("output %q: binary_data_size (output missing), want %d", name, n)
@@ -328,7 +328,7 @@ func HaveBinaryDataSize(name string, n int64) types.GomegaMatcher {
 // HaveBinaryBytes matches a REST response whose output name came back as
 // binary data with exactly these bytes.
 func HaveBinaryBytes(name string, want []byte) types.GomegaMatcher {
-	return Satisfy(func(r *InferResponse) error {
+	return PassCheck(func(r *InferResponse) error {
 		switch o := r.Output(name); {
 		case o == nil:
 			return fmt.Errorf("output %q is missing (outputs: %v)", name, r.Names())
@@ -347,14 +347,14 @@ func HaveBinaryBytes(name string, want []byte) types.GomegaMatcher {
 // raw_output_contents, if at all, with one entry per output, of the size
 // its shape implies, and no contents (OIP-GRPC-RAW-007).
 func HaveRawOutputForm() types.GomegaMatcher {
-	return Satisfy(rawFormErr)
+	return PassCheck(rawFormErr)
 }
 
 // HaveOutputTensorFields matches a ModelInfer answer whose outputs each
 // carry a name and a datatype and whose data is in contents or in
 // raw_output_contents (OIP-GRPC-INFER-014).
 func HaveOutputTensorFields() types.GomegaMatcher {
-	return Satisfy(func(resp *pb.ModelInferResponse) error {
+	return PassCheck(func(resp *pb.ModelInferResponse) error {
 		var list []error
 		for _, o := range resp.GetOutputs() {
 			if o.GetName() == "" || o.GetDatatype() == "" {

@@ -99,7 +99,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 	// does not list it breaks this MUST; the finding says what the probe
 	// saw.
 	It("advertises binary_tensor_data in server metadata", Req("OIP-EXT-BIN-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-BIN-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+		Verify("OIP-EXT-BIN-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtBinaryTensorData)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -145,7 +145,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 				// still be the empty tensor, 0 bytes of binary data.
 				emptyAnswer(e, identityOutput(in), "OIP-EXT-BIN-006", "OIP-REST-INFER-017")
 				if e.Status == http.StatusOK {
-					Verify("OIP-EXT-BIN-006", e).To(Satisfy(func(r *InferResponse) error {
+					Verify("OIP-EXT-BIN-006", e).To(PassCheck(func(r *InferResponse) error {
 						if o := r.Output("OUTPUT0"); o != nil && o.BinSize > 0 {
 							return fmt.Errorf("OUTPUT0 of shape %v has binary_data_size %d, want 0", o.Shape, o.BinSize)
 						}

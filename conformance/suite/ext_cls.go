@@ -245,7 +245,7 @@ func (r clsResult) formatErr() error {
 
 var _ = Describe("REST classification", Over(TransportREST), Needs(specs.ExtClassification), func() {
 	It("advertises classification in server metadata", Req("OIP-EXT-CLS-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-CLS-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+		Verify("OIP-EXT-CLS-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtClassification)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -267,22 +267,22 @@ var _ = Describe("REST classification", Over(TransportREST), Needs(specs.ExtClas
 				return f(r)
 			}
 		}
-		Verify("OIP-EXT-CLS-002", e).To(Satisfy(check(func(r clsResult) error {
+		Verify("OIP-EXT-CLS-002", e).To(PassCheck(check(func(r clsResult) error {
 			if len(r.strings) != clsCount {
 				return fmt.Errorf("OUTPUT0 holds %d classes %q, want the %d asked for", len(r.strings), r.strings, clsCount)
 			}
 			return nil
 		})))
-		Verify("OIP-EXT-CLS-003", e).To(Satisfy(check(func(r clsResult) error { return r.countErr(clsCount) })))
-		Verify("OIP-EXT-CLS-004", e).To(Satisfy(check(clsResult.orderErr)))
-		Verify("OIP-EXT-CLS-005", e).To(Satisfy(check(clsResult.formatErr)))
+		Verify("OIP-EXT-CLS-003", e).To(PassCheck(check(func(r clsResult) error { return r.countErr(clsCount) })))
+		Verify("OIP-EXT-CLS-004", e).To(PassCheck(check(clsResult.orderErr)))
+		Verify("OIP-EXT-CLS-005", e).To(PassCheck(check(clsResult.formatErr)))
 	})
 })
 
 var _ = Describe("gRPC classification", Over(TransportGRPC), Needs(specs.ExtClassification), func() {
 	It("advertises classification in server metadata", Req("OIP-EXT-CLS-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-CLS-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+		Verify("OIP-EXT-CLS-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtClassification)
 		}))
 	})
@@ -299,16 +299,16 @@ var _ = Describe("gRPC classification", Over(TransportGRPC), Needs(specs.ExtClas
 				return f(r)
 			}
 		}
-		Verify("OIP-EXT-CLS-006", c).To(Satisfy(check(func(clsResult) error { return nil })))
-		Verify("OIP-EXT-CLS-002", c).To(Satisfy(check(func(r clsResult) error {
+		Verify("OIP-EXT-CLS-006", c).To(PassCheck(check(func(clsResult) error { return nil })))
+		Verify("OIP-EXT-CLS-002", c).To(PassCheck(check(func(r clsResult) error {
 			if len(r.strings) != clsCount {
 				return fmt.Errorf("OUTPUT0 holds %d classes %q, want the %d asked for", len(r.strings), r.strings, clsCount)
 			}
 			return nil
 		})))
-		Verify("OIP-EXT-CLS-003", c).To(Satisfy(check(func(r clsResult) error { return r.countErr(clsCount) })))
-		Verify("OIP-EXT-CLS-004", c).To(Satisfy(check(clsResult.orderErr)))
-		Verify("OIP-EXT-CLS-005", c).To(Satisfy(check(clsResult.formatErr)))
+		Verify("OIP-EXT-CLS-003", c).To(PassCheck(check(func(r clsResult) error { return r.countErr(clsCount) })))
+		Verify("OIP-EXT-CLS-004", c).To(PassCheck(check(clsResult.orderErr)))
+		Verify("OIP-EXT-CLS-005", c).To(PassCheck(check(clsResult.formatErr)))
 	})
 })
 

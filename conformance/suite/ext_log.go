@@ -118,7 +118,7 @@ func restoreLog(before restLog, setting string) {
 // req) when they cannot be read.
 func readLogOrStop(ctx context.Context, req string) (restLog, bool) {
 	var s restLog
-	ok := Verify(req, Get(ctx, "/v2/logging")).To(Satisfy(func(e *Exchange) error {
+	ok := Verify(req, Get(ctx, "/v2/logging")).To(PassCheck(func(e *Exchange) error {
 		var err error
 		s, err = readLogSettings(e)
 		return err
@@ -136,7 +136,7 @@ func otherLevel(cur uint64) uint64 {
 
 var _ = Describe("REST logging", Over(TransportREST), Needs(specs.ExtLogging), func() {
 	It("advertises logging in server metadata", Req("OIP-EXT-LOG-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-LOG-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+		Verify("OIP-EXT-LOG-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtLogging)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -147,7 +147,7 @@ var _ = Describe("REST logging", Over(TransportREST), Needs(specs.ExtLogging), f
 	})
 
 	It("answers GET /v2/logging with the six log settings and their types", Req("OIP-EXT-LOG-002"), func(ctx SpecContext) {
-		Verify("OIP-EXT-LOG-002", Get(ctx, "/v2/logging")).To(Satisfy(logSettingsErr))
+		Verify("OIP-EXT-LOG-002", Get(ctx, "/v2/logging")).To(PassCheck(logSettingsErr))
 	})
 
 	It("changes only the settings a POST names and answers with all of them", Req("OIP-EXT-LOG-003"), func(ctx SpecContext) {
@@ -173,8 +173,8 @@ var _ = Describe("REST logging", Over(TransportREST), Needs(specs.ExtLogging), f
 			}
 			return errors.Join(list...)
 		}
-		if Verify("OIP-EXT-LOG-003", postLog(ctx, fmt.Sprintf(`{"log_verbose_level": %d}`, want))).To(Satisfy(check)) {
-			Verify("OIP-EXT-LOG-003", Get(ctx, "/v2/logging")).To(Satisfy(check), "a later GET must agree with the update")
+		if Verify("OIP-EXT-LOG-003", postLog(ctx, fmt.Sprintf(`{"log_verbose_level": %d}`, want))).To(PassCheck(check)) {
+			Verify("OIP-EXT-LOG-003", Get(ctx, "/v2/logging")).To(PassCheck(check), "a later GET must agree with the update")
 		}
 	})
 
@@ -240,7 +240,7 @@ func grpcLogLevel(r *pb.LogSettingsResponse) (uint32, error) {
 var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), func() {
 	It("advertises logging in server metadata", Req("OIP-EXT-LOG-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-LOG-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+		Verify("OIP-EXT-LOG-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtLogging)
 		}))
 	})
@@ -248,7 +248,7 @@ var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), f
 	It("changes log_verbose_level with a uint32_param and answers every setting", Req("OIP-EXT-LOG-007"), func(ctx SpecContext) {
 		first, c := Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{}, Stub().LogSettings)
 		var before uint32
-		if !Verify("OIP-EXT-LOG-007", c).To(Satisfy(func(r *pb.LogSettingsResponse) error {
+		if !Verify("OIP-EXT-LOG-007", c).To(PassCheck(func(r *pb.LogSettingsResponse) error {
 			var err error
 			before, err = grpcLogLevel(r)
 			return err
@@ -277,9 +277,9 @@ var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), f
 		}
 		_, c = Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{Settings: map[string]*pb.LogSettingsRequest_SettingValue{
 			"log_verbose_level": {ParameterChoice: &pb.LogSettingsRequest_SettingValue_Uint32Param{Uint32Param: want}}}}, Stub().LogSettings)
-		if Verify("OIP-EXT-LOG-007", c).To(Satisfy(check)) {
+		if Verify("OIP-EXT-LOG-007", c).To(PassCheck(check)) {
 			_, c = Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{}, Stub().LogSettings)
-			Verify("OIP-EXT-LOG-007", c).To(Satisfy(check), "a later read must agree with the update")
+			Verify("OIP-EXT-LOG-007", c).To(PassCheck(check), "a later read must agree with the update")
 		}
 	})
 })

@@ -165,7 +165,7 @@ func takeBackBroken() {
 
 var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtModelRepository), func() {
 	It("advertises model_repository in server metadata", Req("OIP-EXT-REPO-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-REPO-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+		Verify("OIP-EXT-REPO-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtModelRepository)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -178,17 +178,17 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 	It("lists every model of the repository, loaded or not, in the index", Req("OIP-EXT-REPO-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		NeedFixture("repo_target")
-		Verify("OIP-EXT-REPO-002", repoPost(ctx, "/v2/repository/index", "{}")).To(Satisfy(listing([]string{"add_sub", "repo_target"}, nil)))
+		Verify("OIP-EXT-REPO-002", repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(listing([]string{"add_sub", "repo_target"}, nil)))
 	})
 
 	It("lists a model that never loaded in the index", Req("OIP-EXT-REPO-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		needBroken(ctx)
-		Verify("OIP-EXT-REPO-002", repoPost(ctx, "/v2/repository/index", "{}")).To(Satisfy(listing([]string{"add_sub", "broken"}, nil)))
+		Verify("OIP-EXT-REPO-002", repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(listing([]string{"add_sub", "broken"}, nil)))
 	})
 
 	It("answers an index request whose body is {}", Req("OIP-EXT-REPO-003"), func(ctx SpecContext) {
-		Verify("OIP-EXT-REPO-003", repoPost(ctx, "/v2/repository/index", "{}")).To(Satisfy(indexErr))
+		Verify("OIP-EXT-REPO-003", repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(indexErr))
 		e := repoPost(ctx, "/v2/repository/index", "")
 		if Answered(e) {
 			Note("OIP-EXT-REPO-003", "an index request without a body answered %d", e.Status)
@@ -198,13 +198,13 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 	It("lists only the models ready for inference when ready is true", Req("OIP-EXT-REPO-004"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		needBroken(ctx)
-		Verify("OIP-EXT-REPO-004", repoPost(ctx, "/v2/repository/index", `{"ready":true}`)).To(Satisfy(listing([]string{"add_sub"}, []string{"broken"})))
+		Verify("OIP-EXT-REPO-004", repoPost(ctx, "/v2/repository/index", `{"ready":true}`)).To(PassCheck(listing([]string{"add_sub"}, []string{"broken"})))
 	})
 
 	It("gives each model of the index a state and a reason", Req("OIP-EXT-REPO-005"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		e := repoPost(ctx, "/v2/repository/index", "{}")
-		Verify("OIP-EXT-REPO-005", e).To(Satisfy(func(e *Exchange) error {
+		Verify("OIP-EXT-REPO-005", e).To(PassCheck(func(e *Exchange) error {
 			list, err := indexEntries(e)
 			if err != nil {
 				return err
@@ -222,7 +222,7 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 			}
 			return errors.Join(errs...)
 		}))
-		Verify("OIP-EXT-REPO-005", e).Soft("the catalog does not enumerate states; Triton's ready state is READY").To(Satisfy(func(e *Exchange) error {
+		Verify("OIP-EXT-REPO-005", e).Soft("the catalog does not enumerate states; Triton's ready state is READY").To(PassCheck(func(e *Exchange) error {
 			list, err := indexEntries(e)
 			if err != nil {
 				return err
@@ -338,7 +338,7 @@ func advertisesCapability(ctx context.Context, ext specs.Extension, capability s
 var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtModelRepository), func() {
 	It("advertises model_repository in server metadata", Req("OIP-EXT-REPO-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-REPO-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+		Verify("OIP-EXT-REPO-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtModelRepository)
 		}))
 	})
@@ -354,14 +354,14 @@ var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtMo
 			return m
 		}
 		_, c := Invoke(ctx, "RepositoryIndex", &pb.RepositoryIndexRequest{}, Stub().RepositoryIndex)
-		Verify("OIP-EXT-REPO-013", c).To(Satisfy(func(r *pb.RepositoryIndexResponse) error {
+		Verify("OIP-EXT-REPO-013", c).To(PassCheck(func(r *pb.RepositoryIndexResponse) error {
 			if n := names(r); !n["add_sub"] || !n["repo_target"] {
 				return fmt.Errorf("RepositoryIndex lists %v, want add_sub and repo_target among them", clipped(fmt.Sprint(n), 200))
 			}
 			return nil
 		}))
 		_, c = Invoke(ctx, "RepositoryIndex", &pb.RepositoryIndexRequest{Ready: true}, Stub().RepositoryIndex)
-		Verify("OIP-EXT-REPO-013", c).To(Satisfy(func(r *pb.RepositoryIndexResponse) error {
+		Verify("OIP-EXT-REPO-013", c).To(PassCheck(func(r *pb.RepositoryIndexResponse) error {
 			n := names(r)
 			switch {
 			case !n["add_sub"]:
@@ -382,7 +382,7 @@ var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtMo
 		}
 		r, c := Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "repo_target"}, Stub().ModelReady)
 		if Answered(c) && c.Err == nil {
-			Verify("OIP-EXT-REPO-013", c).To(Satisfy(func(*pb.ModelReadyResponse) error {
+			Verify("OIP-EXT-REPO-013", c).To(PassCheck(func(*pb.ModelReadyResponse) error {
 				if r.GetReady() {
 					return errors.New("ModelReady{repo_target} is true after RepositoryModelUnload")
 				}
@@ -394,7 +394,7 @@ var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtMo
 			return
 		}
 		_, c = Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "repo_target"}, Stub().ModelReady)
-		Verify("OIP-EXT-REPO-013", c).To(Satisfy(func(r *pb.ModelReadyResponse) error {
+		Verify("OIP-EXT-REPO-013", c).To(PassCheck(func(r *pb.ModelReadyResponse) error {
 			if !r.GetReady() {
 				return errors.New("ModelReady{repo_target} is false after RepositoryModelLoad")
 			}

@@ -42,7 +42,7 @@ func schedPB(params map[string]int64) *pb.ModelInferRequest {
 
 var _ = Describe("REST schedule policy", Over(TransportREST), Needs(specs.ExtSchedulePolicy), func() {
 	It("advertises schedule_policy in server metadata", Req("OIP-EXT-SCHED-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-SCHED-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+		Verify("OIP-EXT-SCHED-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtSchedulePolicy)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -71,7 +71,7 @@ var _ = Describe("REST schedule policy", Over(TransportREST), Needs(specs.ExtSch
 var _ = Describe("gRPC schedule policy", Over(TransportGRPC), Needs(specs.ExtSchedulePolicy), func() {
 	It("advertises schedule_policy in server metadata", Req("OIP-EXT-SCHED-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-SCHED-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+		Verify("OIP-EXT-SCHED-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtSchedulePolicy)
 		}))
 	})

@@ -180,7 +180,7 @@ func shmInputs(ctx context.Context, req string) (region string, in0, in1, out0, 
 
 var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.ExtSystemSharedMemory), func() {
 	It("advertises system_shared_memory in server metadata", Req("OIP-EXT-SHM-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-SHM-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+		Verify("OIP-EXT-SHM-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtSystemSharedMemory)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -197,7 +197,7 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 			return
 		}
 		Verify("OIP-EXT-SHM-007", Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(r1)+"/status")).
-			To(Satisfy(shmListing([]shmEntry{{r1, m.Key, 0, 64}}, false)))
+			To(PassCheck(shmListing([]shmEntry{{r1, m.Key, 0, 64}}, false)))
 	})
 
 	It("lists every region, and one region on its route", Req("OIP-EXT-SHM-006"), func(ctx SpecContext) {
@@ -208,9 +208,9 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 			return
 		}
 		Verify("OIP-EXT-SHM-006", Get(ctx, "/v2/systemsharedmemory/status")).
-			To(Satisfy(shmListing([]shmEntry{{r1, m.Key, 0, 64}, {r2, m2.Key, shmPage, 64}}, true)))
+			To(PassCheck(shmListing([]shmEntry{{r1, m.Key, 0, 64}, {r2, m2.Key, shmPage, 64}}, true)))
 		Verify("OIP-EXT-SHM-006", Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(r1)+"/status")).
-			To(Satisfy(shmListing([]shmEntry{{r1, m.Key, 0, 64}}, false)))
+			To(PassCheck(shmListing([]shmEntry{{r1, m.Key, 0, 64}}, false)))
 	})
 
 	It("unregisters one region, then every region", Req("OIP-EXT-SHM-008"), func(ctx SpecContext) {
@@ -221,7 +221,7 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 			return
 		}
 		Verify("OIP-EXT-SHM-008", shmUnregister(ctx, r1)).To(HaveStatus(http.StatusOK))
-		Verify("OIP-EXT-SHM-008", Get(ctx, "/v2/systemsharedmemory/status")).To(Satisfy(func(e *Exchange) error {
+		Verify("OIP-EXT-SHM-008", Get(ctx, "/v2/systemsharedmemory/status")).To(PassCheck(func(e *Exchange) error {
 			var got []shmEntry
 			if err := shmStatusErr(e, &got); err != nil {
 				return err
@@ -234,7 +234,7 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 			return shmListing([]shmEntry{{r2, m2.Key, shmPage, 64}}, true)(e)
 		}))
 		Verify("OIP-EXT-SHM-008", shmUnregister(ctx, "")).To(HaveStatus(http.StatusOK))
-		Verify("OIP-EXT-SHM-008", Get(ctx, "/v2/systemsharedmemory/status")).To(Satisfy(shmListing(nil, false)))
+		Verify("OIP-EXT-SHM-008", Get(ctx, "/v2/systemsharedmemory/status")).To(PassCheck(shmListing(nil, false)))
 	})
 
 	It("answers failed calls with an error status and {\"error\": string}", Req("OIP-EXT-SHM-012"), func(ctx SpecContext) {
@@ -257,7 +257,7 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 		}
 		e := Post(ctx, "add_sub", "", Request(shmInput(in0, region, 0, 64), shmInput(in1, region, 64, 64)))
 		if Verify("OIP-EXT-SHM-002", e).To(HaveStatus(http.StatusOK)) {
-			Verify("OIP-EXT-SHM-002", e).To(Satisfy(func(r *InferResponse) error {
+			Verify("OIP-EXT-SHM-002", e).To(PassCheck(func(r *InferResponse) error {
 				for _, want := range []tensor.Tensor{out0, out1} {
 					got, err := r.Tensor(want.Name)
 					if err != nil {
@@ -297,7 +297,7 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 		if !Verify("OIP-EXT-SHM-004", e).To(HaveStatus(http.StatusOK)) {
 			return
 		}
-		Verify("OIP-EXT-SHM-004", e).To(Satisfy(func(r *InferResponse) error {
+		Verify("OIP-EXT-SHM-004", e).To(PassCheck(func(r *InferResponse) error {
 			o := r.Output("OUTPUT0")
 			if o == nil {
 				return errors.New("the response has no OUTPUT0")
@@ -402,7 +402,7 @@ func pbSHMAddSub(region string) *pb.ModelInferRequest {
 var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.ExtSystemSharedMemory), func() {
 	It("advertises system_shared_memory in server metadata", Req("OIP-EXT-SHM-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-SHM-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+		Verify("OIP-EXT-SHM-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtSystemSharedMemory)
 		}))
 	})
@@ -417,13 +417,13 @@ var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.E
 		s1 := &pb.SystemSharedMemoryStatusResponse_RegionStatus{Name: r1, Key: m.Key, Offset: 0, ByteSize: 64}
 		s2 := &pb.SystemSharedMemoryStatusResponse_RegionStatus{Name: r2, Key: m2.Key, Offset: shmPage, ByteSize: 64}
 		_, c := grpcSHMStatus(ctx, "")
-		Verify("OIP-EXT-SHM-013", c).To(Satisfy(grpcRegions(map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus{r1: s1, r2: s2}, true)))
+		Verify("OIP-EXT-SHM-013", c).To(PassCheck(grpcRegions(map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus{r1: s1, r2: s2}, true)))
 		_, c = grpcSHMStatus(ctx, r1)
-		Verify("OIP-EXT-SHM-013", c).To(Satisfy(grpcRegions(map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus{r1: s1}, false)))
+		Verify("OIP-EXT-SHM-013", c).To(PassCheck(grpcRegions(map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus{r1: s1}, false)))
 		_, c = Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: r1}, Stub().SystemSharedMemoryUnregister)
 		Verify("OIP-EXT-SHM-013", c).To(BeOK())
 		_, c = grpcSHMStatus(ctx, "")
-		Verify("OIP-EXT-SHM-013", c).To(Satisfy(func(r *pb.SystemSharedMemoryStatusResponse) error {
+		Verify("OIP-EXT-SHM-013", c).To(PassCheck(func(r *pb.SystemSharedMemoryStatusResponse) error {
 			if _, still := r.GetRegions()[r1]; still {
 				return fmt.Errorf("regions still lists %q after SystemSharedMemoryUnregister{%q}", r1, r1)
 			}
@@ -432,7 +432,7 @@ var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.E
 		_, c = Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{}, Stub().SystemSharedMemoryUnregister)
 		Verify("OIP-EXT-SHM-013", c).To(BeOK())
 		_, c = grpcSHMStatus(ctx, "")
-		Verify("OIP-EXT-SHM-013", c).To(Satisfy(grpcRegions(nil, false)))
+		Verify("OIP-EXT-SHM-013", c).To(PassCheck(grpcRegions(nil, false)))
 	})
 
 	It("reads inputs from and writes outputs to regions", Req("OIP-EXT-SHM-002", "OIP-EXT-SHM-004", "OIP-EXT-SHM-013"), func(ctx SpecContext) {
@@ -455,7 +455,7 @@ var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.E
 		if !Verify("OIP-EXT-SHM-002", c).To(BeOK()) {
 			return
 		}
-		Verify("OIP-EXT-SHM-004", c).To(Satisfy(func(r *pb.ModelInferResponse) error {
+		Verify("OIP-EXT-SHM-004", c).To(PassCheck(func(r *pb.ModelInferResponse) error {
 			for i, o := range r.GetOutputs() {
 				if o.GetName() != "OUTPUT0" {
 					continue

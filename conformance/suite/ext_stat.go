@@ -228,7 +228,7 @@ func restStats(ctx context.Context, req string) (statSnap, *Exchange, bool) {
 	})
 	e := Get(ctx, "/v2/models/add_sub/stats")
 	var snap statSnap
-	ok := Verify(req, e).To(Satisfy(func(e *Exchange) error {
+	ok := Verify(req, e).To(PassCheck(func(e *Exchange) error {
 		entries, err := statEntries(e, "add_sub")
 		if err != nil {
 			return err
@@ -254,7 +254,7 @@ func inferAddSub(ctx context.Context, req string) (sent, answered time.Time, ok 
 
 var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatistics), func() {
 	It("advertises statistics in server metadata", Req("OIP-EXT-STAT-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-STAT-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+		Verify("OIP-EXT-STAT-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtStatistics)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -266,7 +266,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 
 	It("answers the statistics of all models, of one model and of one version", Req("OIP-EXT-STAT-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-STAT-002", Get(ctx, "/v2/models/stats")).To(Satisfy(func(e *Exchange) error {
+		Verify("OIP-EXT-STAT-002", Get(ctx, "/v2/models/stats")).To(PassCheck(func(e *Exchange) error {
 			entries, err := statEntries(e, "")
 			if err != nil {
 				return err
@@ -278,7 +278,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 			}
 			return fmt.Errorf("%s lists no statistics of add_sub, a deployed model", e.What())
 		}))
-		Verify("OIP-EXT-STAT-002", Get(ctx, "/v2/models/add_sub/stats")).To(Satisfy(func(e *Exchange) error {
+		Verify("OIP-EXT-STAT-002", Get(ctx, "/v2/models/add_sub/stats")).To(PassCheck(func(e *Exchange) error {
 			entries, err := statEntries(e, "add_sub")
 			if err == nil && len(entries) == 0 {
 				err = fmt.Errorf("%s lists no statistics of add_sub", e.What())
@@ -288,7 +288,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 		if !Versions() || !Current().Deployed("versioned") {
 			return
 		}
-		Verify("OIP-EXT-STAT-002", Get(ctx, "/v2/models/versioned/versions/1/stats")).To(Satisfy(func(e *Exchange) error {
+		Verify("OIP-EXT-STAT-002", Get(ctx, "/v2/models/versioned/versions/1/stats")).To(PassCheck(func(e *Exchange) error {
 			entries, err := statEntries(e, "versioned")
 			if err != nil {
 				return err
@@ -310,7 +310,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 
 	It("answers {\"model_stats\": [...]} whose entries carry the statistics members", Req("OIP-EXT-STAT-003"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-STAT-003", Get(ctx, "/v2/models/add_sub/stats")).To(Satisfy(func(e *Exchange) error {
+		Verify("OIP-EXT-STAT-003", Get(ctx, "/v2/models/add_sub/stats")).To(PassCheck(func(e *Exchange) error {
 			entries, err := statEntries(e, "add_sub")
 			if err != nil {
 				return err
@@ -365,8 +365,8 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 				return errors.Join(list...)
 			}
 		}
-		Verify("OIP-EXT-STAT-004", e).To(Satisfy(check("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")))
-		Verify("OIP-EXT-STAT-004", e).Soft("the catalog's test is soft for the cache statistics").To(Satisfy(check("cache_hit", "cache_miss")))
+		Verify("OIP-EXT-STAT-004", e).To(PassCheck(check("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")))
+		Verify("OIP-EXT-STAT-004", e).Soft("the catalog's test is soft for the cache statistics").To(PassCheck(check("cache_hit", "cache_miss")))
 	})
 
 	It("counts one inference and one execution for a request of batch size 1", Req("OIP-EXT-STAT-005", "OIP-EXT-STAT-006"), func(ctx SpecContext) {
@@ -382,13 +382,13 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 		if !ok {
 			return
 		}
-		Verify("OIP-EXT-STAT-005", after.inference).On(e).To(Satisfy(func(n uint64) error {
+		Verify("OIP-EXT-STAT-005", after.inference).On(e).To(PassCheck(func(n uint64) error {
 			if n != before.inference+1 {
 				return fmt.Errorf("inference_count went from %d to %d after one inference of batch size 1, want +1", before.inference, n)
 			}
 			return nil
 		}))
-		Verify("OIP-EXT-STAT-006", after.execution).On(e).To(Satisfy(func(n uint64) error {
+		Verify("OIP-EXT-STAT-006", after.execution).On(e).To(PassCheck(func(n uint64) error {
 			if n != before.execution+1 {
 				return fmt.Errorf("execution_count went from %d to %d after one request, want +1", before.execution, n)
 			}
@@ -406,7 +406,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 		if !ok {
 			return
 		}
-		Verify("OIP-EXT-STAT-007", after.last).On(e).To(Satisfy(func(last uint64) error {
+		Verify("OIP-EXT-STAT-007", after.last).On(e).To(PassCheck(func(last uint64) error {
 			return lastInferenceErr(last, sent, answered)
 		}))
 	})
@@ -424,7 +424,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 		if !ok {
 			return
 		}
-		Verify("OIP-EXT-STAT-008", mid).On(e).To(Satisfy(func(s statSnap) error {
+		Verify("OIP-EXT-STAT-008", mid).On(e).To(PassCheck(func(s statSnap) error {
 			if err := s.nonDecreasing(before); err != nil {
 				return err
 			}
@@ -445,7 +445,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 		if !ok {
 			return
 		}
-		Verify("OIP-EXT-STAT-008", after).On(e).To(Satisfy(func(s statSnap) error { return s.nonDecreasing(mid) }))
+		Verify("OIP-EXT-STAT-008", after).On(e).To(PassCheck(func(s statSnap) error { return s.nonDecreasing(mid) }))
 		if after.fail == mid.fail {
 			Note("OIP-EXT-STAT-008", "fail.count did not count a request refused before the model ran (the catalog counts failures that reach the model)")
 		}
@@ -479,7 +479,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 				return errors.Join(list...)
 			}
 		}
-		Verify("OIP-EXT-STAT-009", e).To(Satisfy(batches(func(i int, b map[string]json.RawMessage) error {
+		Verify("OIP-EXT-STAT-009", e).To(PassCheck(batches(func(i int, b map[string]json.RawMessage) error {
 			var list []error
 			if _, err := countField(b, "batch_size"); err != nil {
 				list = append(list, fmt.Errorf("model_stats[%d].batch_stats: %v", i, err))
@@ -491,7 +491,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 			}
 			return errors.Join(list...)
 		})))
-		Verify("OIP-EXT-STAT-009", e).Soft("the catalog's test of the batch size is soft").To(Satisfy(func(e *Exchange) error {
+		Verify("OIP-EXT-STAT-009", e).Soft("the catalog's test of the batch size is soft").To(PassCheck(func(e *Exchange) error {
 			found := false
 			if err := batches(func(_ int, b map[string]json.RawMessage) error {
 				if n, err := countField(b, "batch_size"); err == nil && n == 1 {
@@ -510,7 +510,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 
 	It("reports response_stats and memory_usage in their documented forms when present", Req("OIP-EXT-STAT-010"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-STAT-010", Get(ctx, "/v2/models/add_sub/stats")).To(Satisfy(func(e *Exchange) error {
+		Verify("OIP-EXT-STAT-010", Get(ctx, "/v2/models/add_sub/stats")).To(PassCheck(func(e *Exchange) error {
 			entries, err := statEntries(e, "add_sub")
 			if err != nil {
 				return err
@@ -567,7 +567,7 @@ func grpcStats(ctx context.Context, name string) (*pb.ModelStatisticsResponse, *
 		return snapGRPC(r), c.Err == nil
 	})
 	r, c := Invoke(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: name}, Stub().ModelStatistics)
-	ok := Verify("OIP-EXT-STAT-012", c).To(Satisfy(func(r *pb.ModelStatisticsResponse) error {
+	ok := Verify("OIP-EXT-STAT-012", c).To(PassCheck(func(r *pb.ModelStatisticsResponse) error {
 		if name == "" {
 			return nil
 		}
@@ -587,7 +587,7 @@ func grpcStats(ctx context.Context, name string) (*pb.ModelStatisticsResponse, *
 var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatistics), func() {
 	It("advertises statistics in server metadata", Req("OIP-EXT-STAT-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-STAT-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+		Verify("OIP-EXT-STAT-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtStatistics)
 		}))
 	})
@@ -595,7 +595,7 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 	It("answers ModelStatistics for every model and for one model", Req("OIP-EXT-STAT-012"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		if r, c, ok := grpcStats(ctx, ""); ok {
-			Verify("OIP-EXT-STAT-012", c).To(Satisfy(func(*pb.ModelStatisticsResponse) error {
+			Verify("OIP-EXT-STAT-012", c).To(PassCheck(func(*pb.ModelStatisticsResponse) error {
 				for _, m := range r.GetModelStats() {
 					if m.GetName() == "add_sub" {
 						return nil
@@ -609,7 +609,7 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 			return
 		}
 		_, c := Invoke(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: "versioned", Version: "1"}, Stub().ModelStatistics)
-		Verify("OIP-EXT-STAT-012", c).To(Satisfy(func(r *pb.ModelStatisticsResponse) error {
+		Verify("OIP-EXT-STAT-012", c).To(PassCheck(func(r *pb.ModelStatisticsResponse) error {
 			if len(r.GetModelStats()) == 0 {
 				return errors.New("ModelStatistics{versioned, 1} answered no statistics")
 			}
@@ -650,26 +650,26 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 			}
 			return list
 		}
-		Verify("OIP-EXT-STAT-003", c).To(Satisfy(each(func(i int, m *pb.ModelStatistics) []error {
+		Verify("OIP-EXT-STAT-003", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
 			if m.GetInferenceStats() == nil {
 				return []error{fmt.Errorf("model_stats[%d].inference_stats is not set", i)}
 			}
 			return nil
 		})))
-		Verify("OIP-EXT-STAT-004", c).To(Satisfy(each(func(i int, m *pb.ModelStatistics) []error {
+		Verify("OIP-EXT-STAT-004", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
 			is := m.GetInferenceStats()
 			return durations(fmt.Sprintf("model_stats[%d].inference_stats", i), map[string]*pb.StatisticDuration{
 				"success": is.GetSuccess(), "fail": is.GetFail(), "queue": is.GetQueue(),
 				"compute_input": is.GetComputeInput(), "compute_infer": is.GetComputeInfer(), "compute_output": is.GetComputeOutput(),
 			})
 		})))
-		Verify("OIP-EXT-STAT-004", c).Soft("the catalog's test is soft for the cache statistics").To(Satisfy(each(func(i int, m *pb.ModelStatistics) []error {
+		Verify("OIP-EXT-STAT-004", c).Soft("the catalog's test is soft for the cache statistics").To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
 			is := m.GetInferenceStats()
 			return durations(fmt.Sprintf("model_stats[%d].inference_stats", i), map[string]*pb.StatisticDuration{
 				"cache_hit": is.GetCacheHit(), "cache_miss": is.GetCacheMiss(),
 			})
 		})))
-		Verify("OIP-EXT-STAT-009", c).To(Satisfy(each(func(i int, m *pb.ModelStatistics) []error {
+		Verify("OIP-EXT-STAT-009", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
 			var list []error
 			for j, b := range m.GetBatchStats() {
 				list = append(list, durations(fmt.Sprintf("model_stats[%d].batch_stats[%d]", i, j), map[string]*pb.StatisticDuration{
@@ -678,7 +678,7 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 			}
 			return list
 		})))
-		Verify("OIP-EXT-STAT-009", c).Soft("the catalog's test of the batch size is soft").To(Satisfy(func(*pb.ModelStatisticsResponse) error {
+		Verify("OIP-EXT-STAT-009", c).Soft("the catalog's test of the batch size is soft").To(PassCheck(func(*pb.ModelStatisticsResponse) error {
 			for _, m := range r.GetModelStats() {
 				for _, b := range m.GetBatchStats() {
 					if b.GetBatchSize() == 1 {
@@ -688,7 +688,7 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 			}
 			return errors.New("batch_stats has no entry of batch size 1 after a request of batch size 1")
 		}))
-		Verify("OIP-EXT-STAT-010", c).To(Satisfy(each(func(i int, m *pb.ModelStatistics) []error {
+		Verify("OIP-EXT-STAT-010", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
 			var list []error
 			for j, u := range m.GetMemoryUsage() {
 				if t := u.GetType(); t != "CPU" && t != "CPU_PINNED" && t != "GPU" {
@@ -732,10 +732,10 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 				return nil
 			}
 		}
-		Verify("OIP-EXT-STAT-005", c).To(Satisfy(plusOne("inference_count", b.inference, a.inference)))
-		Verify("OIP-EXT-STAT-006", c).To(Satisfy(plusOne("execution_count", b.execution, a.execution)))
-		Verify("OIP-EXT-STAT-007", c).To(Satisfy(func(*pb.ModelStatisticsResponse) error { return lastInferenceErr(a.last, sent, answered) }))
-		Verify("OIP-EXT-STAT-008", c).To(Satisfy(func(r *pb.ModelStatisticsResponse) error {
+		Verify("OIP-EXT-STAT-005", c).To(PassCheck(plusOne("inference_count", b.inference, a.inference)))
+		Verify("OIP-EXT-STAT-006", c).To(PassCheck(plusOne("execution_count", b.execution, a.execution)))
+		Verify("OIP-EXT-STAT-007", c).To(PassCheck(func(*pb.ModelStatisticsResponse) error { return lastInferenceErr(a.last, sent, answered) }))
+		Verify("OIP-EXT-STAT-008", c).To(PassCheck(func(r *pb.ModelStatisticsResponse) error {
 			if err := a.nonDecreasing(b); err != nil {
 				return err
 			}

@@ -109,7 +109,7 @@ func postTrace(ctx context.Context, path, body string) *Exchange {
 // recorded under req) when they cannot be read.
 func readTraceOrStop(ctx context.Context, req, path string) (traceSettings, bool) {
 	var s traceSettings
-	ok := Verify(req, Get(ctx, path)).To(Satisfy(func(e *Exchange) error {
+	ok := Verify(req, Get(ctx, path)).To(PassCheck(func(e *Exchange) error {
 		var err error
 		s, err = readTraceSettings(e)
 		return err
@@ -166,7 +166,7 @@ func clearModelRate() {
 
 var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func() {
 	It("advertises trace in server metadata", Req("OIP-EXT-TRACE-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-TRACE-001", Get(ctx, "/v2")).To(Satisfy(func(o *Object) error {
+		Verify("OIP-EXT-TRACE-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtTrace)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -177,9 +177,9 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 	})
 
 	It("answers the server's and a model's trace settings with string values", Req("OIP-EXT-TRACE-002"), func(ctx SpecContext) {
-		Verify("OIP-EXT-TRACE-002", Get(ctx, traceGlobal)).To(Satisfy(traceSettingsErr))
+		Verify("OIP-EXT-TRACE-002", Get(ctx, traceGlobal)).To(PassCheck(traceSettingsErr))
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-TRACE-002", Get(ctx, traceModelPath("add_sub"))).To(Satisfy(traceSettingsErr))
+		Verify("OIP-EXT-TRACE-002", Get(ctx, traceModelPath("add_sub"))).To(PassCheck(traceSettingsErr))
 	})
 
 	It("changes only the settings a POST names and answers with the settings", Req("OIP-EXT-TRACE-003"), func(ctx SpecContext) {
@@ -199,8 +199,8 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 			}
 			return after.sameExcept(before, "trace_rate")
 		}
-		if Verify("OIP-EXT-TRACE-003", postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_rate": %q}`, want))).To(Satisfy(check)) {
-			Verify("OIP-EXT-TRACE-003", Get(ctx, traceGlobal)).To(Satisfy(check), "a later GET must agree with the update")
+		if Verify("OIP-EXT-TRACE-003", postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_rate": %q}`, want))).To(PassCheck(check)) {
+			Verify("OIP-EXT-TRACE-003", Get(ctx, traceGlobal)).To(PassCheck(check), "a later GET must agree with the update")
 		}
 	})
 
@@ -220,7 +220,7 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 			own = "6"
 		}
 		set := postTrace(ctx, traceModelPath("add_sub"), fmt.Sprintf(`{"trace_rate": %q}`, own))
-		if !Verify("OIP-EXT-TRACE-004", set).To(Satisfy(func(e *Exchange) error {
+		if !Verify("OIP-EXT-TRACE-004", set).To(PassCheck(func(e *Exchange) error {
 			after, err := readTraceSettings(e)
 			if err != nil {
 				return err
@@ -234,7 +234,7 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 		})) {
 			return
 		}
-		Verify("OIP-EXT-TRACE-004", postTrace(ctx, traceModelPath("add_sub"), `{"trace_rate": null}`)).To(Satisfy(func(e *Exchange) error {
+		Verify("OIP-EXT-TRACE-004", postTrace(ctx, traceModelPath("add_sub"), `{"trace_rate": null}`)).To(PassCheck(func(e *Exchange) error {
 			after, err := readTraceSettings(e)
 			if err != nil {
 				return err
@@ -274,7 +274,7 @@ func grpcTrace(r *pb.TraceSettingResponse) (traceSettings, error) {
 var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func() {
 	It("advertises trace in server metadata", Req("OIP-EXT-TRACE-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-TRACE-001", c).To(Satisfy(func(m *pb.ServerMetadataResponse) error {
+		Verify("OIP-EXT-TRACE-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtTrace)
 		}))
 	})
@@ -282,7 +282,7 @@ var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func(
 	It("changes a setting with TraceSetting and clears a model's with an empty value", Req("OIP-EXT-TRACE-006"), func(ctx SpecContext) {
 		var before traceSettings
 		_, c := Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{}, Stub().TraceSetting)
-		if !Verify("OIP-EXT-TRACE-006", c).To(Satisfy(func(r *pb.TraceSettingResponse) error {
+		if !Verify("OIP-EXT-TRACE-006", c).To(PassCheck(func(r *pb.TraceSettingResponse) error {
 			var err error
 			before, err = grpcTrace(r)
 			return err
@@ -303,11 +303,11 @@ var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func(
 		}
 		_, c = Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{Settings: map[string]*pb.TraceSettingRequest_SettingValue{
 			"trace_rate": {Value: []string{want}}}}, Stub().TraceSetting)
-		if !Verify("OIP-EXT-TRACE-006", c).To(Satisfy(check)) {
+		if !Verify("OIP-EXT-TRACE-006", c).To(PassCheck(check)) {
 			return
 		}
 		_, c = Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{}, Stub().TraceSetting)
-		Verify("OIP-EXT-TRACE-006", c).To(Satisfy(check), "a later read must agree with the update")
+		Verify("OIP-EXT-TRACE-006", c).To(PassCheck(check), "a later read must agree with the update")
 
 		if !Current().Deployed("add_sub") {
 			return
@@ -317,7 +317,7 @@ var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func(
 			return &pb.TraceSettingRequest{ModelName: "add_sub", Settings: map[string]*pb.TraceSettingRequest_SettingValue{"trace_rate": {Value: v}}}
 		}
 		_, c = Invoke(ctx, "TraceSetting", model("5"), Stub().TraceSetting)
-		if !Verify("OIP-EXT-TRACE-006", c).To(Satisfy(func(r *pb.TraceSettingResponse) error {
+		if !Verify("OIP-EXT-TRACE-006", c).To(PassCheck(func(r *pb.TraceSettingResponse) error {
 			s, err := grpcTrace(r)
 			if err == nil && !slices.Equal(s["trace_rate"], []string{"5"}) {
 				err = fmt.Errorf("add_sub's trace_rate is %q after setting it to \"5\"", s["trace_rate"])
@@ -327,7 +327,7 @@ var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func(
 			return
 		}
 		_, c = Invoke(ctx, "TraceSetting", model(), Stub().TraceSetting)
-		Verify("OIP-EXT-TRACE-006", c).To(Satisfy(func(r *pb.TraceSettingResponse) error {
+		Verify("OIP-EXT-TRACE-006", c).To(PassCheck(func(r *pb.TraceSettingResponse) error {
 			s, err := grpcTrace(r)
 			if err == nil && !slices.Equal(s["trace_rate"], []string{want}) {
 				err = fmt.Errorf("add_sub's trace_rate is %q after clearing it with an empty value, want the server's %q", s["trace_rate"], want)

@@ -98,7 +98,7 @@ var _ = Describe("gRPC versioned inference", Over(TransportGRPC), func() {
 			_, c := Infer(ctx, req)
 			Verify("OIP-GRPC-INFER-002", c).To(HaveOutputs(versionedOutput(v, in)))
 			if c.Err == nil {
-				Verify("OIP-GRPC-INFER-004", c).To(Satisfy(func(r *pb.ModelInferResponse) error {
+				Verify("OIP-GRPC-INFER-004", c).To(PassCheck(func(r *pb.ModelInferResponse) error {
 					if got := r.GetModelVersion(); got != "" && got != req.ModelVersion {
 						return fmt.Errorf("model_version is %q, want %q", got, req.ModelVersion)
 					}
@@ -121,7 +121,7 @@ var _ = Describe("gRPC versioned inference", Over(TransportGRPC), func() {
 			Note("OIP-GRPC-INFER-002", "empty model_version answered %s", c.Code())
 			return
 		}
-		Verify("OIP-GRPC-INFER-002", c).To(Satisfy(func(r *pb.ModelInferResponse) error {
+		Verify("OIP-GRPC-INFER-002", c).To(PassCheck(func(r *pb.ModelInferResponse) error {
 			t, err := PBOutput(r, "OUTPUT0")
 			if err != nil {
 				return err
@@ -331,7 +331,7 @@ func emptyCall(c *Call, want tensor.Tensor, equal, present string) {
 		}
 		return
 	}
-	Verify(present, c).To(Satisfy(func(r *pb.ModelInferResponse) error {
+	Verify(present, c).To(PassCheck(func(r *pb.ModelInferResponse) error {
 		for _, o := range r.GetOutputs() {
 			if o.GetName() == want.Name {
 				return nil

@@ -49,7 +49,7 @@ var _ = Describe("REST inference", Over(TransportREST), func() {
 		e := Post(ctx, "add_sub", "", Request(JSONInput(in0), JSONInput(in1)))
 		Verify("OIP-REST-INFER-013", e).To(HaveOutputs(out0, out1))
 		Verify("OIP-REST-RESP-010", e).To(HaveOutputs(out0, out1))
-		Verify("OIP-REST-RESP-010", e).To(Satisfy(func(r *InferResponse) error {
+		Verify("OIP-REST-RESP-010", e).To(PassCheck(func(r *InferResponse) error {
 			for _, o := range r.Outputs {
 				if len(o.Shape) == 0 || o.Shape[0] != 3 {
 					return fmt.Errorf("output %q: shape %v, want [3 16]", o.Name, o.Shape)
@@ -94,7 +94,7 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 			Note("OIP-REST-INFER-007", "a numeric id was accepted")
 			// Accepting the number is the server's choice; echoing it as
 			// anything but the string "42" is not.
-			Verify("OIP-REST-INFER-007", e).To(Satisfy(func(r *InferResponse) error {
+			Verify("OIP-REST-INFER-007", e).To(PassCheck(func(r *InferResponse) error {
 				if raw, ok := r.Top["id"]; ok && string(raw) != `"42"` {
 					return fmt.Errorf("a numeric id 42 was accepted but echoed as %s, want \"42\"", clipped(string(raw), 80))
 				}
@@ -131,7 +131,7 @@ var _ = Describe("REST versioned inference", Over(TransportREST), func() {
 			if e.Status != http.StatusOK {
 				continue
 			}
-			Verify("OIP-REST-INFER-002", e).To(Satisfy(func(r *InferResponse) error {
+			Verify("OIP-REST-INFER-002", e).To(PassCheck(func(r *InferResponse) error {
 				if raw, ok := r.Top["model_version"]; ok {
 					var got string
 					if json.Unmarshal(raw, &got) != nil || (got != "" && got != ver) {
@@ -154,7 +154,7 @@ var _ = Describe("REST versioned inference", Over(TransportREST), func() {
 			Verify("OIP-REST-INFER-003", e).To(HaveErrorBody())
 			return
 		}
-		Verify("OIP-REST-INFER-003", e).To(Satisfy(func(r *InferResponse) error {
+		Verify("OIP-REST-INFER-003", e).To(PassCheck(func(r *InferResponse) error {
 			t, err := r.Tensor("OUTPUT0")
 			if err != nil {
 				return err

@@ -33,7 +33,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 		if !ok {
 			return
 		}
-		Verify("OIP-REST-MMETA-002", e).To(All(MatchSchema(), Satisfy(func(o *Object) error {
+		Verify("OIP-REST-MMETA-002", e).To(All(MatchSchema(), PassCheck(func(o *Object) error {
 			if name, err := o.String("name"); err == nil && name != "add_sub" {
 				return fmt.Errorf("name is %q, want \"add_sub\"", name)
 			}
@@ -45,7 +45,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 		NeedFixture("versioned")
 		e := Get(ctx, "/v2/models/versioned")
 		var vs []string
-		Verify("OIP-REST-MMETA-003", e).To(Satisfy(func(o *Object) error {
+		Verify("OIP-REST-MMETA-003", e).To(PassCheck(func(o *Object) error {
 			if raw, ok := o.Members["versions"]; ok {
 				if err := json.Unmarshal(raw, &vs); err != nil {
 					return fmt.Errorf("versions is %s, want an array of strings", clipped(string(raw), 120))
@@ -64,7 +64,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 			return
 		}
 		// OIP-YAML does not require them; the markdown lists them.
-		Verify("OIP-REST-MMETA-004", e).To(All(MatchSchema(), Satisfy(func(o *Object) error {
+		Verify("OIP-REST-MMETA-004", e).To(All(MatchSchema(), PassCheck(func(o *Object) error {
 			var list []error
 			for _, k := range []string{"inputs", "outputs"} {
 				if _, ok := o.Members[k]; !ok {
@@ -81,7 +81,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 			return
 		}
 		// The types are the schema's; the values are the fixture's.
-		Verify("OIP-REST-MMETA-005", e).To(All(MatchSchema(), Satisfy(func(o *Object) error {
+		Verify("OIP-REST-MMETA-005", e).To(All(MatchSchema(), PassCheck(func(o *Object) error {
 			ins, _ := tensorMetadataList(o.Members, "inputs")
 			outs, _ := tensorMetadataList(o.Members, "outputs")
 			return errors.Join(wantTensors("inputs", ins, addSubMeta...), wantTensors("outputs", outs, addSubOutMeta...))
@@ -93,7 +93,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 		if !ok {
 			return
 		}
-		Verify("OIP-REST-MMETA-006", e).To(Satisfy(func(o *Object) error {
+		Verify("OIP-REST-MMETA-006", e).To(PassCheck(func(o *Object) error {
 			var list []error
 			for _, k := range []string{"inputs", "outputs"} {
 				ts, _ := tensorMetadataList(o.Members, k)
@@ -109,7 +109,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 
 	It("reports variable dimensions as -1 and no dimension below -1", Req("OIP-REST-MMETA-007"), func(ctx SpecContext) {
 		NeedFixture("identity_fp32")
-		Verify("OIP-REST-MMETA-007", Get(ctx, "/v2/models/identity_fp32")).To(Satisfy(func(o *Object) error {
+		Verify("OIP-REST-MMETA-007", Get(ctx, "/v2/models/identity_fp32")).To(PassCheck(func(o *Object) error {
 			ins, err := tensorMetadataList(o.Members, "inputs")
 			list := []error{err, wantTensors("inputs", ins, tensorMeta{"INPUT0", "FP32", []int64{-1, -1}})}
 			for _, t := range ins {
@@ -128,7 +128,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 		if !ok {
 			return
 		}
-		Verify("OIP-REST-MMETA-008", e).To(Satisfy(func(o *Object) error {
+		Verify("OIP-REST-MMETA-008", e).To(PassCheck(func(o *Object) error {
 			if raw, ok := o.Members["properties"]; ok {
 				var p map[string]string
 				if json.Unmarshal(raw, &p) != nil {
@@ -155,7 +155,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 		if !Verify("OIP-REST-MMETA-010", e).To(HaveStatus(http.StatusOK)) {
 			return
 		}
-		Verify("OIP-REST-MMETA-010", e).To(Satisfy(func(o *Object) error {
+		Verify("OIP-REST-MMETA-010", e).To(PassCheck(func(o *Object) error {
 			var list []error
 			if name, err := o.String("name"); err != nil || name != "versioned" {
 				list = append(list, fmt.Errorf("name is %s, want \"versioned\"", o.Members["name"]))
