@@ -1,6 +1,6 @@
 package client
 
-import "os"
+import "github.com/oipkit/oipkit/internal/envswitch"
 
 // EnvLeanGRPC names the environment variable that turns the lean gRPC
 // transport off for the process: with OIPKIT_LEAN_GRPC=off (or 0, false)
@@ -11,15 +11,7 @@ import "os"
 const EnvLeanGRPC = "OIPKIT_LEAN_GRPC"
 
 // leanGRPC is read once: the transport is chosen for the process's life.
-var leanGRPC = switchOn(os.Getenv(EnvLeanGRPC))
-
-func switchOn(v string) bool {
-	switch v {
-	case "off", "0", "false", "no":
-		return false
-	}
-	return true
-}
+var leanGRPC = envswitch.On(EnvLeanGRPC)
 
 // LeanGRPC reports whether prepared gRPC inference requests use the lean
 // transport over plaintext in this process.

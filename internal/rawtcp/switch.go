@@ -1,6 +1,6 @@
 package rawtcp
 
-import "os"
+import "github.com/oipkit/oipkit/internal/envswitch"
 
 // EnvSwitch names the environment variable that turns the raw layer off for
 // the whole process: OIPKIT_RAWTCP=off (or 0, false) makes Wrap and
@@ -10,15 +10,7 @@ import "os"
 const EnvSwitch = "OIPKIT_RAWTCP"
 
 // enabled is read once: the layer is on or off for the process's life.
-var enabled = switchOn(os.Getenv(EnvSwitch))
-
-func switchOn(v string) bool {
-	switch v {
-	case "off", "0", "false", "no":
-		return false
-	}
-	return true
-}
+var enabled = envswitch.On(EnvSwitch)
 
 // Enabled reports whether Wrap makes connections raw in this process.
 func Enabled() bool { return enabled }

@@ -1,0 +1,17 @@
+// Package envswitch reads the environment variables that turn oipkit's
+// hand-written fast layers off (OIPKIT_RAWTCP, OIPKIT_LEAN_GRPC), so that
+// each can be measured against the standard one and ruled out, with one
+// spelling of "off" for all of them.
+package envswitch
+
+import "os"
+
+// On reports whether the layer named by the environment variable name is
+// on: it is unless the variable says off, 0, false or no.
+func On(name string) bool {
+	switch os.Getenv(name) {
+	case "off", "0", "false", "no":
+		return false
+	}
+	return true
+}
