@@ -284,7 +284,7 @@ func malformed(format string, args ...any) error {
 
 // tooLarge is an *Error wrapping ErrResponseTooLarge.
 func tooLarge(max int64, format string, args ...any) error {
-	return &Error{Op: "Infer", Message: fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", max),
+	return &Error{Op: "Infer", Message: bodyCapMessage(max),
 		Err: fmt.Errorf("%w: "+format+" (--max-body-bytes)", append([]any{ErrResponseTooLarge}, args...)...)}
 }
 

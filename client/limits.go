@@ -162,3 +162,9 @@ func headerCapError(err error, max int64) error {
 	}
 	return err
 }
+
+// bodyCapMessage is the one message of an answer refused for a body over
+// Options.MaxResponseBytes, naming the flag that raises it.
+func bodyCapMessage(max int64) string {
+	return fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", max)
+}

@@ -139,10 +139,10 @@ func (p *PreparedInfer) sendNetHTTP(ctx context.Context, keep bool, max int64) (
 		a.Body, err = readBody(resp, max)
 		a.BodyLen = int64(len(a.Body))
 		if errors.Is(err, ErrResponseTooLarge) {
-			return InferAnswer{}, &Error{Op: op, Message: fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", max), Err: err}
+			return InferAnswer{}, &Error{Op: op, Message: bodyCapMessage(max), Err: err}
 		}
 	} else if resp.ContentLength > max {
-		return InferAnswer{}, &Error{Op: op, Message: fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", max),
+		return InferAnswer{}, &Error{Op: op, Message: bodyCapMessage(max),
 			Err: fmt.Errorf("%w: Content-Length %d exceeds %d bytes", ErrResponseTooLarge, resp.ContentLength, max)}
 	} else {
 		a.BodyLen, err = io.Copy(io.Discard, io.LimitReader(resp.Body, max+1))
@@ -151,7 +151,7 @@ func (p *PreparedInfer) sendNetHTTP(ctx context.Context, keep bool, max int64) (
 	case err != nil:
 		return InferAnswer{}, &Error{Op: op, Err: transportError(ctx, fmt.Errorf("read HTTP %d response body: %w", resp.StatusCode, err))}
 	case a.BodyLen > max:
-		return InferAnswer{}, &Error{Op: op, Message: fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", max),
+		return InferAnswer{}, &Error{Op: op, Message: bodyCapMessage(max),
 			Err: fmt.Errorf("%w: HTTP %d body exceeds %d bytes", ErrResponseTooLarge, resp.StatusCode, max)}
 	}
 	if a.HeaderLen, err = checkHeaderLength(resp.Header.Values(oip.HeaderInferenceHeaderContentLength), a.BodyLen); err != nil {

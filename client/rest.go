@@ -267,7 +267,7 @@ func (c *REST) send(ctx context.Context, op, method string, u *url.URL, header h
 	if err != nil {
 		e := &Error{Op: op, Header: resp.Header, Body: b}
 		if errors.Is(err, ErrResponseTooLarge) {
-			e.Message = fmt.Sprintf("response body exceeds %d bytes (--max-body-bytes)", c.opts.MaxResponseBytes)
+			e.Message = bodyCapMessage(c.opts.MaxResponseBytes)
 			e.Err = err
 		} else {
 			e.Err = transportError(ctx, fmt.Errorf("read HTTP %d response body: %w", resp.StatusCode, err))
