@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/version"
@@ -257,15 +261,17 @@ func sample(ctx context.Context, srv *server, rest *client.REST) (Sample, error)
 	if r.Status != 200 {
 		return s, fmt.Errorf("sample the server's /metrics: HTTP %d", r.Status)
 	}
-	for _, m := range []struct {
-		name string
-		to   *float64
-	}{{"go_goroutines", &s.Goroutines}, {"go_memstats_heap_inuse_bytes", &s.HeapInuse}, {"go_memstats_heap_objects", &s.HeapObj}} {
-		v, ok := metricValue(string(r.Body), m.name)
+	names := []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_heap_objects"}
+	values, err := gauges(r.Body, names...)
+	if err != nil {
+		return s, fmt.Errorf("sample the server's /metrics: %w", err)
+	}
+	for i, to := range []*float64{&s.Goroutines, &s.HeapInuse, &s.HeapObj} {
+		v, ok := values[names[i]]
 		if !ok {
-			return s, fmt.Errorf("sample the server's /metrics: no %s (is the server older than these families?)", m.name)
+			return s, fmt.Errorf("sample the server's /metrics: no %s (is the server older than these families?)", names[i])
 		}
-		*m.to = v
+		*to = v
 	}
 	if s.RSS == 0 {
 		return s, fmt.Errorf("sample the server: no VmRSS in /proc/%d/status", pid)
@@ -273,16 +279,24 @@ func sample(ctx context.Context, srv *server, rest *client.REST) (Sample, error)
 	return s, nil
 }
 
-// metricValue reads the value of an unlabelled series of the Prometheus
-// text format.
-func metricValue(text, name string) (float64, bool) {
-	for _, line := range strings.Split(text, "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f, err == nil
-		}
+// gauges reads the named unlabelled gauges of a Prometheus text body with
+// the Prometheus project's parser; a name absent (or not one unlabelled
+// gauge) is left out of the map.
+func gauges(body []byte, names ...string) (map[string]float64, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
-	return 0, false
+	out := make(map[string]float64, len(names))
+	for _, name := range names {
+		f := families[name]
+		if f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge() == nil {
+			continue
+		}
+		out[name] = f.GetMetric()[0].GetGauge().GetValue()
+	}
+	return out, nil
 }
 
 // summaryLines are what the soak prints at its end: one line per series.

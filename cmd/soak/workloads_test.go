@@ -54,8 +54,13 @@ func TestWorkloadsAgainstReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_heap_objects"} {
-		if v, ok := metricValue(string(r.Body), name); !ok || v <= 0 {
+	names := []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_heap_objects"}
+	values, err := gauges(r.Body, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if v, ok := values[name]; !ok || v <= 0 {
 			t.Errorf("%s = %v (found %v)", name, v, ok)
 		}
 	}
