@@ -13,12 +13,9 @@ import (
 // ClassifiedOutput, and read the answer with ParseClasses. Both transports
 // carry it in an ordinary inference request.
 
-// ParamClassification is the requested-output parameter of the extension.
-const ParamClassification = "classification"
-
 // ClassifiedOutput asks for output name as its k highest-valued classes.
 func ClassifiedOutput(name string, k int64) oip.RequestedOutput {
-	return oip.RequestedOutput{Name: name, Parameters: oip.Parameters{ParamClassification: k}}
+	return oip.RequestedOutput{Name: name, Parameters: oip.Parameters{oip.ParamClassification: k}}
 }
 
 // Class is one class of a classification result.

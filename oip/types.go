@@ -21,6 +21,27 @@ const (
 	ParamBinaryDataOutput = "binary_data_output"
 )
 
+// Well-known parameter names of the sequence extension: a request's
+// correlation id (an unsigned integer or a string) and the flags that start
+// and end its sequence.
+const (
+	ParamSequenceID    = "sequence_id"
+	ParamSequenceStart = "sequence_start"
+	ParamSequenceEnd   = "sequence_end"
+)
+
+// ParamClassification is the classification extension's parameter on a
+// requested output: the number of top classes to return instead of the
+// tensor.
+const ParamClassification = "classification"
+
+// Well-known parameter names of the schedule-policy extension: a request's
+// priority level and its queue timeout in microseconds.
+const (
+	ParamPriority = "priority"
+	ParamTimeout  = "timeout"
+)
+
 // HeaderInferenceHeaderContentLength is the HTTP header of the binary-data
 // extension that gives the length of the JSON part of a body.
 const HeaderInferenceHeaderContentLength = "Inference-Header-Content-Length"

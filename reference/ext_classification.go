@@ -23,8 +23,6 @@ import (
 
 var extClassification = extension{name: specs.ExtClassification, advertised: true}
 
-// paramClassification is the requested-output parameter of the extension.
-const paramClassification = "classification"
 
 // labeler is a model with class labels for some of its outputs.
 type labeler interface {
@@ -43,18 +41,18 @@ func labelsOf(m model.Model) labeler {
 // output: ok is false when it is absent; an error when it is not an integer
 // of at least 1 or the output cannot be classified.
 func classificationCount(md *oip.ModelMetadata, out *oip.RequestedOutput) (k int64, ok bool, err error) {
-	v, present := out.Parameters[paramClassification]
+	v, present := out.Parameters[oip.ParamClassification]
 	if !present {
 		return 0, false, nil
 	}
-	k, isInt := out.Parameters.Int(paramClassification)
+	k, isInt := out.Parameters.Int(oip.ParamClassification)
 	if !isInt || k < 1 {
-		return 0, false, fmt.Errorf("parameter %q is %v; want an integer of at least 1 (the number of classes)", paramClassification, v)
+		return 0, false, fmt.Errorf("parameter %q is %v; want an integer of at least 1 (the number of classes)", oip.ParamClassification, v)
 	}
 	if _, shm := out.Parameters[oip.ParamSharedMemoryRegion]; shm {
 		// As Triton: the classes are a BYTES tensor the client never sized
 		// a region for (OIP-EXT-CLS-007).
-		return 0, false, fmt.Errorf("parameter %q cannot be combined with %q on the same output; ask for the classes in the response", paramClassification, oip.ParamSharedMemoryRegion)
+		return 0, false, fmt.Errorf("parameter %q cannot be combined with %q on the same output; ask for the classes in the response", oip.ParamClassification, oip.ParamSharedMemoryRegion)
 	}
 	meta := findTensor(md.Outputs, out.Name)
 	if meta != nil && (meta.Datatype == tensor.Bytes || meta.Datatype == tensor.Bool || len(meta.Shape) == 0) {

@@ -19,19 +19,13 @@ import (
 
 var extSchedulePolicy = extension{name: specs.ExtSchedulePolicy, advertised: true}
 
-// Request parameters of the extension.
-const (
-	paramPriority = "priority"
-	paramTimeout  = "timeout"
-)
-
 // maxRequestTimeout bounds timeout so that the conversion cannot overflow.
 const maxRequestTimeout = 365 * 24 * time.Hour
 
 // checkSchedule checks priority and timeout, when present: non-negative
 // integers.
 func checkSchedule(p oip.Parameters) error {
-	for _, k := range []string{paramPriority, paramTimeout} {
+	for _, k := range []string{oip.ParamPriority, oip.ParamTimeout} {
 		v, present := p[k]
 		if !present {
 			continue
@@ -45,7 +39,7 @@ func checkSchedule(p oip.Parameters) error {
 
 // scheduleContext bounds ctx by the request's timeout, when it has one.
 func scheduleContext(ctx context.Context, p oip.Parameters) (context.Context, context.CancelFunc) {
-	us, ok := p.Int(paramTimeout)
+	us, ok := p.Int(oip.ParamTimeout)
 	if !ok || us <= 0 {
 		return ctx, func() {}
 	}

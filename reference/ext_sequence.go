@@ -23,13 +23,6 @@ import (
 // after Config.SequenceIdleTimeout without a request, and holds at most
 // Config.MaxSequences live sequences.
 
-// The sequence parameters.
-const (
-	ParamSequenceID    = "sequence_id"
-	ParamSequenceStart = "sequence_start"
-	ParamSequenceEnd   = "sequence_end"
-)
-
 // errTooManySequences is a start refused because MaxSequences are live.
 var errTooManySequences = errors.New("too many live sequences")
 
@@ -44,17 +37,17 @@ type sequenceRef struct {
 func sequenceOf(p oip.Parameters) (sequenceRef, error) {
 	var r sequenceRef
 	var err error
-	if r.start, err = flagParam(p, ParamSequenceStart); err != nil {
+	if r.start, err = flagParam(p, oip.ParamSequenceStart); err != nil {
 		return r, err
 	}
-	if r.end, err = flagParam(p, ParamSequenceEnd); err != nil {
+	if r.end, err = flagParam(p, oip.ParamSequenceEnd); err != nil {
 		return r, err
 	}
-	switch v := p[ParamSequenceID].(type) {
+	switch v := p[oip.ParamSequenceID].(type) {
 	case nil:
 	case int64:
 		if v < 0 {
-			return r, invalidf("parameter %s is %d; want a non-negative integer or a string", ParamSequenceID, v)
+			return r, invalidf("parameter %s is %d; want a non-negative integer or a string", oip.ParamSequenceID, v)
 		}
 		if v != 0 {
 			r.id, r.shown = fmt.Sprintf("u:%d", v), fmt.Sprint(v)
@@ -65,7 +58,7 @@ func sequenceOf(p oip.Parameters) (sequenceRef, error) {
 		}
 	case float64:
 		if v != math.Trunc(v) || v < 0 || v >= 1<<64 {
-			return r, invalidf("parameter %s is %v; want a non-negative integer or a string", ParamSequenceID, v)
+			return r, invalidf("parameter %s is %v; want a non-negative integer or a string", oip.ParamSequenceID, v)
 		}
 		if v != 0 {
 			r.id, r.shown = fmt.Sprintf("u:%d", uint64(v)), fmt.Sprint(uint64(v))
@@ -75,14 +68,14 @@ func sequenceOf(p oip.Parameters) (sequenceRef, error) {
 			r.id, r.shown = "s:"+v, fmt.Sprintf("%q", v)
 		}
 	default:
-		return r, invalidf("parameter %s is %T; want a non-negative integer or a string", ParamSequenceID, v)
+		return r, invalidf("parameter %s is %T; want a non-negative integer or a string", oip.ParamSequenceID, v)
 	}
 	if r.id == "" && (r.start || r.end) {
-		flag := ParamSequenceStart
+		flag := oip.ParamSequenceStart
 		if !r.start {
-			flag = ParamSequenceEnd
+			flag = oip.ParamSequenceEnd
 		}
-		return r, invalidf("%s needs a non-zero integer or non-empty string %s", flag, ParamSequenceID)
+		return r, invalidf("%s needs a non-zero integer or non-empty string %s", flag, oip.ParamSequenceID)
 	}
 	return r, nil
 }
@@ -143,14 +136,14 @@ func (q *sequences) run(ctx context.Context, s *Server, m model.Stateful, name s
 		if seq == nil && len(q.live) >= q.max {
 			q.mu.Unlock()
 			return nil, fmt.Errorf("%w: cannot start sequence %s of model %q: %d sequences are live (server option --max-sequences); end one with %s",
-				errTooManySequences, ref.shown, name, q.max, ParamSequenceEnd)
+				errTooManySequences, ref.shown, name, q.max, oip.ParamSequenceEnd)
 		}
 		seq = &sequence{} // a restart replaces the sequence
 		q.live[key] = seq
 	case seq == nil:
 		q.mu.Unlock()
 		return nil, invalidf("sequence %s of model %q is not live (never started, ended, or idle for more than %s): start it with %s",
-			ref.shown, name, q.idle, ParamSequenceStart)
+			ref.shown, name, q.idle, oip.ParamSequenceStart)
 	}
 	seq.last = now
 	if ref.end {

@@ -321,7 +321,7 @@ func (c *clients) sequence(ctx context.Context, w *workload) error {
 	for i := range 4 {
 		x := int32(n%97) + int32(i)
 		req := &oip.InferRequest{Model: "accumulate", Parameters: oip.Parameters{
-			"sequence_id": id, "sequence_start": i == 0, "sequence_end": i == 3}, Inputs: []oip.InferInput{
+			oip.ParamSequenceID: id, oip.ParamSequenceStart: i == 0, oip.ParamSequenceEnd: i == 3}, Inputs: []oip.InferInput{
 			{Tensor: tensor.Tensor{Name: "INPUT0", Datatype: tensor.Int32, Shape: []int64{1}, Data: []int32{x}}}}}
 		want, next, err := fixture.AccumulateOutput(sum, req.Inputs[0].Tensor)
 		if err != nil {
