@@ -457,120 +457,147 @@ func (cn *http1Conn) readBody(f framing, keepUpTo, limit int64) ([]byte, int64, 
 	// unknown length is gathered in the connection's scratch buffer and
 	// copied out once complete, so a body that turns out too large costs
 	// no allocation.
-	var kept []byte
-	scratch := keepUpTo > 0 && (f.chunked || f.contentLength < 0)
-	if scratch {
-		kept = cn.scratch[:0]
+	b := bodyReader{cn: cn, keepUpTo: keepUpTo}
+	b.scratch = keepUpTo > 0 && (f.chunked || f.contentLength < 0)
+	if b.scratch {
+		b.kept = cn.scratch[:0]
 		defer func() {
-			if cap(kept) <= maxScratch {
-				cn.scratch = kept[:0]
+			if cap(b.kept) <= maxScratch {
+				cn.scratch = b.kept[:0]
 			}
 		}()
 	} else if keepUpTo > 0 {
-		kept = make([]byte, 0, min(f.contentLength, keepUpTo))
+		b.kept = make([]byte, 0, min(f.contentLength, keepUpTo))
 	}
-	done := func() []byte {
-		if scratch {
-			return bytes.Clone(kept)
-		}
-		return kept
-	}
-	var n int64
-	// take reads k bytes of the body, keeping what fits under keepUpTo.
-	take := func(k int64) error {
-		if keep := min(k, keepUpTo-int64(len(kept))); keep > 0 {
-			start := len(kept)
-			if need := start + int(keep); need > cap(kept) {
-				// Double, but never beyond keepUpTo: what a hostile
-				// server can make a request hold is keepUpTo.
-				grown := make([]byte, start, min(max(2*cap(kept), need), int(keepUpTo)))
-				copy(grown, kept)
-				kept = grown
-			}
-			kept = kept[:start+int(keep)]
-			m, err := io.ReadFull(cn.br, kept[start:])
-			kept = kept[:start+m]
-			n += int64(m)
-			if err != nil {
-				return err
-			}
-			k -= keep
-		}
-		for k > 0 {
-			d, err := cn.br.Discard(int(min(k, 1<<30)))
-			k -= int64(d)
-			n += int64(d)
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	var err error
 	switch {
 	case f.chunked:
-		budget := cn.maxHeader
-		for {
-			line, err := cn.readLine(&budget)
-			if err != nil {
-				return nil, n, truncated(err, "chunked body ended after %d bytes", n)
-			}
-			size, ok := parseChunkSize(line)
-			if !ok || !cn.crlf {
-				return nil, n, malformed("chunk size line %s", quoteCut(line))
-			}
-			if size == 0 {
-				break
-			}
-			if size > limit-n {
-				return nil, n, tooLarge(limit, "chunked body exceeds %d bytes", limit)
-			}
-			if err := take(size); err != nil {
-				return nil, n, truncated(err, "chunked body ended inside a chunk after %d bytes", n)
-			}
-			crlf, err := cn.br.Peek(2)
-			if err != nil || crlf[0] != '\r' || crlf[1] != '\n' {
-				return nil, n, truncated(err, "chunk of %d bytes not followed by CRLF", size)
-			}
-			cn.br.Discard(2)
-		}
-		for { // trailers
-			line, err := cn.readLine(&budget)
-			if err != nil {
-				return nil, n, truncated(err, "chunked body trailer ended early")
-			}
-			if !cn.crlf {
-				return nil, n, malformed("chunked body trailer line %s not ended by CRLF", quoteCut(line))
-			}
-			if len(line) == 0 {
-				return done(), n, nil
-			}
-			if colon := bytes.IndexByte(line, ':'); colon <= 0 || !httpfield.Valid(line[:colon], line[colon+1:]) {
-				return nil, n, malformed("chunked body trailer line %s", quoteCut(line))
-			}
-		}
+		err = b.chunked(limit)
 	case f.contentLength >= 0:
 		if f.contentLength > limit {
 			return nil, 0, tooLarge(limit, "Content-Length %d exceeds %d bytes", f.contentLength, limit)
 		}
-		if err := take(f.contentLength); err != nil {
-			return nil, n, truncated(err, "body ended after %d of %d bytes (Content-Length)", n, f.contentLength)
+		if err = b.take(f.contentLength); err != nil {
+			err = truncated(err, "body ended after %d of %d bytes (Content-Length)", b.n, f.contentLength)
 		}
-		return done(), n, nil
-	default: // until the server closes the connection
-		for {
-			if n >= limit {
-				if _, err := cn.br.Peek(1); err == io.EOF {
-					return done(), n, nil
-				}
-				return nil, n, tooLarge(limit, "body exceeds %d bytes", limit)
+	default:
+		err = b.untilClose(limit)
+	}
+	if err != nil {
+		return nil, b.n, err
+	}
+	return b.done(), b.n, nil
+}
+
+// bodyReader is one body being read: what is kept of it and how much was
+// read.
+type bodyReader struct {
+	cn       *http1Conn
+	kept     []byte
+	keepUpTo int64
+	n        int64
+	scratch  bool // kept is the connection's scratch buffer
+}
+
+// done returns what was kept, copied out of the scratch buffer.
+func (b *bodyReader) done() []byte {
+	if b.scratch {
+		return bytes.Clone(b.kept)
+	}
+	return b.kept
+}
+
+// take reads k bytes of the body, keeping what fits under keepUpTo.
+func (b *bodyReader) take(k int64) error {
+	if keep := min(k, b.keepUpTo-int64(len(b.kept))); keep > 0 {
+		start := len(b.kept)
+		if need := start + int(keep); need > cap(b.kept) {
+			// Double, but never beyond keepUpTo: what a hostile server can
+			// make a request hold is keepUpTo.
+			grown := make([]byte, start, min(max(2*cap(b.kept), need), int(b.keepUpTo)))
+			copy(grown, b.kept)
+			b.kept = grown
+		}
+		b.kept = b.kept[:start+int(keep)]
+		m, err := io.ReadFull(b.cn.br, b.kept[start:])
+		b.kept = b.kept[:start+m]
+		b.n += int64(m)
+		if err != nil {
+			return err
+		}
+		k -= keep
+	}
+	for k > 0 {
+		d, err := b.cn.br.Discard(int(min(k, 1<<30)))
+		k -= int64(d)
+		b.n += int64(d)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunked reads a chunked body and its trailers.
+func (b *bodyReader) chunked(limit int64) error {
+	cn := b.cn
+	budget := cn.maxHeader
+	for {
+		line, err := cn.readLine(&budget)
+		if err != nil {
+			return truncated(err, "chunked body ended after %d bytes", b.n)
+		}
+		size, ok := parseChunkSize(line)
+		if !ok || !cn.crlf {
+			return malformed("chunk size line %s", quoteCut(line))
+		}
+		if size == 0 {
+			break
+		}
+		if size > limit-b.n {
+			return tooLarge(limit, "chunked body exceeds %d bytes", limit)
+		}
+		if err := b.take(size); err != nil {
+			return truncated(err, "chunked body ended inside a chunk after %d bytes", b.n)
+		}
+		crlf, err := cn.br.Peek(2)
+		if err != nil || crlf[0] != '\r' || crlf[1] != '\n' {
+			return truncated(err, "chunk of %d bytes not followed by CRLF", size)
+		}
+		cn.br.Discard(2)
+	}
+	for { // trailers
+		line, err := cn.readLine(&budget)
+		if err != nil {
+			return truncated(err, "chunked body trailer ended early")
+		}
+		if !cn.crlf {
+			return malformed("chunked body trailer line %s not ended by CRLF", quoteCut(line))
+		}
+		if len(line) == 0 {
+			return nil
+		}
+		if colon := bytes.IndexByte(line, ':'); colon <= 0 || !httpfield.Valid(line[:colon], line[colon+1:]) {
+			return malformed("chunked body trailer line %s", quoteCut(line))
+		}
+	}
+}
+
+// untilClose reads a body that ends when the server closes the connection.
+func (b *bodyReader) untilClose(limit int64) error {
+	for {
+		if b.n >= limit {
+			if _, err := b.cn.br.Peek(1); err == io.EOF {
+				return nil
 			}
-			err := take(min(limit-n, http1BufferSize))
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return done(), n, nil
-			}
-			if err != nil {
-				return nil, n, err
-			}
+			return tooLarge(limit, "body exceeds %d bytes", limit)
+		}
+		err := b.take(min(limit-b.n, http1BufferSize))
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
