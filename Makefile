@@ -72,7 +72,7 @@ conformance-pages: chromium
 	scripts/conformance-pages.sh
 
 race:
-	$(GO) test -count=1 -race ./tensor/... ./oip/... ./client/... ./reference/... ./loadgen/... ./conformance/... ./reports/...
+	$(GO) test -count=1 -race ./tensor/... ./oip/... ./client/... ./reference/... ./loadgen/... ./conformance/...
 
 # fuzz runs each fuzz target briefly; `make fuzz FUZZTIME=1m` for longer.
 fuzz:

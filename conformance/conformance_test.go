@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/oipkit/oipkit/conformance"
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // TestConformance runs the suite against the server named by the OIPKIT_*
@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	if err := reports.WriteText(&b, rep); err != nil {
+	if err := report.WriteText(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + b.String())

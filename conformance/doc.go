@@ -1,6 +1,6 @@
 // Package conformance is oipkit's black-box conformance suite for the Open
 // Inference Protocol (OIP / KServe v2), and its public API: [Run] with its
-// [Options], the report it builds (reports.ConformanceReport, written as
+// [Options], the report it builds (report.ConformanceReport, written as
 // report.json, report.md, report.html and junit.xml: [WriteReports]), the
 // GitHub Actions step summary, and the coverage of the catalog by the specs
 // ([PreviewCoverage]).

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // JUnit XML for CI: one test case per graded requirement (its ID and
@@ -64,7 +64,7 @@ type junitMessage struct {
 }
 
 // WriteJUnit writes the report as JUnit XML.
-func WriteJUnit(w io.Writer, r *reports.ConformanceReport) error {
+func WriteJUnit(w io.Writer, r *report.ConformanceReport) error {
 	doc := &junitTestsuites{
 		Name:      SuiteDescription + ": " + strings.TrimSpace(r.Implementation.Name+" "+r.Implementation.Version),
 		Timestamp: r.Date.UTC().Format("2006-01-02T15:04:05"),
@@ -118,7 +118,7 @@ func WriteJUnit(w io.Writer, r *reports.ConformanceReport) error {
 
 // junitCaseOf is the test case of one requirement; ok is false for a
 // requirement no spec checked.
-func junitCaseOf(q reports.RequirementResult, strict bool) (junitCase, bool) {
+func junitCaseOf(q report.RequirementResult, strict bool) (junitCase, bool) {
 	c := junitCase{Name: q.ID + ": " + q.Statement, Classname: q.ID[:strings.LastIndexByte(q.ID, '-')]}
 	props := []junitProperty{{"status", string(q.Status)}, {"level", q.Level}}
 	if q.Binds != "" {
@@ -126,22 +126,22 @@ func junitCaseOf(q reports.RequirementResult, strict bool) (junitCase, bool) {
 	}
 	c.Properties = &junitProperties{Properties: props}
 	switch q.Status {
-	case reports.StatusPassed:
-	case reports.StatusFailed:
-		c.Failure = &junitMessage{Type: string(reports.ClassFail), Message: firstFinding(q, reports.ClassFail), Text: findingsText(q)}
-	case reports.StatusLenient, reports.StatusWarning:
+	case report.StatusPassed:
+	case report.StatusFailed:
+		c.Failure = &junitMessage{Type: string(report.ClassFail), Message: firstFinding(q, report.ClassFail), Text: findingsText(q)}
+	case report.StatusLenient, report.StatusWarning:
 		if strict {
-			class := reports.ClassWarning
-			if q.Status == reports.StatusLenient {
-				class = reports.ClassLenient
+			class := report.ClassWarning
+			if q.Status == report.StatusLenient {
+				class = report.ClassLenient
 			}
 			c.Failure = &junitMessage{Type: string(class), Message: "--strict: " + firstFinding(q, class), Text: findingsText(q)}
 		} else {
 			c.SystemOut = findingsText(q)
 		}
-	case reports.StatusSkipped, reports.StatusNotRun:
+	case report.StatusSkipped, report.StatusNotRun:
 		c.Skipped = &junitMessage{Message: string(q.Status) + ": " + q.Reason}
-	case reports.StatusBlocked:
+	case report.StatusBlocked:
 		// Not graded: its cause is the failure; the evidence is kept.
 		c.Skipped = &junitMessage{Message: string(q.Status) + ": " + q.Reason}
 		c.SystemOut = findingsText(q)
@@ -152,7 +152,7 @@ func junitCaseOf(q reports.RequirementResult, strict bool) (junitCase, bool) {
 }
 
 // firstFinding is the first line of the first finding of class c.
-func firstFinding(q reports.RequirementResult, c reports.Class) string {
+func firstFinding(q report.RequirementResult, c report.Class) string {
 	for _, f := range q.Findings {
 		if f.Class == c {
 			line, _, _ := strings.Cut(f.Message, "\n")
@@ -163,7 +163,7 @@ func firstFinding(q reports.RequirementResult, c reports.Class) string {
 }
 
 // findingsText lists every finding with what was sent and what came back.
-func findingsText(q reports.RequirementResult) string {
+func findingsText(q report.RequirementResult) string {
 	var b strings.Builder
 	for _, f := range q.Findings {
 		fmt.Fprintf(&b, "%s: %s\n  spec: %s\n", strings.ToUpper(string(f.Class)), f.Message, f.Spec)

@@ -7,26 +7,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
-func sampleReport() *reports.ConformanceReport {
-	ev := &reports.Evidence{Request: reports.Message{Method: "POST", Target: "/v2/models/add_sub/infer"}, Response: reports.Message{Status: "HTTP 200", Body: "{\x01}"}}
-	rs := []reports.RequirementResult{
-		{ID: "OIP-REST-INFER-006", Level: "MUST", Binds: "server", Statement: "the id is echoed", Status: reports.StatusFailed,
-			Findings: []reports.Finding{{Spec: "echoes a plain id", Class: reports.ClassFail, Message: `id is "", want "42"`, Evidence: ev}}},
-		{ID: "OIP-REST-INFER-010", Level: "MUST", Binds: "client", Statement: "dimensions are integers", Status: reports.StatusLenient,
-			Findings: []reports.Finding{{Spec: "rejects a string shape dimension", Class: reports.ClassLenient, Message: "got 200 & <ok>", Evidence: ev}}},
-		{ID: "OIP-REST-ERR-003", Level: "SHOULD", Statement: "400", Status: reports.StatusWarning,
-			Findings: []reports.Finding{{Spec: "s", Class: reports.ClassWarning, Message: "got 422, want 400"}}},
-		{ID: "OIP-GRPC-INFER-001", Level: "MUST", Statement: "infer", Status: reports.StatusNotRun, Reason: "route does not answer: gRPC /inference.GRPCInferenceService/ModelInfer"},
-		{ID: "OIP-REST-HEALTH-001", Level: "MUST", Statement: "live", Status: reports.StatusPassed},
-		{ID: "OIP-EXT-STAT-001", Level: "MUST", Statement: "stats", Status: reports.StatusNotSupported},
-		{ID: "OIP-GEN-006", Level: "SHOULD", Statement: "docs", Status: reports.StatusNotCovered},
+func sampleReport() *report.ConformanceReport {
+	ev := &report.Evidence{Request: report.Message{Method: "POST", Target: "/v2/models/add_sub/infer"}, Response: report.Message{Status: "HTTP 200", Body: "{\x01}"}}
+	rs := []report.RequirementResult{
+		{ID: "OIP-REST-INFER-006", Level: "MUST", Binds: "server", Statement: "the id is echoed", Status: report.StatusFailed,
+			Findings: []report.Finding{{Spec: "echoes a plain id", Class: report.ClassFail, Message: `id is "", want "42"`, Evidence: ev}}},
+		{ID: "OIP-REST-INFER-010", Level: "MUST", Binds: "client", Statement: "dimensions are integers", Status: report.StatusLenient,
+			Findings: []report.Finding{{Spec: "rejects a string shape dimension", Class: report.ClassLenient, Message: "got 200 & <ok>", Evidence: ev}}},
+		{ID: "OIP-REST-ERR-003", Level: "SHOULD", Statement: "400", Status: report.StatusWarning,
+			Findings: []report.Finding{{Spec: "s", Class: report.ClassWarning, Message: "got 422, want 400"}}},
+		{ID: "OIP-GRPC-INFER-001", Level: "MUST", Statement: "infer", Status: report.StatusNotRun, Reason: "route does not answer: gRPC /inference.GRPCInferenceService/ModelInfer"},
+		{ID: "OIP-REST-HEALTH-001", Level: "MUST", Statement: "live", Status: report.StatusPassed},
+		{ID: "OIP-EXT-STAT-001", Level: "MUST", Statement: "stats", Status: report.StatusNotSupported},
+		{ID: "OIP-GEN-006", Level: "SHOULD", Statement: "docs", Status: report.StatusNotCovered},
 	}
-	return &reports.ConformanceReport{APIVersion: reports.APIVersion, Kind: reports.Kind,
-		Implementation: reports.Implementation{Name: "srv", Version: "1"}, Date: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Requirements: rs, Counts: reports.Count(rs), Profiles: []reports.ProfileResult{{Name: "OIP-REST-CORE", Verdict: reports.VerdictFail, Summary: "s"}}}
+	return &report.ConformanceReport{APIVersion: report.APIVersion, Kind: report.Kind,
+		Implementation: report.Implementation{Name: "srv", Version: "1"}, Date: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Requirements: rs, Counts: report.Count(rs), Profiles: []report.ProfileResult{{Name: "OIP-REST-CORE", Verdict: report.VerdictFail, Summary: "s"}}}
 }
 
 type parsedJUnit struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/oipkit/oipkit/conformance/engine"
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/specs"
 	"github.com/oipkit/oipkit/version"
 )
@@ -25,18 +25,18 @@ type reqState struct {
 	skipped  []string // reasons
 	notRun   []string // reasons
 	notSupp  []string // reasons
-	findings []reports.Finding
+	findings []report.Finding
 	notes    []string
-	classes  map[reports.Class]bool
+	classes  map[report.Class]bool
 }
 
 // buildReport turns ginkgo's report into the conformance report.
-func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time) *reports.ConformanceReport {
+func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time) *report.ConformanceReport {
 	states := map[string]*reqState{}
 	state := func(id string) *reqState {
 		s, ok := states[id]
 		if !ok {
-			s = &reqState{classes: map[reports.Class]bool{}}
+			s = &reqState{classes: map[report.Class]bool{}}
 			states[id] = s
 		}
 		return s
@@ -78,7 +78,7 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 				case engine.EntryFinding:
 					attributed[id] = true
 					s.classes[v.Class] = true
-					s.findings = append(s.findings, reports.Finding{Spec: text, Class: v.Class, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence, Scope: v.Scope, Reproducer: v.Reproducer})
+					s.findings = append(s.findings, report.Finding{Spec: text, Class: v.Class, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence, Scope: v.Scope, Reproducer: v.Reproducer})
 				}
 			}
 		}
@@ -114,8 +114,8 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 				}
 				for _, id := range ids {
 					s := state(id)
-					s.classes[reports.ClassFail] = true
-					s.findings = append(s.findings, reports.Finding{Spec: text, Class: reports.ClassFail, Message: msg})
+					s.classes[report.ClassFail] = true
+					s.findings = append(s.findings, report.Finding{Spec: text, Class: report.ClassFail, Message: msg})
 				}
 			}
 			for _, id := range ids {
@@ -127,15 +127,15 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 	}
 
 	waivers, _ := Waivers()
-	rep := &reports.ConformanceReport{
-		APIVersion:        reports.APIVersion,
-		Kind:              reports.Kind,
-		Implementation:    reports.Implementation{Name: t.ImplName, Version: t.ImplVersion},
+	rep := &report.ConformanceReport{
+		APIVersion:        report.APIVersion,
+		Kind:              report.Kind,
+		Implementation:    report.Implementation{Name: t.ImplName, Version: t.ImplVersion},
 		SuiteVersion:      version.SuiteVersion,
 		OIPKitVersion:     version.Version,
 		Date:              start.UTC().Truncate(time.Second),
 		Duration:          time.Since(start).Round(10 * time.Millisecond).String(),
-		Targets:           reports.Targets{HTTP: opts.HTTPURL, GRPC: opts.GRPCAddr},
+		Targets:           report.Targets{HTTP: opts.HTTPURL, GRPC: opts.GRPCAddr},
 		FeatureSource:     t.FeatureSource,
 		Extensions:        t.Extensions,
 		UnknownExtensions: t.UnknownExtensions,
@@ -149,8 +149,8 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 	for _, q := range catalog.Requirements {
 		rep.Requirements = append(rep.Requirements, requirementResult(q, states[q.ID], t, waivers))
 	}
-	reports.Block(rep.Requirements, causeRank)
-	rep.Counts = reports.Count(rep.Requirements)
+	report.Block(rep.Requirements, causeRank)
+	rep.Counts = report.Count(rep.Requirements)
 	if len(r.SpecialSuiteFailureReasons) > 0 {
 		rep.Incomplete = true
 		problems = append(problems, r.SpecialSuiteFailureReasons...)
@@ -173,7 +173,7 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 
 // causeRules are the requirements about an answer as a whole, which a
 // failed answer is graded under first when several requirements fail on
-// it (reports.Block): a 5xx for a malformed request breaks
+// it (report.Block): a 5xx for a malformed request breaks
 // OIP-REST-ERR-003, a failed answer to a request without an id breaks
 // OIP-REST-INFER-006 (the id is optional), and a failed answer to a valid
 // inference breaks OIP-REST-INFER-001 or OIP-GRPC-INFER-001, whatever rule
@@ -242,20 +242,20 @@ func featureWhy(t *engine.Target) string {
 	return "neither advertised nor observed"
 }
 
-func requirementResult(q specs.Requirement, s *reqState, t *engine.Target, waivers map[string]Waiver) reports.RequirementResult {
-	res := reports.RequirementResult{
+func requirementResult(q specs.Requirement, s *reqState, t *engine.Target, waivers map[string]Waiver) report.RequirementResult {
+	res := report.RequirementResult{
 		ID: q.ID, Level: string(q.Level), Blocking: q.Level.Blocking(),
 		Transport: string(q.Transport), Extension: string(q.Extension),
-		Statement: q.Statement, Binds: string(q.Binds), Class: reports.Class(q.Class),
+		Statement: q.Statement, Binds: string(q.Binds), Class: report.Class(q.Class),
 	}
 	if s == nil || len(s.specs) == 0 {
 		switch {
 		case q.Extension != "" && !t.Features[q.Extension]:
-			res.Status, res.Reason = reports.StatusNotSupported, fmt.Sprintf("extension %s not supported (%s)", q.Extension, featureWhy(t))
+			res.Status, res.Reason = report.StatusNotSupported, fmt.Sprintf("extension %s not supported (%s)", q.Extension, featureWhy(t))
 		case waivers[q.ID].Reason != "":
-			res.Status, res.Reason = reports.StatusNotCovered, "waived: "+waivers[q.ID].Reason
+			res.Status, res.Reason = report.StatusNotCovered, "waived: "+waivers[q.ID].Reason
 		default:
-			res.Status, res.Reason = reports.StatusNotCovered, "no spec checks this requirement yet"
+			res.Status, res.Reason = report.StatusNotCovered, "no spec checks this requirement yet"
 		}
 		return res
 	}
@@ -268,20 +268,20 @@ func requirementResult(q specs.Requirement, s *reqState, t *engine.Target, waive
 	// lenient and warning findings, which never decide a verdict alone: a
 	// requirement that was only partly checked cannot let its profile pass.
 	switch {
-	case s.classes[reports.ClassFail]:
-		res.Status = reports.StatusFailed
+	case s.classes[report.ClassFail]:
+		res.Status = report.StatusFailed
 	case len(s.notRun) > 0:
-		res.Status, res.Reason = reports.StatusNotRun, strings.Join(slices.Compact(sorted(s.notRun)), "; ")
+		res.Status, res.Reason = report.StatusNotRun, strings.Join(slices.Compact(sorted(s.notRun)), "; ")
 	case len(s.skipped) > 0:
-		res.Status, res.Reason = reports.StatusSkipped, strings.Join(slices.Compact(sorted(s.skipped)), "; ")
-	case s.classes[reports.ClassLenient]:
-		res.Status = reports.StatusLenient
-	case s.classes[reports.ClassWarning]:
-		res.Status = reports.StatusWarning
+		res.Status, res.Reason = report.StatusSkipped, strings.Join(slices.Compact(sorted(s.skipped)), "; ")
+	case s.classes[report.ClassLenient]:
+		res.Status = report.StatusLenient
+	case s.classes[report.ClassWarning]:
+		res.Status = report.StatusWarning
 	case s.passed:
-		res.Status = reports.StatusPassed
+		res.Status = report.StatusPassed
 	default:
-		res.Status, res.Reason = reports.StatusNotSupported, strings.Join(slices.Compact(sorted(s.notSupp)), "; ")
+		res.Status, res.Reason = report.StatusNotSupported, strings.Join(slices.Compact(sorted(s.notSupp)), "; ")
 	}
 	return res
 }
@@ -294,7 +294,7 @@ func inconclusiveNote(q specs.Requirement, t *engine.Target) string {
 		return ""
 	}
 	for _, e := range t.Extensions {
-		if e.Name == string(q.Extension) && !e.Advertised && e.Probe == reports.ProbeInconclusive {
+		if e.Name == string(q.Extension) && !e.Advertised && e.Probe == report.ProbeInconclusive {
 			return fmt.Sprintf("extension %s is not advertised and its probe was inconclusive (%s): its specs ran to find out", e.Name, e.Detail)
 		}
 	}
@@ -311,17 +311,17 @@ func sorted(s []string) []string {
 // a requirement failed (or, under --strict, was lenient or warned); partial
 // when nothing failed but the run is incomplete or requirements were
 // skipped or not run; pass otherwise.
-func profileResults(rep *reports.ConformanceReport, t *engine.Target, opts Options) []reports.ProfileResult {
+func profileResults(rep *report.ConformanceReport, t *engine.Target, opts Options) []report.ProfileResult {
 	profiles, err := Profiles()
 	if err != nil {
 		return nil
 	}
-	var out []reports.ProfileResult
+	var out []report.ProfileResult
 	for _, p := range profiles {
 		if len(opts.Profiles) > 0 && !slices.Contains(opts.Profiles, p.Name) {
 			continue
 		}
-		pr := reports.ProfileResult{Name: p.Name, Counts: map[reports.Status]int{}}
+		pr := report.ProfileResult{Name: p.Name, Counts: map[report.Status]int{}}
 		var missing []string
 		for _, f := range p.Features {
 			if !t.Features[f] {
@@ -330,48 +330,48 @@ func profileResults(rep *reports.ConformanceReport, t *engine.Target, opts Optio
 		}
 		switch {
 		case !slices.Contains(opts.transports(), p.Transport):
-			pr.Verdict, pr.Summary = reports.VerdictNotSupported, "transport "+string(p.Transport)+" not targeted"
+			pr.Verdict, pr.Summary = report.VerdictNotSupported, "transport "+string(p.Transport)+" not targeted"
 			out = append(out, pr)
 			continue
 		case len(missing) > 0:
-			pr.Verdict, pr.Summary = reports.VerdictNotSupported, "feature not supported: "+strings.Join(missing, ", ")
+			pr.Verdict, pr.Summary = report.VerdictNotSupported, "feature not supported: "+strings.Join(missing, ", ")
 			out = append(out, pr)
 			continue
 		}
-		var included []reports.RequirementResult
+		var included []report.RequirementResult
 		for _, q := range rep.Requirements {
 			if r, ok := catalog.Get(q.ID); ok && p.Includes(r) {
 				included = append(included, q)
 			}
 		}
-		pr.Counts = reports.Count(included)
+		pr.Counts = report.Count(included)
 		for _, q := range included {
 			switch q.Status {
-			case reports.StatusFailed:
+			case report.StatusFailed:
 				pr.Failed = append(pr.Failed, q.ID)
-			case reports.StatusLenient:
+			case report.StatusLenient:
 				pr.Lenient = append(pr.Lenient, q.ID)
-			case reports.StatusWarning:
+			case report.StatusWarning:
 				pr.Warnings = append(pr.Warnings, q.ID)
-			case reports.StatusSkipped:
+			case report.StatusSkipped:
 				pr.Skipped = append(pr.Skipped, q.ID)
-			case reports.StatusNotRun:
+			case report.StatusNotRun:
 				pr.NotRun = append(pr.NotRun, q.ID)
-			case reports.StatusBlocked:
+			case report.StatusBlocked:
 				pr.Blocked = append(pr.Blocked, q.ID)
 			}
 		}
 		switch {
 		case len(pr.Failed) > 0, opts.Strict && len(pr.Lenient)+len(pr.Warnings) > 0:
-			pr.Verdict = reports.VerdictFail
+			pr.Verdict = report.VerdictFail
 		case rep.Incomplete, len(pr.Skipped) > 0, len(pr.NotRun) > 0, len(pr.Blocked) > 0:
-			pr.Verdict = reports.VerdictPartial
+			pr.Verdict = report.VerdictPartial
 		default:
-			pr.Verdict = reports.VerdictPass
+			pr.Verdict = report.VerdictPass
 		}
 		pr.Summary = fmt.Sprintf("%d requirements: %d passed, %d failed, %d blocked, %d lenient, %d warnings, %d skipped, %d not run, %d not covered",
-			len(included), pr.Counts[reports.StatusPassed], len(pr.Failed), len(pr.Blocked), len(pr.Lenient), len(pr.Warnings),
-			len(pr.Skipped), len(pr.NotRun), pr.Counts[reports.StatusNotCovered])
+			len(included), pr.Counts[report.StatusPassed], len(pr.Failed), len(pr.Blocked), len(pr.Lenient), len(pr.Warnings),
+			len(pr.Skipped), len(pr.NotRun), pr.Counts[report.StatusNotCovered])
 		out = append(out, pr)
 	}
 	return out

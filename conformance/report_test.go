@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/oipkit/oipkit/conformance/engine"
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // A requirement that warned in one spec and was skipped in another was only
@@ -17,15 +17,15 @@ func TestSkipOutranksWarning(t *testing.T) {
 	}
 	tg := &engine.Target{Features: map[Feature]bool{}}
 	s := &reqState{specs: []string{"a", "b"}, passed: true, skipped: []string{engine.SkipFixture + "identity_int8"},
-		classes:  map[reports.Class]bool{reports.ClassWarning: true},
-		findings: []reports.Finding{{Class: reports.ClassWarning, Message: "m"}}}
+		classes:  map[report.Class]bool{report.ClassWarning: true},
+		findings: []report.Finding{{Class: report.ClassWarning, Message: "m"}}}
 	res := requirementResult(q, s, tg, nil)
-	if res.Status != reports.StatusSkipped || len(res.Findings) != 1 {
+	if res.Status != report.StatusSkipped || len(res.Findings) != 1 {
 		t.Errorf("status %s with %d findings, want skipped keeping the warning", res.Status, len(res.Findings))
 	}
 	// Not run outranks skipped: the run is incomplete.
 	s.notRun = []string{"route does not answer: REST POST /v2/models/{m}/infer"}
-	if res := requirementResult(q, s, tg, nil); res.Status != reports.StatusNotRun {
+	if res := requirementResult(q, s, tg, nil); res.Status != report.StatusNotRun {
 		t.Errorf("status %s, want not-run", res.Status)
 	}
 }
@@ -35,12 +35,12 @@ func TestSkipOutranksWarning(t *testing.T) {
 func TestLenientStatus(t *testing.T) {
 	q, _ := catalog.Get("OIP-REST-INFER-010")
 	tg := &engine.Target{Features: map[Feature]bool{}}
-	s := &reqState{specs: []string{"a"}, passed: true, classes: map[reports.Class]bool{reports.ClassLenient: true}}
-	if res := requirementResult(q, s, tg, nil); res.Status != reports.StatusLenient || res.Binds != "client" || res.Statement == "" {
+	s := &reqState{specs: []string{"a"}, passed: true, classes: map[report.Class]bool{report.ClassLenient: true}}
+	if res := requirementResult(q, s, tg, nil); res.Status != report.StatusLenient || res.Binds != "client" || res.Statement == "" {
 		t.Errorf("got %s (binds %q, statement %q), want lenient with the catalog's binds and statement", res.Status, res.Binds, res.Statement)
 	}
-	s.classes[reports.ClassFail] = true
-	if res := requirementResult(q, s, tg, nil); res.Status != reports.StatusFailed {
+	s.classes[report.ClassFail] = true
+	if res := requirementResult(q, s, tg, nil); res.Status != report.StatusFailed {
 		t.Errorf("got %s, want failed", res.Status)
 	}
 }
@@ -49,39 +49,39 @@ func TestLenientStatus(t *testing.T) {
 // warning ones fail it only under --strict.
 func TestProfileVerdicts(t *testing.T) {
 	tg := &engine.Target{Features: map[Feature]bool{}}
-	build := func(status map[string]reports.Status) *reports.ConformanceReport {
-		rep := &reports.ConformanceReport{}
+	build := func(status map[string]report.Status) *report.ConformanceReport {
+		rep := &report.ConformanceReport{}
 		for _, q := range catalog.Requirements {
 			st, ok := status[q.ID]
 			if !ok {
-				st = reports.StatusPassed
+				st = report.StatusPassed
 			}
-			rep.Requirements = append(rep.Requirements, reports.RequirementResult{ID: q.ID, Blocking: q.Level.Blocking(), Status: st})
+			rep.Requirements = append(rep.Requirements, report.RequirementResult{ID: q.ID, Blocking: q.Level.Blocking(), Status: st})
 		}
 		return rep
 	}
-	verdict := func(rep *reports.ConformanceReport, strict bool) reports.ProfileResult {
+	verdict := func(rep *report.ConformanceReport, strict bool) report.ProfileResult {
 		for _, p := range profileResults(rep, tg, Options{HTTPURL: "http://x", Strict: strict}) {
 			if p.Name == "OIP-REST-CORE" {
 				return p
 			}
 		}
 		t.Fatal("no OIP-REST-CORE profile")
-		return reports.ProfileResult{}
+		return report.ProfileResult{}
 	}
-	failed := build(map[string]reports.Status{"OIP-REST-ERR-003": reports.StatusFailed}) // SHOULD; failed by a 5xx (hard)
-	if p := verdict(failed, false); p.Verdict != reports.VerdictFail || len(p.Failed) != 1 {
+	failed := build(map[string]report.Status{"OIP-REST-ERR-003": report.StatusFailed}) // SHOULD; failed by a 5xx (hard)
+	if p := verdict(failed, false); p.Verdict != report.VerdictFail || len(p.Failed) != 1 {
 		t.Errorf("OIP-REST-CORE: %s, failed %v; want fail on OIP-REST-ERR-003", p.Verdict, p.Failed)
 	}
-	lenient := build(map[string]reports.Status{"OIP-REST-INFER-010": reports.StatusLenient})
-	if p := verdict(lenient, false); p.Verdict != reports.VerdictPass || len(p.Lenient) != 1 {
+	lenient := build(map[string]report.Status{"OIP-REST-INFER-010": report.StatusLenient})
+	if p := verdict(lenient, false); p.Verdict != report.VerdictPass || len(p.Lenient) != 1 {
 		t.Errorf("lenient: %s (lenient %v), want pass listing it", p.Verdict, p.Lenient)
 	}
-	if p := verdict(lenient, true); p.Verdict != reports.VerdictFail {
+	if p := verdict(lenient, true); p.Verdict != report.VerdictFail {
 		t.Errorf("lenient under --strict: %s, want fail", p.Verdict)
 	}
-	notRun := build(map[string]reports.Status{"OIP-REST-INFER-001": reports.StatusNotRun})
-	if p := verdict(notRun, false); p.Verdict != reports.VerdictPartial || len(p.NotRun) != 1 {
+	notRun := build(map[string]report.Status{"OIP-REST-INFER-001": report.StatusNotRun})
+	if p := verdict(notRun, false); p.Verdict != report.VerdictPartial || len(p.NotRun) != 1 {
 		t.Errorf("not run: %s, want partial", p.Verdict)
 	}
 }

@@ -17,8 +17,8 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/conformance/report"
 	_ "github.com/oipkit/oipkit/conformance/suite" // the specs
-	"github.com/oipkit/oipkit/reports"
 )
 
 // SuiteDescription is the ginkgo suite name.
@@ -56,7 +56,7 @@ var _ = ReportAfterSuite("oipkit conformance report", func(r Report) {
 // that could not check everything (the server stopped answering, a route
 // never answered) returns its report with Incomplete set. Run may be called
 // once per process.
-func Run(t GinkgoTestingT, opts Options) (*reports.ConformanceReport, error) {
+func Run(t GinkgoTestingT, opts Options) (*report.ConformanceReport, error) {
 	if ran.Swap(true) {
 		return nil, ErrAlreadyRun
 	}
@@ -126,26 +126,26 @@ func Run(t GinkgoTestingT, opts Options) (*reports.ConformanceReport, error) {
 // HTML renderings (report.md, report.html) and JUnit XML (junit.xml): what
 // a run writes to Options.ReportDir, and what `oipkit conform --from`
 // writes again from a report.json.
-func WriteReports(dir string, rep *reports.ConformanceReport) error {
+func WriteReports(dir string, rep *report.ConformanceReport) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report dir: %w", err)
 	}
 	jsonPath := filepath.Join(dir, "report.json")
-	if err := reports.WriteFile(jsonPath, rep); err != nil {
+	if err := report.WriteFile(jsonPath, rep); err != nil {
 		return err
 	}
 	// The renderings are made from the report as written: JSON keeps
 	// strings as valid UTF-8 (a server's non-UTF-8 bytes quoted in evidence
 	// become U+FFFD), so report.md and report.html are what `oipkit conform
 	// --from report.json` renders, byte for byte.
-	rep, err := reports.ReadFile(jsonPath)
+	rep, err := report.ReadFile(jsonPath)
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "report.md"), func(f *os.File) error { return reports.WriteMarkdown(f, rep) }); err != nil {
+	if err := writeFile(filepath.Join(dir, "report.md"), func(f *os.File) error { return report.WriteMarkdown(f, rep) }); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "report.html"), func(f *os.File) error { return reports.WriteHTML(f, rep, Cite) }); err != nil {
+	if err := writeFile(filepath.Join(dir, "report.html"), func(f *os.File) error { return report.WriteHTML(f, rep, Cite) }); err != nil {
 		return err
 	}
 	return writeFile(filepath.Join(dir, "junit.xml"), func(f *os.File) error { return WriteJUnit(f, rep) })
@@ -153,9 +153,9 @@ func WriteReports(dir string, rep *reports.ConformanceReport) error {
 
 // Cite looks a requirement up in the catalog: its level, statement and
 // the source it was derived from, for the citations of the reports.
-func Cite(id string) (reports.Citation, bool) {
+func Cite(id string) (report.Citation, bool) {
 	q, ok := engine.Catalog.Get(id)
-	return reports.Citation{Level: string(q.Level), Statement: q.Statement, Source: q.Source}, ok
+	return report.Citation{Level: string(q.Level), Statement: q.Statement, Source: q.Source}, ok
 }
 
 func writeFile(path string, write func(*os.File) error) error {
@@ -175,7 +175,7 @@ func writeFile(path string, write func(*os.File) error) error {
 
 // appendStepSummary appends the Markdown step summary to path (the file
 // GitHub Actions names in GITHUB_STEP_SUMMARY).
-func appendStepSummary(path string, rep *reports.ConformanceReport) error {
+func appendStepSummary(path string, rep *report.ConformanceReport) error {
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("step summary: %w", err)

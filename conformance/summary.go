@@ -5,14 +5,14 @@ import (
 	"io"
 	"strings"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // WriteStepSummary writes the short Markdown summary CI shows on the run's
 // page (GitHub Actions' step summary): the overall result, the profiles,
 // the counts, the extensions, and one line per failed, lenient and warning
 // requirement with its statement and first finding.
-func WriteStepSummary(w io.Writer, r *reports.ConformanceReport) error {
+func WriteStepSummary(w io.Writer, r *report.ConformanceReport) error {
 	var b strings.Builder
 	result := map[int]string{0: "pass", 2: "incomplete", 3: "fail", 4: "partial"}[r.ExitCode()]
 	fmt.Fprintf(&b, "## OIP conformance: %s %s — %s\n\n", mdCell(r.Implementation.Name), mdCell(r.Implementation.Version), strings.ToUpper(result))
@@ -26,19 +26,19 @@ func WriteStepSummary(w io.Writer, r *reports.ConformanceReport) error {
 		fmt.Fprintf(&b, "| %s | **%s** | %s |\n", p.Name, p.Verdict, mdCell(p.Summary))
 	}
 	var counts []string
-	for _, s := range reports.Statuses {
+	for _, s := range report.Statuses {
 		counts = append(counts, fmt.Sprintf("%d %s", r.Counts[s], s))
 	}
 	fmt.Fprintf(&b, "\nRequirements: %s; %d distinct defect(s).\n", strings.Join(counts, ", "), r.DistinctDefects())
 	var exts []string
 	for _, e := range r.Extensions {
-		if e.Advertised || e.Probe == reports.ProbeObserved {
+		if e.Advertised || e.Probe == report.ProbeObserved {
 			adv := "advertised"
 			if !e.Advertised {
 				adv = "**not advertised**"
 			}
 			probe := string(e.Probe)
-			if e.Advertised && e.Probe == reports.ProbeAbsent {
+			if e.Advertised && e.Probe == report.ProbeAbsent {
 				probe = "**absent**"
 			}
 			exts = append(exts, fmt.Sprintf("%s (%s, %s)", e.Name, adv, probe))
@@ -51,16 +51,16 @@ func WriteStepSummary(w io.Writer, r *reports.ConformanceReport) error {
 		}
 		b.WriteString(".\n")
 	}
-	for _, s := range []reports.Status{reports.StatusFailed, reports.StatusBlocked, reports.StatusLenient, reports.StatusWarning, reports.StatusNotRun, reports.StatusSkipped} {
+	for _, s := range []report.Status{report.StatusFailed, report.StatusBlocked, report.StatusLenient, report.StatusWarning, report.StatusNotRun, report.StatusSkipped} {
 		ids := r.WithStatus(s)
 		if len(ids) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n<details%s><summary>%d %s</summary>\n\n", openIf(s == reports.StatusFailed), len(ids), s)
+		fmt.Fprintf(&b, "\n<details%s><summary>%d %s</summary>\n\n", openIf(s == report.StatusFailed), len(ids), s)
 		for _, id := range ids {
 			q, _ := r.Requirement(id)
 			detail := q.Reason
-			if len(q.Findings) > 0 && q.Status != reports.StatusBlocked {
+			if len(q.Findings) > 0 && q.Status != report.StatusBlocked {
 				detail, _, _ = strings.Cut(q.Findings[0].Message, "\n")
 			}
 			fmt.Fprintf(&b, "- **%s** (%s): %s — %s\n", q.ID, q.Level, mdCell(q.Statement), mdCell(oneLine(detail, 240)))

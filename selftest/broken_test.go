@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
 )
@@ -795,7 +795,7 @@ func TestBrokenServers(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("failed requirements:\n got  %v\n want %v\n%s", got, want, failureLines(run.output))
 			}
-			blocked := run.report.WithStatus(reports.StatusBlocked)
+			blocked := run.report.WithStatus(report.StatusBlocked)
 			wantBlocked := slices.Clone(b.blocked)
 			slices.Sort(wantBlocked)
 			if !slices.Equal(blocked, wantBlocked) {
@@ -974,9 +974,9 @@ func testMissingFixture(t *testing.T, hidden string, wantSkipped, partial []stri
 		}
 	}
 	for _, p := range run.report.Profiles {
-		want := reports.VerdictPass
+		want := report.VerdictPass
 		if slices.Contains(partial, p.Name) {
-			want = reports.VerdictPartial
+			want = report.VerdictPartial
 		}
 		if p.Verdict != want {
 			t.Errorf("profile %s: %s, want %s", p.Name, p.Verdict, want)

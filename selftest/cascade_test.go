@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
@@ -76,17 +76,17 @@ func TestRequestWithoutID(t *testing.T) {
 		t.Fatalf("no report (exit %d)\n%s", run.exit, run.output)
 	}
 	want := []string{"OIP-GRPC-INFER-001", "OIP-REST-INFER-001"}
-	if got := run.report.WithStatus(reports.StatusFailed); !slices.Equal(got, want) {
+	if got := run.report.WithStatus(report.StatusFailed); !slices.Equal(got, want) {
 		t.Errorf("failed %v, want %v\n%s", got, want, failureLines(run.output))
 	}
-	if got := run.report.WithStatus(reports.StatusBlocked); len(got) > 0 {
+	if got := run.report.WithStatus(report.StatusBlocked); len(got) > 0 {
 		t.Errorf("blocked %v, want none: every other spec sends an id", got)
 	}
 	if n := run.report.DistinctDefects(); n != 2 {
 		t.Errorf("distinct defects %d, want 2", n)
 	}
 	for _, e := range run.report.Extensions {
-		if e.Advertised && e.Probe != reports.ProbeObserved && e.Probe != reports.ProbeNone {
+		if e.Advertised && e.Probe != report.ProbeObserved && e.Probe != report.ProbeNone {
 			t.Errorf("extension %s: probe %s (%s), want observed: the probe's request carries an id", e.Name, e.Probe, e.Detail)
 		}
 	}
@@ -115,14 +115,14 @@ func TestCascadeIsBlocked(t *testing.T) {
 	if run.report == nil {
 		t.Fatalf("no report (exit %d)\n%s", run.exit, run.output)
 	}
-	if got := run.report.WithStatus(reports.StatusFailed); !slices.Equal(got, []string{"OIP-REST-INFER-013"}) {
+	if got := run.report.WithStatus(report.StatusFailed); !slices.Equal(got, []string{"OIP-REST-INFER-013"}) {
 		t.Errorf("failed %v, want [OIP-REST-INFER-013]\n%s", got, failureLines(run.output))
 	}
 	q, _ := run.report.Requirement("OIP-REST-RESP-010")
-	if q.Status != reports.StatusBlocked || !slices.Equal(q.BlockedBy, []string{"OIP-REST-INFER-013"}) || len(q.Findings) == 0 {
+	if q.Status != report.StatusBlocked || !slices.Equal(q.BlockedBy, []string{"OIP-REST-INFER-013"}) || len(q.Findings) == 0 {
 		t.Errorf("OIP-REST-RESP-010: %s by %v with %d findings, want blocked by OIP-REST-INFER-013 with its findings kept", q.Status, q.BlockedBy, len(q.Findings))
 	}
-	if got := run.report.WithStatus(reports.StatusBlocked); !slices.Equal(got, []string{"OIP-REST-RESP-010"}) {
+	if got := run.report.WithStatus(report.StatusBlocked); !slices.Equal(got, []string{"OIP-REST-RESP-010"}) {
 		t.Errorf("blocked %v, want [OIP-REST-RESP-010]", got)
 	}
 	if err := run.report.Validate(); err != nil {
@@ -173,10 +173,10 @@ func TestProbeRetriesServerFault(t *testing.T) {
 	if run.report == nil {
 		t.Fatalf("no report (exit %d)\n%s", run.exit, run.output)
 	}
-	if e := extension(run.report, "binary_tensor_data"); e.Probe != reports.ProbeObserved || !e.Tested {
+	if e := extension(run.report, "binary_tensor_data"); e.Probe != report.ProbeObserved || !e.Tested {
 		t.Errorf("binary_tensor_data: probe %s (%s), tested %v; want observed after one retry, tested", e.Probe, e.Detail, e.Tested)
 	}
-	if got := run.report.WithStatus(reports.StatusFailed); len(got) > 0 || run.exit != 0 {
+	if got := run.report.WithStatus(report.StatusFailed); len(got) > 0 || run.exit != 0 {
 		t.Errorf("failed %v, exit %d; want none, 0\n%s", got, run.exit, failureLines(run.output))
 	}
 }
@@ -208,14 +208,14 @@ func TestInconclusiveProbeStillGrades(t *testing.T) {
 	if run.report == nil {
 		t.Fatalf("no report (exit %d)\n%s", run.exit, run.output)
 	}
-	if e := extension(run.report, "binary_tensor_data"); e.Advertised || e.Probe != reports.ProbeInconclusive || !e.Tested {
+	if e := extension(run.report, "binary_tensor_data"); e.Advertised || e.Probe != report.ProbeInconclusive || !e.Tested {
 		t.Errorf("binary_tensor_data: %+v, want not advertised, probe inconclusive, tested", e)
 	}
-	if q, _ := run.report.Requirement("OIP-EXT-BIN-001"); q.Status != reports.StatusSkipped {
+	if q, _ := run.report.Requirement("OIP-EXT-BIN-001"); q.Status != report.StatusSkipped {
 		t.Errorf("OIP-EXT-BIN-001: %s, want skipped: a server not known to support the extension need not list it", q.Status)
 	}
 	q, _ := run.report.Requirement("OIP-EXT-BIN-002")
-	if q.Status != reports.StatusFailed {
+	if q.Status != report.StatusFailed {
 		t.Errorf("OIP-EXT-BIN-002: %s, want failed: the specs of an inconclusive extension run", q.Status)
 	}
 	said := false
@@ -226,7 +226,7 @@ func TestInconclusiveProbeStillGrades(t *testing.T) {
 		t.Errorf("OIP-EXT-BIN-002 notes %q do not say the probe was inconclusive", q.Notes)
 	}
 	for _, q := range run.report.Requirements {
-		if q.Extension == string(specs.ExtBinaryTensorData) && q.Status == reports.StatusNotSupported {
+		if q.Extension == string(specs.ExtBinaryTensorData) && q.Status == report.StatusNotSupported {
 			t.Errorf("%s is not-supported; an inconclusive probe is no evidence of absence", q.ID)
 		}
 	}
@@ -287,10 +287,10 @@ func TestStreamWithoutSequences(t *testing.T) {
 	if run.report == nil {
 		t.Fatalf("no report (exit %d)\n%s", run.exit, run.output)
 	}
-	if e := extension(run.report, "sequence"); e.Probe != reports.ProbeAbsent || e.Tested || !strings.Contains(e.Detail, "no sequence correlation") {
+	if e := extension(run.report, "sequence"); e.Probe != report.ProbeAbsent || e.Tested || !strings.Contains(e.Detail, "no sequence correlation") {
 		t.Errorf("sequence: %+v, want probe absent (no sequence correlation), not tested", e)
 	}
-	if got := run.report.WithStatus(reports.StatusFailed); len(got) > 0 || run.exit != 0 {
+	if got := run.report.WithStatus(report.StatusFailed); len(got) > 0 || run.exit != 0 {
 		t.Errorf("failed %v, exit %d; want none, 0: a server without sequences is not held to them\n%s", got, run.exit, failureLines(run.output))
 	}
 }

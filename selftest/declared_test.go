@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // TestDeclaredFixtures: a server whose models answer no metadata or
@@ -23,7 +23,7 @@ func TestDeclaredFixtures(t *testing.T) {
 		return false
 	}}}
 	httpURL, _ := brokenServer(t, b)
-	status := func(run conformRun, id string) reports.Status {
+	status := func(run conformRun, id string) report.Status {
 		t.Helper()
 		if run.report == nil {
 			t.Fatalf("no report: exit %d\n%s", run.exit, run.output)
@@ -35,16 +35,16 @@ func TestDeclaredFixtures(t *testing.T) {
 		return q.Status
 	}
 	hidden := conform(t, "--http", httpURL)
-	if got := status(hidden, "OIP-REST-INFER-001"); got != reports.StatusSkipped {
+	if got := status(hidden, "OIP-REST-INFER-001"); got != report.StatusSkipped {
 		t.Errorf("undeclared: OIP-REST-INFER-001 is %s, want skipped (no fixture discovered)", got)
 	}
 	declared := conform(t, "--http", httpURL, "--fixtures", "add_sub,identity_int32,identity_fp32,identity_bytes")
 	for _, id := range []string{"OIP-REST-INFER-001", "OIP-REST-DATA-001"} {
-		if got := status(declared, id); got != reports.StatusPassed {
+		if got := status(declared, id); got != report.StatusPassed {
 			t.Errorf("declared: %s is %s, want passed (the fixtures' inference works)", id, got)
 		}
 	}
-	if got := status(declared, "OIP-REST-MMETA-001"); got != reports.StatusFailed {
+	if got := status(declared, "OIP-REST-MMETA-001"); got != report.StatusFailed {
 		t.Errorf("declared: OIP-REST-MMETA-001 is %s, want failed (model metadata still answers 404)", got)
 	}
 	if bad := conform(t, "--http", httpURL, "--fixtures", "add_sub,no_such_model"); bad.exit != 1 {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // oipkit is the path of the binary under test, built once by TestMain.
@@ -39,8 +39,8 @@ type conformRun struct {
 	exit    int
 	output  string
 	elapsed time.Duration
-	report  *reports.ConformanceReport // nil when none was written
-	dir     string                     // the report directory
+	report  *report.ConformanceReport // nil when none was written
+	dir     string                    // the report directory
 }
 
 // conform runs `oipkit conform args... --report-dir <tmp>` and reads the
@@ -66,7 +66,7 @@ func conformEnv(t *testing.T, env []string, args ...string) conformRun {
 	} else if err != nil {
 		t.Fatalf("run oipkit conform: %v", err)
 	}
-	if rep, err := reports.ReadFile(filepath.Join(dir, "report.json")); err == nil {
+	if rep, err := report.ReadFile(filepath.Join(dir, "report.json")); err == nil {
 		run.report = rep
 	}
 	return run

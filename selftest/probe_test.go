@@ -14,18 +14,18 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
 
-func extension(r *reports.ConformanceReport, name string) reports.ExtensionResult {
+func extension(r *report.ConformanceReport, name string) report.ExtensionResult {
 	for _, e := range r.Extensions {
 		if e.Name == name {
 			return e
 		}
 	}
-	return reports.ExtensionResult{}
+	return report.ExtensionResult{}
 }
 
 // TestBinaryAdvertisedButBroken: the server lists binary_tensor_data but
@@ -48,13 +48,13 @@ func TestBinaryAdvertisedButBroken(t *testing.T) {
 	if run.exit != 3 {
 		t.Errorf("exit %d, want 3", run.exit)
 	}
-	if e := extension(run.report, "binary_tensor_data"); !e.Advertised || e.Probe != reports.ProbeAbsent || !e.Tested || e.Evidence == nil {
+	if e := extension(run.report, "binary_tensor_data"); !e.Advertised || e.Probe != report.ProbeAbsent || !e.Tested || e.Evidence == nil {
 		t.Errorf("binary_tensor_data: %+v, want advertised, probe absent with evidence, tested", e)
 	}
-	failed := run.report.WithStatus(reports.StatusFailed)
+	failed := run.report.WithStatus(report.StatusFailed)
 	// A check failing on the very answer (the same request, the same 400)
 	// that fails another requirement is blocked by it: one defect.
-	blocked := run.report.WithStatus(reports.StatusBlocked)
+	blocked := run.report.WithStatus(report.StatusBlocked)
 	for _, id := range []string{"OIP-GEN-005", "OIP-EXT-BIN-002", "OIP-EXT-BIN-005", "OIP-EXT-BIN-009"} {
 		if !slices.Contains(failed, id) && !slices.Contains(blocked, id) {
 			t.Errorf("%s is neither failed nor blocked (failed: %v, blocked %v)", id, failed, blocked)
@@ -101,14 +101,14 @@ func TestBinaryServedButNotAdvertised(t *testing.T) {
 	if run.report == nil {
 		t.Fatalf("no report (exit %d)\n%s", run.exit, run.output)
 	}
-	if got := run.report.WithStatus(reports.StatusFailed); !slices.Equal(got, []string{"OIP-EXT-BIN-001"}) {
+	if got := run.report.WithStatus(report.StatusFailed); !slices.Equal(got, []string{"OIP-EXT-BIN-001"}) {
 		t.Errorf("failed %v, want [OIP-EXT-BIN-001]\n%s", got, failureLines(run.output))
 	}
-	if e := extension(run.report, "binary_tensor_data"); e.Advertised || e.Probe != reports.ProbeObserved || !e.Tested {
+	if e := extension(run.report, "binary_tensor_data"); e.Advertised || e.Probe != report.ProbeObserved || !e.Tested {
 		t.Errorf("binary_tensor_data: %+v, want not advertised, observed, tested", e)
 	}
 	for _, id := range []string{"OIP-EXT-BIN-002", "OIP-EXT-BIN-009"} {
-		if q, _ := run.report.Requirement(id); q.Status != reports.StatusPassed {
+		if q, _ := run.report.Requirement(id); q.Status != report.StatusPassed {
 			t.Errorf("%s: %s, want passed (the specs of an observed extension run)", id, q.Status)
 		}
 	}
@@ -157,10 +157,10 @@ func TestLenientPassesUnlessStrict(t *testing.T) {
 	if run.report == nil || run.exit != 0 {
 		t.Fatalf("exit %d, want 0 (lenient findings do not fail)\n%s", run.exit, lastLines(run.output, 30))
 	}
-	if got := run.report.WithStatus(reports.StatusLenient); !slices.Equal(got, []string{"OIP-REST-INFER-010"}) {
+	if got := run.report.WithStatus(report.StatusLenient); !slices.Equal(got, []string{"OIP-REST-INFER-010"}) {
 		t.Errorf("lenient %v, want [OIP-REST-INFER-010]", got)
 	}
-	if got := run.report.WithStatus(reports.StatusFailed); len(got) > 0 {
+	if got := run.report.WithStatus(report.StatusFailed); len(got) > 0 {
 		t.Errorf("failed %v, want none", got)
 	}
 	if !strings.Contains(run.output, "LENIENT OIP-REST-INFER-010 [MUST]") {
@@ -179,7 +179,7 @@ func TestLenientPassesUnlessStrict(t *testing.T) {
 	if strict.exit != 3 || strict.report == nil {
 		t.Fatalf("--strict: exit %d, want 3\n%s", strict.exit, lastLines(strict.output, 30))
 	}
-	if v := verdicts(strict.report)["OIP-REST-CORE"]; v != reports.VerdictFail {
+	if v := verdicts(strict.report)["OIP-REST-CORE"]; v != report.VerdictFail {
 		t.Errorf("--strict: OIP-REST-CORE %s, want fail", v)
 	}
 	if c := readJUnit(t, filepath.Join(strict.dir, "junit.xml"))["OIP-REST-INFER-010"]; c.Failure == nil || c.Failure.Type != "lenient" {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/reference/referencetest"
-	"github.com/oipkit/oipkit/reports"
 )
 
 // TestReferenceConforms: the reference server passes every profile over
@@ -20,16 +20,16 @@ func TestReferenceConforms(t *testing.T) {
 		t.Fatalf("oipkit conform exit %d, want 0\n%s", run.exit, run.output)
 	}
 	for _, p := range run.report.Profiles {
-		if p.Verdict != reports.VerdictPass {
+		if p.Verdict != report.VerdictPass {
 			t.Errorf("profile %s: %s (%s), want pass", p.Name, p.Verdict, p.Summary)
 		}
 	}
-	for _, s := range []reports.Status{reports.StatusFailed, reports.StatusSkipped} {
+	for _, s := range []report.Status{report.StatusFailed, report.StatusSkipped} {
 		if ids := run.report.WithStatus(s); len(ids) > 0 {
 			t.Errorf("%s requirements: %v\n%s", s, ids, run.output)
 		}
 	}
-	if ids := run.report.WithStatus(reports.StatusWarning); len(ids) > 0 {
+	if ids := run.report.WithStatus(report.StatusWarning); len(ids) > 0 {
 		t.Logf("warnings against the reference server: %v", ids)
 	}
 	t.Logf("reference server: %v in %v", run.report.Counts, run.elapsed)
@@ -37,7 +37,7 @@ func TestReferenceConforms(t *testing.T) {
 	cases := readJUnit(t, filepath.Join(run.dir, "junit.xml"))
 	graded := 0
 	for _, q := range run.report.Requirements {
-		if q.Status != reports.StatusNotSupported && q.Status != reports.StatusNotCovered {
+		if q.Status != report.StatusNotSupported && q.Status != report.StatusNotCovered {
 			graded++
 			if c, ok := cases[q.ID]; !ok || c.Failure != nil || c.Skipped != nil {
 				t.Errorf("JUnit case of %s: %+v, want a pass", q.ID, c)
@@ -48,7 +48,7 @@ func TestReferenceConforms(t *testing.T) {
 		t.Errorf("JUnit has %d test cases, want one per graded requirement (%d)", len(cases), graded)
 	}
 	for _, e := range run.report.Extensions {
-		if (e.Name == "binary_tensor_data" || e.Name == "model_configuration") && (!e.Advertised || e.Probe != reports.ProbeObserved) {
+		if (e.Name == "binary_tensor_data" || e.Name == "model_configuration") && (!e.Advertised || e.Probe != report.ProbeObserved) {
 			t.Errorf("extension %s: advertised %v, probe %s; want advertised and observed", e.Name, e.Advertised, e.Probe)
 		}
 	}

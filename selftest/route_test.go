@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
 
@@ -64,13 +64,13 @@ func TestInferRouteNeverAnswers(t *testing.T) {
 	}
 	for _, id := range []string{"OIP-REST-INFER-001", "OIP-REST-RESP-002", "OIP-EXT-BIN-005", "OIP-GRPC-INFER-005", "OIP-GRPC-RAW-004"} {
 		q, _ := run.report.Requirement(id)
-		if q.Status != reports.StatusNotRun || !strings.Contains(q.Reason, "route does not answer") {
+		if q.Status != report.StatusNotRun || !strings.Contains(q.Reason, "route does not answer") {
 			t.Errorf("%s: %s (%s), want not-run because the route does not answer", id, q.Status, q.Reason)
 		}
 	}
 	// What does not need inference was still checked.
 	for _, id := range []string{"OIP-REST-HEALTH-001", "OIP-REST-MMETA-005", "OIP-GRPC-META-002"} {
-		if q, _ := run.report.Requirement(id); q.Status != reports.StatusPassed {
+		if q, _ := run.report.Requirement(id); q.Status != report.StatusPassed {
 			t.Errorf("%s: %s, want passed", id, q.Status)
 		}
 	}

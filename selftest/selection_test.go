@@ -12,13 +12,13 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/reference/referencetest"
-	"github.com/oipkit/oipkit/reports"
 )
 
 // verdicts maps profile name → verdict.
-func verdicts(r *reports.ConformanceReport) map[string]reports.Verdict {
-	m := map[string]reports.Verdict{}
+func verdicts(r *report.ConformanceReport) map[string]report.Verdict {
+	m := map[string]report.Verdict{}
 	for _, p := range r.Profiles {
 		m[p.Name] = p.Verdict
 	}
@@ -32,12 +32,12 @@ func TestSelection(t *testing.T) {
 	cases := []struct {
 		name string
 		args []string
-		want map[string]reports.Verdict
+		want map[string]report.Verdict
 		// notSupported must all be not-supported.
 		notSupported []string
 	}{
 		{"rest-only", []string{"--http", srv.HTTPURL()},
-			map[string]reports.Verdict{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "not-supported", "OIP-REST-BINARY": "pass",
+			map[string]report.Verdict{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "not-supported", "OIP-REST-BINARY": "pass",
 				"OIP-REST-MODEL-CONFIG": "pass", "OIP-GRPC-MODEL-CONFIG": "not-supported",
 				"OIP-REST-STATISTICS": "pass", "OIP-GRPC-STATISTICS": "not-supported",
 				"OIP-REST-MODEL-REPOSITORY": "pass", "OIP-GRPC-MODEL-REPOSITORY": "not-supported",
@@ -50,7 +50,7 @@ func TestSelection(t *testing.T) {
 				"OIP-REST-SCHEDULE-POLICY": "pass", "OIP-GRPC-SCHEDULE-POLICY": "not-supported"},
 			[]string{"OIP-GRPC-HEALTH-001", "OIP-GRPC-INFER-001", "OIP-GRPC-RAW-007", "OIP-GEN-007"}},
 		{"grpc-only", []string{"--grpc", srv.GRPCAddr()},
-			map[string]reports.Verdict{"OIP-REST-CORE": "not-supported", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
+			map[string]report.Verdict{"OIP-REST-CORE": "not-supported", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
 				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "pass",
 				"OIP-REST-STATISTICS": "not-supported", "OIP-GRPC-STATISTICS": "pass",
 				"OIP-REST-MODEL-REPOSITORY": "not-supported", "OIP-GRPC-MODEL-REPOSITORY": "pass",
@@ -63,7 +63,7 @@ func TestSelection(t *testing.T) {
 				"OIP-REST-SCHEDULE-POLICY": "not-supported", "OIP-GRPC-SCHEDULE-POLICY": "pass"},
 			[]string{"OIP-REST-HEALTH-001", "OIP-REST-INFER-001", "OIP-EXT-BIN-002", "OIP-REST-DATA-012"}},
 		{"features-none", []string{"--http", srv.HTTPURL(), "--grpc", srv.GRPCAddr(), "--features", "none"},
-			map[string]reports.Verdict{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
+			map[string]report.Verdict{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
 				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "not-supported",
 				"OIP-REST-STATISTICS": "not-supported", "OIP-GRPC-STATISTICS": "not-supported",
 				"OIP-REST-MODEL-REPOSITORY": "not-supported", "OIP-GRPC-MODEL-REPOSITORY": "not-supported",
@@ -82,7 +82,7 @@ func TestSelection(t *testing.T) {
 			if run.exit != 0 || run.report == nil {
 				t.Fatalf("exit %d, want 0\n%s", run.exit, run.output)
 			}
-			for _, s := range []reports.Status{reports.StatusFailed, reports.StatusSkipped} {
+			for _, s := range []report.Status{report.StatusFailed, report.StatusSkipped} {
 				if ids := run.report.WithStatus(s); len(ids) > 0 {
 					t.Errorf("%s requirements %v, want none", s, ids)
 				}
@@ -90,7 +90,7 @@ func TestSelection(t *testing.T) {
 			if got := verdicts(run.report); !mapsEqual(got, c.want) {
 				t.Errorf("verdicts %v, want %v", got, c.want)
 			}
-			ns := run.report.WithStatus(reports.StatusNotSupported)
+			ns := run.report.WithStatus(report.StatusNotSupported)
 			for _, id := range c.notSupported {
 				if !slices.Contains(ns, id) {
 					t.Errorf("%s is not not-supported", id)
@@ -100,7 +100,7 @@ func TestSelection(t *testing.T) {
 	}
 }
 
-func mapsEqual(a, b map[string]reports.Verdict) bool {
+func mapsEqual(a, b map[string]report.Verdict) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -126,7 +126,7 @@ func TestFeatureFlagCannotHideAbsentAdvertisement(t *testing.T) {
 	if run.report == nil {
 		t.Fatalf("no report\n%s", run.output)
 	}
-	if got := run.report.WithStatus(reports.StatusFailed); !slices.Equal(got, []string{"OIP-EXT-BIN-001"}) {
+	if got := run.report.WithStatus(report.StatusFailed); !slices.Equal(got, []string{"OIP-EXT-BIN-001"}) {
 		t.Errorf("failed %v, want [OIP-EXT-BIN-001]\n%s", got, failureLines(run.output))
 	}
 	if run.report.FeatureSource != "flag" {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // kserveLike breaks a server the way KServe 0.21 is broken: every refusal
@@ -85,7 +85,7 @@ func TestTerminalTellsTheStory(t *testing.T) {
 			// Only a body over the bound is not sent exactly: a REST one
 			// (BodyBytes), or an RPC's (its evidence, clipped, tells).
 			req := f.Evidence.Request
-			big := req.BodyBytes > reports.MaxReproducerBody || strings.HasPrefix(req.Method, "RPC") && strings.HasSuffix(req.Body, "…")
+			big := req.BodyBytes > report.MaxReproducerBody || strings.HasPrefix(req.Method, "RPC") && strings.HasSuffix(req.Body, "…")
 			if f.Reproducer == "" || strings.HasPrefix(f.Reproducer, "# NOT EXACT") && !big {
 				t.Errorf("%s: finding %q has reproducer %q", q.ID, f.Spec, f.Reproducer)
 			}

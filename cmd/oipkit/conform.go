@@ -12,8 +12,8 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/conformance"
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/reference"
-	"github.com/oipkit/oipkit/reports"
 )
 
 func init() {
@@ -172,9 +172,9 @@ e.g. a fixture model is not deployed).`)
 		}
 	}
 	fmt.Println()
-	summary := reports.WriteText
+	summary := report.WriteText
 	if opts.Verbose {
-		summary = reports.WriteTextWithReproducers
+		summary = report.WriteTextWithReproducers
 	}
 	if werr := summary(os.Stdout, rep); werr != nil {
 		return werr
@@ -206,7 +206,7 @@ func renderConformReport(fs *flag.FlagSet, path, dir string) error {
 	if len(conflict) > 0 {
 		return fmt.Errorf("%w: --from runs nothing; %s cannot be used with it", errUsage, strings.Join(conflict, ", "))
 	}
-	rep, err := reports.ReadFile(path)
+	rep, err := report.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("%w: --from: %v", errUsage, err)
 	}
@@ -218,7 +218,7 @@ func renderConformReport(fs *flag.FlagSet, path, dir string) error {
 			return err
 		}
 	}
-	if err := reports.WriteText(os.Stdout, rep); err != nil {
+	if err := report.WriteText(os.Stdout, rep); err != nil {
 		return err
 	}
 	if dir != "" {

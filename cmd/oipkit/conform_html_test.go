@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/htmlpage/browser"
-	"github.com/oipkit/oipkit/reports"
 )
 
 // committedRuntimes are the runtimes with committed conformance reports, in
@@ -51,7 +51,7 @@ type reportProbe struct {
 // checkReportPage opens a conformance report page and checks it against
 // its report: every requirement shown, the filters showing exactly the
 // requirements of their status, evidence folded, links landing.
-func checkReportPage(t *testing.T, page string, r *reports.ConformanceReport) {
+func checkReportPage(t *testing.T, page string, r *report.ConformanceReport) {
 	t.Helper()
 	rep := openInBrowser(t, page, browser.Options{Height: 1400, ViewportOnly: true, Eval: reportPageProbe})
 	var p reportProbe
@@ -65,7 +65,7 @@ func checkReportPage(t *testing.T, page string, r *reports.ConformanceReport) {
 		t.Errorf("%d requirement rows, the report has %d", p.Rows, len(r.Requirements))
 	}
 	attention := 0
-	for _, s := range reports.Statuses {
+	for _, s := range report.Statuses {
 		n := r.Counts[s]
 		f, ok := p.Filters[string(s)]
 		switch {
@@ -74,7 +74,7 @@ func checkReportPage(t *testing.T, page string, r *reports.ConformanceReport) {
 		case n > 0 && (f.Rows != n || f.Other != 0):
 			t.Errorf("filter %s shows %d rows (%d of another status), want %d", s, f.Rows, f.Other, n)
 		}
-		if s == reports.StatusFailed || s == reports.StatusBlocked || s == reports.StatusLenient || s == reports.StatusWarning || s == reports.StatusSkipped || s == reports.StatusNotRun {
+		if s == report.StatusFailed || s == report.StatusBlocked || s == report.StatusLenient || s == report.StatusWarning || s == report.StatusSkipped || s == report.StatusNotRun {
 			attention += n
 		}
 	}
@@ -101,7 +101,7 @@ func checkReportPage(t *testing.T, page string, r *reports.ConformanceReport) {
 func TestBrowserConformRunHTML(t *testing.T) {
 	dir := t.TempDir()
 	runOipkit(t, "conform", "--report-dir", dir).expect(t, "conform against the bundled reference", exitPass)
-	r, err := reports.ReadFile(filepath.Join(dir, "report.json"))
+	r, err := report.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestBrowserConformRunHTML(t *testing.T) {
 // requirements and warnings again; its page shows each with its evidence.
 func TestBrowserConformReportHTML(t *testing.T) {
 	src := "../../reports/runtimes/mlserver/report.json"
-	r, err := reports.ReadFile(src)
+	r, err := report.ReadFile(src)
 	if err != nil {
 		t.Skip(err)
 	}
@@ -173,11 +173,11 @@ func TestBrowserMatrixHTML(t *testing.T) {
 	failed := map[string]bool{}
 	for _, rt := range committedRuntimes {
 		path := "../../reports/runtimes/" + rt + "/report.json"
-		r, err := reports.ReadFile(path)
+		r, err := report.ReadFile(path)
 		if err != nil {
 			t.Skip(err)
 		}
-		for _, id := range r.WithStatus(reports.StatusFailed) {
+		for _, id := range r.WithStatus(report.StatusFailed) {
 			failed[id] = true
 		}
 		args = append(args, path)

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/oipkit/oipkit/conformance"
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // writeFindings is report --findings: it reads a conformance report and
@@ -16,11 +16,11 @@ func writeFindings(path string, files []string) error {
 	if len(files) != 1 {
 		return usageError("report --findings: give one conformance report (report.json), not %d files", len(files))
 	}
-	rep, err := reports.ReadFile(files[0])
+	rep, err := report.ReadFile(files[0])
 	if err != nil {
 		return usageError("report --findings: %v", err)
 	}
-	write := func(w io.Writer) error { return reports.WriteFindings(w, rep, conformance.Cite) }
+	write := func(w io.Writer) error { return report.WriteFindings(w, rep, conformance.Cite) }
 	if path == "-" {
 		return write(os.Stdout)
 	}
@@ -31,6 +31,6 @@ func writeFindings(path string, files []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "oipkit report: %d defect(s) of %s %s in %s\n",
-		len(reports.Defects(rep)), rep.Implementation.Name, rep.Implementation.Version, path)
+		len(report.Defects(rep)), rep.Implementation.Name, rep.Implementation.Version, path)
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/oipkit/oipkit/conformance"
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 func init() {
@@ -66,21 +66,21 @@ and the commands that grade it where it runs.`)
 	}
 	type input struct {
 		path    string
-		report  *reports.ConformanceReport
-		blocked *reports.Blocked
+		report  *report.ConformanceReport
+		blocked *report.Blocked
 	}
 	var inputs []input
 	nReports := 0
 	for _, path := range fs.Args() {
-		if data, err := os.ReadFile(path); err == nil && reports.IsBlocked(data) {
-			b, err := reports.ReadBlockedFile(path)
+		if data, err := os.ReadFile(path); err == nil && report.IsBlocked(data) {
+			b, err := report.ReadBlockedFile(path)
 			if err != nil {
 				return err
 			}
 			inputs = append(inputs, input{path: path, blocked: b})
 			continue
 		}
-		r, err := reports.ReadFile(path)
+		r, err := report.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err) // an unreadable input: nothing ran
 		}
@@ -92,10 +92,10 @@ and the commands that grade it where it runs.`)
 	}
 	// columns lays the inputs out for an output file in outDir, linking
 	// the documents relative to it.
-	columns := func(outDir string, html bool) (cols []reports.MatrixColumn, blocked []reports.BlockedRow) {
+	columns := func(outDir string, html bool) (cols []report.MatrixColumn, blocked []report.BlockedRow) {
 		for _, in := range inputs {
 			if in.blocked != nil {
-				blocked = append(blocked, reports.BlockedRow{Blocked: in.blocked, Links: docLinks(filepath.Dir(in.path), outDir)})
+				blocked = append(blocked, report.BlockedRow{Blocked: in.blocked, Links: docLinks(filepath.Dir(in.path), outDir)})
 				continue
 			}
 			cols = append(cols, matrixColumn(in.report, in.path, outDir, html))
@@ -106,7 +106,7 @@ and the commands that grade it where it runs.`)
 	if *htmlOut != "" {
 		cols, blocked := columns(filepath.Dir(*htmlOut), true)
 		var b bytes.Buffer
-		if err := reports.WriteCompatibilityHTML(&b, cols, blocked, conformance.Cite); err != nil {
+		if err := report.WriteCompatibilityHTML(&b, cols, blocked, conformance.Cite); err != nil {
 			return err
 		}
 		if err := os.WriteFile(*htmlOut, b.Bytes(), 0o644); err != nil {
@@ -122,10 +122,10 @@ and the commands that grade it where it runs.`)
 	}
 	cols, blocked := columns(outDir, false)
 	var b bytes.Buffer
-	if err := reports.WriteCompatibility(&b, cols, conformance.Cite); err != nil {
+	if err := report.WriteCompatibility(&b, cols, conformance.Cite); err != nil {
 		return err
 	}
-	if err := reports.WriteBlocked(&b, blocked); err != nil {
+	if err := report.WriteBlocked(&b, blocked); err != nil {
 		return err
 	}
 	if mdOut == "" {
@@ -143,8 +143,8 @@ func isHTMLPath(p string) bool {
 // matrixColumn names a report's column and links its documents: the
 // report (report.html for an HTML page when there is one, else report.md)
 // and its triage (README.md).
-func matrixColumn(r *reports.ConformanceReport, path, outDir string, html bool) reports.MatrixColumn {
-	c := reports.MatrixColumn{Report: r}
+func matrixColumn(r *report.ConformanceReport, path, outDir string, html bool) report.MatrixColumn {
+	c := report.MatrixColumn{Report: r}
 	dir := filepath.Dir(path)
 	impl := strings.TrimSpace(r.Implementation.Name + " " + r.Implementation.Version)
 	if base := filepath.Base(dir); base != "." && base != "/" && !strings.HasPrefix(impl, base) {
@@ -164,18 +164,18 @@ func matrixColumn(r *reports.ConformanceReport, path, outDir string, html bool) 
 }
 
 // docLinks links a blocked implementation's README.md, if its directory has one.
-func docLinks(dir, outDir string) []reports.DocLink {
+func docLinks(dir, outDir string) []report.DocLink {
 	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
 		return nil
 	}
-	return []reports.DocLink{docLink(dir, "README.md", "notes", "", outDir)}
+	return []report.DocLink{docLink(dir, "README.md", "notes", "", outDir)}
 }
 
 // docLink links dir/file relative to the output file's directory.
-func docLink(dir, file, text, anchor, outDir string) reports.DocLink {
+func docLink(dir, file, text, anchor, outDir string) report.DocLink {
 	rel, err := filepath.Rel(outDir, filepath.Join(dir, file))
 	if err != nil {
 		rel = filepath.Join(dir, file)
 	}
-	return reports.DocLink{Text: text, Href: filepath.ToSlash(rel) + anchor}
+	return report.DocLink{Text: text, Href: filepath.ToSlash(rel) + anchor}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // TestMatrixCommand writes the compatibility document of two reports laid
@@ -17,16 +17,16 @@ import (
 // to each runtime's documents and the catalog citation of a failure.
 func TestMatrixCommand(t *testing.T) {
 	dir := t.TempDir()
-	write := func(runtime, name string, status reports.Status, readme bool) string {
-		rs := []reports.RequirementResult{{ID: "OIP-REST-INFER-006", Level: "MUST", Blocking: true, Status: status}}
-		if status == reports.StatusFailed {
-			rs[0].Findings = []reports.Finding{{Spec: "echoes a plain id", Class: reports.ClassFail, Message: `id is "", want "42"`,
-				Evidence: &reports.Evidence{Request: reports.Message{Method: "POST", Target: "/v2/models/add_sub/infer", Body: `{"id":"42"}`},
-					Response: reports.Message{Status: "HTTP 200", Body: `{"model_name":"add_sub"}`}}}}
+	write := func(runtime, name string, status report.Status, readme bool) string {
+		rs := []report.RequirementResult{{ID: "OIP-REST-INFER-006", Level: "MUST", Blocking: true, Status: status}}
+		if status == report.StatusFailed {
+			rs[0].Findings = []report.Finding{{Spec: "echoes a plain id", Class: report.ClassFail, Message: `id is "", want "42"`,
+				Evidence: &report.Evidence{Request: report.Message{Method: "POST", Target: "/v2/models/add_sub/infer", Body: `{"id":"42"}`},
+					Response: report.Message{Status: "HTTP 200", Body: `{"model_name":"add_sub"}`}}}}
 		}
-		r := &reports.ConformanceReport{APIVersion: reports.APIVersion, Kind: reports.Kind,
-			Implementation: reports.Implementation{Name: name, Version: "1.0"}, Date: time.Now(),
-			Requirements: rs, Counts: reports.Count(rs)}
+		r := &report.ConformanceReport{APIVersion: report.APIVersion, Kind: report.Kind,
+			Implementation: report.Implementation{Name: name, Version: "1.0"}, Date: time.Now(),
+			Requirements: rs, Counts: report.Count(rs)}
 		d := filepath.Join(dir, "runtimes", runtime)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -37,13 +37,13 @@ func TestMatrixCommand(t *testing.T) {
 			}
 		}
 		path := filepath.Join(d, "report.json")
-		if err := reports.WriteFile(path, r); err != nil {
+		if err := report.WriteFile(path, r); err != nil {
 			t.Fatal(err)
 		}
 		return path
 	}
-	a := write("pytriton", "triton", reports.StatusFailed, true)
-	b := write("mlserver", "mlserver", reports.StatusPassed, false)
+	a := write("pytriton", "triton", report.StatusFailed, true)
+	b := write("mlserver", "mlserver", report.StatusPassed, false)
 	out := filepath.Join(dir, "compatibility.md")
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"matrix", "-o", out, a, b}, &stdout, &stderr); code != 0 {

@@ -12,7 +12,7 @@ import (
 	"github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
@@ -28,11 +28,11 @@ const (
 // "" means every requirement the spec is labelled with.
 type EntryValue struct {
 	Req       string
-	Class     reports.Class // findings only
+	Class     report.Class // findings only
 	Message   string
 	Ambiguity string
-	Evidence  *reports.Evidence
-	// Scope is reports.ScopeAnswer for a finding about the answer as a
+	Evidence  *report.Evidence
+	// Scope is report.ScopeAnswer for a finding about the answer as a
 	// whole (findings only).
 	Scope string
 	// Reproducer sends the request again (findings only, reproducer.go).
@@ -66,7 +66,7 @@ type grading struct {
 	// answer: the failure is about the answer as a whole (no answer, an
 	// error status where success was required, a 5xx, a body that is not
 	// an answer), which explains the failures of checks of its content
-	// under other requirements (reports.Block).
+	// under other requirements (report.Block).
 	answer bool
 }
 
@@ -224,23 +224,23 @@ func checkLabelled(req string) {
 // Grade returns the class of a failed check of req (req "" means the whole
 // spec, which only a missing answer or a server that stopped being live
 // fails).
-func classify(req string, g grading) reports.Class {
+func classify(req string, g grading) report.Class {
 	switch {
 	case req == "" || g.noAnswer || g.hard != "":
-		return reports.ClassFail
+		return report.ClassFail
 	case g.soft != "":
-		return reports.ClassWarning
+		return report.ClassWarning
 	}
 	r, ok := Catalog.Get(req)
 	switch {
 	case !ok:
-		return reports.ClassFail
+		return report.ClassFail
 	case g.fault:
-		return reports.Class(specs.LevelClass(r.Level))
+		return report.Class(specs.LevelClass(r.Level))
 	case g.negative && r.Binds != specs.BindsServer:
-		return reports.ClassLenient
+		return report.ClassLenient
 	}
-	return reports.Class(r.Class)
+	return report.Class(r.Class)
 }
 
 // specState is what the running spec has recorded: the findings that will
@@ -270,7 +270,7 @@ func recordFinding(req, message string, g grading, ev Evidencer) {
 	class := classify(req, g)
 	e := EntryValue{Req: req, Class: class, Message: message, Ambiguity: g.soft}
 	if g.noAnswer || g.answer {
-		e.Scope = reports.ScopeAnswer
+		e.Scope = report.ScopeAnswer
 	}
 	if g.hard != "" {
 		e.Message += " (graded fail whatever the level: " + g.hard + ")"
@@ -282,7 +282,7 @@ func recordFinding(req, message string, g grading, ev Evidencer) {
 	}
 	ginkgo.AddReportEntry(EntryFinding, e, ginkgo.ReportEntryVisibilityNever)
 	line := describe(e)
-	if class == reports.ClassFail || current != nil && current.Strict() {
+	if class == report.ClassFail || current != nil && current.Strict() {
 		specState.Lock()
 		specState.pending = append(specState.pending, line)
 		specState.Unlock()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
@@ -142,7 +142,7 @@ func (t *Target) settleFeatures() {
 		t.FeatureSource = "discovered"
 		for _, f := range Features {
 			_, adv := advertised[f]
-			if o := t.probes[f].Outcome; adv || o == reports.ProbeObserved || o == reports.ProbeInconclusive {
+			if o := t.probes[f].Outcome; adv || o == report.ProbeObserved || o == report.ProbeInconclusive {
 				t.Features[f] = true
 			}
 		}
@@ -150,7 +150,7 @@ func (t *Target) settleFeatures() {
 	for _, f := range Features {
 		caps, adv := advertised[f]
 		p, probed := t.probes[f]
-		r := reports.ExtensionResult{Name: string(f), Advertised: adv, Capabilities: caps, Probe: reports.ProbeNone, Tested: t.Features[f]}
+		r := report.ExtensionResult{Name: string(f), Advertised: adv, Capabilities: caps, Probe: report.ProbeNone, Tested: t.Features[f]}
 		if probed {
 			r.Probe, r.Detail = p.Outcome, p.Detail
 			if p.Evidence != nil {
@@ -289,7 +289,7 @@ var optionalFixtures = func() map[string]bool {
 // Advertises reports whether server metadata lists ext (with or without
 // capabilities).
 func Advertises(ext Feature) bool {
-	return slices.ContainsFunc(current.Extensions, func(r reports.ExtensionResult) bool {
+	return slices.ContainsFunc(current.Extensions, func(r report.ExtensionResult) bool {
 		return r.Name == string(ext) && r.Advertised
 	})
 }
@@ -297,7 +297,7 @@ func Advertises(ext Feature) bool {
 // AdvertisesCapability reports whether server metadata lists ext with
 // capability c ("sequence(string_id)").
 func AdvertisesCapability(ext Feature, c string) bool {
-	return slices.ContainsFunc(current.Extensions, func(r reports.ExtensionResult) bool {
+	return slices.ContainsFunc(current.Extensions, func(r report.ExtensionResult) bool {
 		return r.Name == string(ext) && slices.Contains(r.Capabilities, c)
 	})
 }

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
 )
@@ -20,24 +20,24 @@ func TestClassify(t *testing.T) {
 	for _, c := range []struct {
 		req  string
 		g    grading
-		want reports.Class
+		want report.Class
 	}{
-		{"OIP-REST-INFER-006", grading{}, reports.ClassFail},                          // MUST, server
-		{"OIP-REST-ERR-003", grading{}, reports.ClassWarning},                         // SHOULD
-		{"OIP-REST-ERR-003", grading{hard: "5xx"}, reports.ClassFail},                 // a 5xx whatever the level
-		{"OIP-REST-INFER-014", grading{hard: "5xx", soft: "A-18"}, reports.ClassFail}, // hard wins in one grading
-		{"OIP-REST-INFER-006", grading{soft: "A-03"}, reports.ClassWarning},
-		{"OIP-REST-INFER-010", grading{negative: true}, reports.ClassLenient}, // binds clients
-		{"OIP-REST-INFER-010", grading{}, reports.ClassLenient},               // binds clients
-		{"OIP-GRPC-INFER-009", grading{negative: true}, reports.ClassLenient}, // binds both: a request it accepted
-		{"OIP-GRPC-INFER-009", grading{}, reports.ClassFail},                  // binds both: what it sent
-		{"OIP-REST-MMETA-012", grading{negative: true}, reports.ClassFail},    // binds servers, MUST
-		{"OIP-REST-INFER-022", grading{negative: true}, reports.ClassWarning}, // binds servers, implied
-		{"OIP-REST-INFER-004", grading{fault: true}, reports.ClassFail},       // a 5xx where the test asks a 4xx, MUST
-		{"OIP-REST-INFER-024", grading{fault: true}, reports.ClassWarning},    // the same, implied
-		{"OIP-GEN-005", grading{}, reports.ClassFail},                         // re-graded
-		{"", grading{}, reports.ClassFail},                                    // the whole spec: no answer, not live
-		{"OIP-REST-SMETA-003", grading{noAnswer: true}, reports.ClassFail},
+		{"OIP-REST-INFER-006", grading{}, report.ClassFail},                          // MUST, server
+		{"OIP-REST-ERR-003", grading{}, report.ClassWarning},                         // SHOULD
+		{"OIP-REST-ERR-003", grading{hard: "5xx"}, report.ClassFail},                 // a 5xx whatever the level
+		{"OIP-REST-INFER-014", grading{hard: "5xx", soft: "A-18"}, report.ClassFail}, // hard wins in one grading
+		{"OIP-REST-INFER-006", grading{soft: "A-03"}, report.ClassWarning},
+		{"OIP-REST-INFER-010", grading{negative: true}, report.ClassLenient}, // binds clients
+		{"OIP-REST-INFER-010", grading{}, report.ClassLenient},               // binds clients
+		{"OIP-GRPC-INFER-009", grading{negative: true}, report.ClassLenient}, // binds both: a request it accepted
+		{"OIP-GRPC-INFER-009", grading{}, report.ClassFail},                  // binds both: what it sent
+		{"OIP-REST-MMETA-012", grading{negative: true}, report.ClassFail},    // binds servers, MUST
+		{"OIP-REST-INFER-022", grading{negative: true}, report.ClassWarning}, // binds servers, implied
+		{"OIP-REST-INFER-004", grading{fault: true}, report.ClassFail},       // a 5xx where the test asks a 4xx, MUST
+		{"OIP-REST-INFER-024", grading{fault: true}, report.ClassWarning},    // the same, implied
+		{"OIP-GEN-005", grading{}, report.ClassFail},                         // re-graded
+		{"", grading{}, report.ClassFail},                                    // the whole spec: no answer, not live
+		{"OIP-REST-SMETA-003", grading{noAnswer: true}, report.ClassFail},
 	} {
 		if got := classify(c.req, c.g); got != c.want {
 			t.Errorf("classify(%s, %+v) = %s, want %s", c.req, c.g, got, c.want)

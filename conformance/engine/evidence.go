@@ -20,8 +20,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/oip"
-	"github.com/oipkit/oipkit/reports"
 )
 
 // maxEvidenceBody bounds the body kept in a report's evidence.
@@ -30,7 +30,7 @@ const maxEvidenceBody = 4 << 10
 // Evidencer is anything that can say what was sent and what came back: an
 // [Exchange], a [Call], or a value derived from one.
 type Evidencer interface {
-	Evidence() *reports.Evidence
+	Evidence() *report.Evidence
 }
 
 // ----- REST -----
@@ -62,12 +62,12 @@ type Exchange struct {
 }
 
 // Evidence renders the exchange for the report.
-func (e *Exchange) Evidence() *reports.Evidence {
+func (e *Exchange) Evidence() *report.Evidence {
 	if e == nil {
 		return nil
 	}
-	ev := &reports.Evidence{
-		Request: reports.Message{
+	ev := &report.Evidence{
+		Request: report.Message{
 			Method: e.Method, Target: e.Path, Header: e.ReqHeader,
 			Body: renderBody(e.ReqBody, headerLen(e.ReqHeader)), BodyBytes: len(e.ReqBody),
 		},
@@ -76,7 +76,7 @@ func (e *Exchange) Evidence() *reports.Evidence {
 		ev.Response.Status = clipText("no answer: "+e.Err.Error(), maxEvidenceBody)
 		return ev
 	}
-	ev.Response = reports.Message{
+	ev.Response = report.Message{
 		Status: fmt.Sprintf("HTTP %d", e.Status), Header: evidenceHeader(e.Header),
 		Body: renderBody(e.Body, headerLen(e.Header)), BodyBytes: len(e.Body),
 	}
@@ -168,17 +168,17 @@ type Call struct {
 }
 
 // Evidence renders the call for the report.
-func (c *Call) Evidence() *reports.Evidence {
+func (c *Call) Evidence() *report.Evidence {
 	if c == nil {
 		return nil
 	}
-	ev := &reports.Evidence{Request: reports.Message{Method: "RPC", Target: c.Method, Body: protoText(c.Req)}}
+	ev := &report.Evidence{Request: report.Message{Method: "RPC", Target: c.Method, Body: protoText(c.Req)}}
 	if c.Err != nil {
 		st := status.Convert(c.Err)
 		ev.Response.Status = clipText(fmt.Sprintf("gRPC %s: %s", st.Code(), st.Message()), maxEvidenceBody)
 		return ev
 	}
-	ev.Response = reports.Message{Status: "gRPC OK", Body: protoText(c.Resp)}
+	ev.Response = report.Message{Status: "gRPC OK", Body: protoText(c.Resp)}
 	return ev
 }
 

@@ -52,7 +52,7 @@ func serverFault(why, format string, args ...any) error {
 // failedAnswer is the failure of a check whose answer as a whole is not
 // the one required (an error status where success was required, a body
 // that is not an answer at all): every other check of that answer fails
-// with it, and the report grades them under one cause (reports.Block).
+// with it, and the report grades them under one cause (report.Block).
 func failedAnswer(format string, args ...any) error {
 	return &failure{msg: fmt.Sprintf(format, args...), g: grading{answer: true}}
 }

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // Probes. A server's advertisement is a claim, not a fact: one that serves
@@ -24,8 +24,8 @@ import (
 
 // ProbeResult is what a probe found out.
 type ProbeResult struct {
-	// Outcome is reports.ProbeObserved, ProbeAbsent or ProbeInconclusive.
-	Outcome reports.ProbeOutcome
+	// Outcome is report.ProbeObserved, ProbeAbsent or ProbeInconclusive.
+	Outcome report.ProbeOutcome
 	// Detail says what was sent and seen, in one line.
 	Detail string
 	// Evidence is the exchange or call that decided the outcome.
@@ -149,18 +149,18 @@ func grpcServerFault(err error) bool {
 
 // Inconclusive is the result of a probe that could not tell, with why.
 func Inconclusive(ev Evidencer, format string, args ...any) ProbeResult {
-	return ProbeResult{Outcome: reports.ProbeInconclusive, Detail: fmt.Sprintf(format, args...), Evidence: ev}
+	return ProbeResult{Outcome: report.ProbeInconclusive, Detail: fmt.Sprintf(format, args...), Evidence: ev}
 }
 
 // Observed is the result of a probe that saw the extension work.
 func Observed(ev Evidencer, format string, args ...any) ProbeResult {
-	return ProbeResult{Outcome: reports.ProbeObserved, Detail: fmt.Sprintf(format, args...), Evidence: ev}
+	return ProbeResult{Outcome: report.ProbeObserved, Detail: fmt.Sprintf(format, args...), Evidence: ev}
 }
 
 // Absent is the result of a probe that got an answer, and not the
 // extension's.
 func Absent(ev Evidencer, format string, args ...any) ProbeResult {
-	return ProbeResult{Outcome: reports.ProbeAbsent, Detail: fmt.Sprintf(format, args...), Evidence: ev}
+	return ProbeResult{Outcome: report.ProbeAbsent, Detail: fmt.Sprintf(format, args...), Evidence: ev}
 }
 
 // ProbeStep tries an extension over one transport: Observed when the
@@ -169,7 +169,7 @@ func Absent(ev Evidencer, format string, args ...any) ProbeResult {
 type ProbeStep func(ctx context.Context) ProbeResult
 
 // Unanswered is a probe step that got no usable answer: it decides nothing.
-func Unanswered() ProbeResult { return ProbeResult{Outcome: reports.ProbeInconclusive} }
+func Unanswered() ProbeResult { return ProbeResult{Outcome: report.ProbeInconclusive} }
 
 // RESTThenGRPC is the usual probe of an extension with a REST route and a
 // gRPC RPC: it runs the REST step when REST is targeted, then the gRPC step
@@ -185,9 +185,9 @@ func (p *Prober) RESTThenGRPC(ctx context.Context, rest, grpc ProbeStep, why str
 			continue
 		}
 		switch r := s.step(ctx); r.Outcome {
-		case reports.ProbeObserved:
+		case report.ProbeObserved:
 			return r
-		case reports.ProbeAbsent:
+		case report.ProbeAbsent:
 			if absent == nil {
 				absent = &r
 			}

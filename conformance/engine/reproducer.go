@@ -7,7 +7,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 )
 
 // reproducer is the shell command that sends ev's request again, built
@@ -15,17 +15,17 @@ import (
 // KiB of a body, and a command built from that would not send the same.
 // It is "" when ev has no request.
 func reproducer(ev Evidencer) string {
-	var targets reports.Targets
+	var targets report.Targets
 	if current != nil {
-		targets = reports.Targets{HTTP: current.cfg.HTTPURL, GRPC: current.cfg.GRPCAddr}
+		targets = report.Targets{HTTP: current.cfg.HTTPURL, GRPC: current.cfg.GRPCAddr}
 	}
 	evidence := ev.Evidence()
 	// A body over the bound would swamp the report (once per finding);
 	// the evidence's few KiB make the short form, marked not exact.
-	if body, ok := sentBody(ev); ok && len(body) <= reports.MaxReproducerBody {
-		return reports.ReproduceExact(evidence, targets, body)
+	if body, ok := sentBody(ev); ok && len(body) <= report.MaxReproducerBody {
+		return report.ReproduceExact(evidence, targets, body)
 	}
-	return reports.Reproduce(evidence, targets)
+	return report.Reproduce(evidence, targets)
 }
 
 // sentBody is the request body of ev as sent: the HTTP body, or the RPC's

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/oip"
-	"github.com/oipkit/oipkit/reports"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
 )
@@ -161,7 +161,7 @@ func (s *StreamCall) Got() string {
 }
 
 // Evidence renders the call for the report.
-func (s *StreamCall) Evidence() *reports.Evidence {
+func (s *StreamCall) Evidence() *report.Evidence {
 	if s == nil {
 		return nil
 	}
@@ -193,9 +193,9 @@ func (s *StreamCall) Evidence() *reports.Evidence {
 	case !s.Ended:
 		st = "stream still open when the suite stopped reading"
 	}
-	return &reports.Evidence{
-		Request:  reports.Message{Method: "RPC stream", Target: methodPrefix + "ModelStreamInfer", Body: clip(strings.Join(req, "\n"), maxEvidenceBody)},
-		Response: reports.Message{Status: st, Body: clip(strings.Join(resp, "\n"), maxEvidenceBody)},
+	return &report.Evidence{
+		Request:  report.Message{Method: "RPC stream", Target: methodPrefix + "ModelStreamInfer", Body: clip(strings.Join(req, "\n"), maxEvidenceBody)},
+		Response: report.Message{Status: st, Body: clip(strings.Join(resp, "\n"), maxEvidenceBody)},
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/oipkit/oipkit/client"
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
 
@@ -68,7 +68,7 @@ type Target struct {
 	// Extensions is the advertised-versus-observed record of every
 	// extension of the vocabulary; UnknownExtensions the advertised names
 	// outside it.
-	Extensions        []reports.ExtensionResult
+	Extensions        []report.ExtensionResult
 	UnknownExtensions []string
 	// Problems are discovery problems worth printing.
 	Problems []string

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/oip"
-	"github.com/oipkit/oipkit/reports"
 	"github.com/oipkit/oipkit/tensor"
 )
 
@@ -178,7 +178,7 @@ type Object struct {
 }
 
 // Evidence is the exchange's.
-func (o *Object) Evidence() *reports.Evidence { return o.Ex.Evidence() }
+func (o *Object) Evidence() *report.Evidence { return o.Ex.Evidence() }
 
 // DecodeObject parses a JSON object keeping numbers exact.
 func DecodeObject(b []byte) (map[string]json.RawMessage, error) {
@@ -382,7 +382,7 @@ func parseInfer(e *Exchange) (*InferResponse, error) {
 }
 
 // Evidence is the exchange's.
-func (r *InferResponse) Evidence() *reports.Evidence { return r.Ex.Evidence() }
+func (r *InferResponse) Evidence() *report.Evidence { return r.Ex.Evidence() }
 
 // Output finds an output by name (never by position).
 func (r *InferResponse) Output(name string) *Output {

@@ -1,4 +1,4 @@
-package reports
+package report
 
 import (
 	"encoding/json"

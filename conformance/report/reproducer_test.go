@@ -1,4 +1,4 @@
-package reports
+package report
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func runShell(t *testing.T, shell, cmd string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, shell, "-c", cmd)
-	c.Dir = ".." // the repository's root: grpcurl finds specs/proto from there
+	c.Dir = "../.." // the repository's root: grpcurl finds specs/proto from there
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("%s -c failed: %v\n%s\ncommand:\n%s", shell, err, out, cmd)
 	}
@@ -183,7 +183,7 @@ func TestGRPCurlReproducerRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := &Evidence{Request: Message{Method: "RPC", Target: "/inference.GRPCInferenceService/ModelInfer", Body: string(body)}}
-	grpcurl, err := filepath.Abs("../.tools/bin/grpcurl")
+	grpcurl, err := filepath.Abs("../../.tools/bin/grpcurl")
 	if err != nil {
 		t.Fatal(err)
 	}

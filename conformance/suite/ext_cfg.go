@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
@@ -161,7 +161,7 @@ func skipUnknownSupport(ext specs.Extension) {
 	if FeatureSource() == "flag" {
 		return
 	}
-	if r, ok := ProbeOf(ext); ok && r.Outcome == reports.ProbeInconclusive && !Advertises(ext) {
+	if r, ok := ProbeOf(ext); ok && r.Outcome == report.ProbeInconclusive && !Advertises(ext) {
 		Skip(fmt.Sprintf("%s: its probe was inconclusive (%s), so whether the server supports it, and must list it, is unknown", ext, r.Detail))
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
-	"github.com/oipkit/oipkit/reports"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
@@ -40,10 +40,10 @@ import (
 // run to find out.
 var _ = RegisterProbe(specs.ExtSequence, func(ctx context.Context, p *Prober) ProbeResult {
 	r := sequenceProbe(ctx, p)
-	if r.Outcome != reports.ProbeInconclusive || !p.Targeted(TransportGRPC) {
+	if r.Outcome != report.ProbeInconclusive || !p.Targeted(TransportGRPC) {
 		return r
 	}
-	if s := streamProbe(ctx, p); s.Outcome == reports.ProbeAbsent {
+	if s := streamProbe(ctx, p); s.Outcome == report.ProbeAbsent {
 		s.Detail = r.Detail + "; " + s.Detail
 		return s
 	}

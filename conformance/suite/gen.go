@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
-	"github.com/oipkit/oipkit/reports"
+	"github.com/oipkit/oipkit/conformance/report"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
 
@@ -56,11 +56,11 @@ var _ = Describe("gRPC API surface", Over(TransportGRPC), func() {
 func keepsPromises(tr Transport) {
 	for _, ext := range Probed() {
 		r, _ := ProbeOf(ext)
-		if !Advertises(ext) || r.Evidence == nil || transportOf(r.Evidence) != tr || r.Outcome == reports.ProbeInconclusive {
+		if !Advertises(ext) || r.Evidence == nil || transportOf(r.Evidence) != tr || r.Outcome == report.ProbeInconclusive {
 			continue
 		}
 		Verify("OIP-GEN-005", r).On(r.Evidence).To(PassCheck(func(r ProbeResult) error {
-			if r.Outcome == reports.ProbeAbsent {
+			if r.Outcome == report.ProbeAbsent {
 				return fmt.Errorf("extension %s is listed in server metadata but does not work: %s", ext, r.Detail)
 			}
 			return nil
