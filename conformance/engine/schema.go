@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,12 +45,27 @@ const (
 	SchemaServerMetadata = "metadata_server_response"
 	SchemaModelMetadata  = "metadata_model_response"
 	SchemaInferResponse  = "inference_response"
+
+	// The extensions' answers.
+	SchemaStatistics        = "statistics_response"
+	SchemaSystemSHMStatus   = "system_shm_status_response"
+	SchemaCUDASHMStatus     = "cuda_shm_status_response"
+	SchemaRepositoryIndex   = "repository_index_response"
+	SchemaLogSettings       = "log_settings_response"
+	SchemaLogSettingsUpdate = "log_settings_update_response"
+	SchemaTraceSettings     = "trace_settings_response"
+	SchemaTraceUpdate       = "trace_settings_update_response"
+	SchemaModelConfig       = "model_config"
+	SchemaGenerateResponse  = "generate_response"
 )
 
 const (
 	schemaURL = "https://oipkit.dev/schemas/oip-rest.schema.json"
 	// reqKeyword names the requirement of a place in the schema.
 	reqKeyword = "x-oip-requirement"
+	// softKeyword says why a problem at a place is graded as a warning
+	// whatever its requirement's class (a catalog test that is soft there).
+	softKeyword = "x-oip-soft"
 	// maxJSONDepth bounds the nesting the strict reader follows, so that a
 	// hostile body cannot exhaust the stack.
 	maxJSONDepth = 256
@@ -56,6 +74,7 @@ const (
 // SchemaProblem is one way a body breaks the schema.
 type SchemaProblem struct {
 	Req     string // the requirement it is graded under
+	Soft    string // why it is graded as a warning whatever Req's class, or ""
 	Where   string // JSON pointer of the offending value; "" is the body
 	Message string
 }
@@ -86,10 +105,14 @@ var loadedSchema = sync.OnceValues(func() (*restSchema, error) {
 		return nil, fmt.Errorf("specs/oip-rest.schema.json: %w", err)
 	}
 	s := &restSchema{doc: m, comps: map[string]*jsonschema.Schema{}}
-	for _, name := range []string{SchemaServerMetadata, SchemaModelMetadata, SchemaInferResponse} {
+	for _, name := range routeComponents {
 		if _, ok := defs[name]; !ok {
 			return nil, fmt.Errorf("specs/oip-rest.schema.json: no $defs/%s", name)
 		}
+	}
+	// Every component compiles, also those of what clients send, which
+	// the engine's tests check the suite's own requests against.
+	for _, name := range slices.Sorted(maps.Keys(defs)) {
 		sch, err := c.Compile(schemaURL + "#/$defs/" + name)
 		if err != nil {
 			return nil, fmt.Errorf("specs/oip-rest.schema.json: %s: %w", name, err)
@@ -99,8 +122,19 @@ var loadedSchema = sync.OnceValues(func() (*restSchema, error) {
 	return s, nil
 })
 
+// routeComponents are the components SchemaFor names.
+var routeComponents = []string{
+	SchemaServerMetadata, SchemaModelMetadata, SchemaInferResponse,
+	SchemaStatistics, SchemaSystemSHMStatus, SchemaCUDASHMStatus, SchemaRepositoryIndex,
+	SchemaLogSettings, SchemaLogSettingsUpdate, SchemaTraceSettings, SchemaTraceUpdate,
+	SchemaModelConfig, SchemaGenerateResponse,
+}
+
 // SchemaFor names the schema component of a 2xx body of method and path,
-// or "" when the spec gives that route no body schema (health, extensions).
+// or "" when the spec gives that route no body schema (health, the
+// answers to shared-memory register and unregister and to repository load
+// and unload, whose bodies the extensions leave unspecified, and
+// generate_stream, which is not JSON).
 func SchemaFor(method, path string) string {
 	route := strings.TrimPrefix(restRoute(method, path), "REST ")
 	switch route {
@@ -110,6 +144,35 @@ func SchemaFor(method, path string) string {
 		return SchemaModelMetadata
 	case "POST /v2/models/{m}/infer", "POST /v2/models/{m}/versions/{v}/infer":
 		return SchemaInferResponse
+	case "GET /v2/models/stats", "GET /v2/models/{m}/stats", "GET /v2/models/{m}/versions/{v}/stats":
+		return SchemaStatistics
+	case "GET /v2/models/{m}/config", "GET /v2/models/{m}/versions/{v}/config":
+		return SchemaModelConfig
+	case "POST /v2/models/{m}/generate", "POST /v2/models/{m}/versions/{v}/generate":
+		return SchemaGenerateResponse
+	case "POST /v2/repository/index":
+		return SchemaRepositoryIndex
+	case "GET /v2/logging":
+		return SchemaLogSettings
+	case "POST /v2/logging":
+		return SchemaLogSettingsUpdate
+	case "GET /v2/trace/setting", "GET /v2/models/{m}/trace/setting":
+		return SchemaTraceSettings
+	case "POST /v2/trace/setting", "POST /v2/models/{m}/trace/setting":
+		return SchemaTraceUpdate
+	}
+	// /v2/{system,cuda}sharedmemory[/region/{r}]/status
+	if method != http.MethodGet {
+		return ""
+	}
+	segs := strings.Split(strings.TrimPrefix(route, "GET /v2/"), "/")
+	if n := len(segs); (n == 2 || n == 4 && segs[1] == "region") && segs[n-1] == "status" {
+		switch segs[0] {
+		case "systemsharedmemory":
+			return SchemaSystemSHMStatus
+		case "cudasharedmemory":
+			return SchemaCUDASHMStatus
+		}
 	}
 	return ""
 }
@@ -125,7 +188,7 @@ func CheckSchema(component string, body []byte) []SchemaProblem {
 	if !ok {
 		return []SchemaProblem{{Message: "conformance suite bug: no schema component " + component}}
 	}
-	root := s.reqAt(component, nil)
+	root, _ := s.reqAt(component, nil)
 	if !utf8.Valid(body) {
 		return []SchemaProblem{{Req: root, Message: "body is not UTF-8, which JSON text must be"}}
 	}
@@ -135,8 +198,8 @@ func CheckSchema(component string, body []byte) []SchemaProblem {
 		return []SchemaProblem{{Req: root, Message: "body is not strict JSON: " + err.Error()}}
 	}
 	for _, d := range dups {
-		probs = append(probs, SchemaProblem{Req: s.reqAt(component, d), Where: pointer(d[:len(d)-1]),
-			Message: fmt.Sprintf("member %q appears more than once (which one counts is up to each client)", d[len(d)-1])})
+		probs = append(probs, s.problem(component, d, pointer(d[:len(d)-1]),
+			fmt.Sprintf("member %q appears more than once (which one counts is up to each client)", d[len(d)-1])))
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
@@ -171,32 +234,48 @@ func (s *restSchema) problems(component string, inst any, e *jsonschema.Validati
 	case *kind.Required:
 		var out []SchemaProblem
 		for _, m := range k.Missing {
-			out = append(out, SchemaProblem{Req: s.reqAt(component, append(append([]string(nil), loc...), m)),
-				Where: pointer(loc), Message: fmt.Sprintf("required member %q is missing", m)})
+			out = append(out, s.problem(component, append(append([]string(nil), loc...), m), pointer(loc),
+				fmt.Sprintf("required member %q is missing", m)))
 		}
 		return out
 	case *kind.AnyOf:
-		msg := fmt.Sprintf("is %s, want an array, a number, a string or a boolean", jsonType(valueAt(inst, loc)))
-		if strings.HasSuffix(e.SchemaURL, "/response_output") {
+		var msg string
+		switch {
+		case strings.HasSuffix(e.SchemaURL, "/response_output"):
 			msg = `has no "data"; only an output sent outside the JSON (parameters.binary_data_size or shared_memory_region) may leave it out`
+		case strings.Contains(e.SchemaURL, "/tensor_data/"):
+			msg = fmt.Sprintf("is %s, want an array, a number, a string or a boolean", jsonType(valueAt(inst, loc)))
+		default:
+			var forms []string
+			for _, c := range e.Causes {
+				forms = append(forms, c.ErrorKind.LocalizedString(printer))
+			}
+			msg = fmt.Sprintf("is %s, which is none of the forms allowed here (%s)", jsonType(valueAt(inst, loc)), strings.Join(forms, "; or "))
 		}
-		return []SchemaProblem{{Req: s.reqAt(component, loc), Where: pointer(loc), Message: msg}}
+		return []SchemaProblem{s.problem(component, loc, pointer(loc), msg)}
 	case *kind.Type:
-		return []SchemaProblem{{Req: s.reqAt(component, loc), Where: pointer(loc),
-			Message: fmt.Sprintf("is %s, want %s", jsonType(valueAt(inst, loc)), strings.Join(k.Want, " or "))}}
+		return []SchemaProblem{s.problem(component, loc, pointer(loc),
+			fmt.Sprintf("is %s, want %s", jsonType(valueAt(inst, loc)), strings.Join(k.Want, " or ")))}
 	}
-	return []SchemaProblem{{Req: s.reqAt(component, loc), Where: pointer(loc), Message: e.ErrorKind.LocalizedString(printer)}}
+	return []SchemaProblem{s.problem(component, loc, pointer(loc), e.ErrorKind.LocalizedString(printer))}
+}
+
+// problem is a problem at where, graded as the schema says for path.
+func (s *restSchema) problem(component string, path []string, where, msg string) SchemaProblem {
+	req, soft := s.reqAt(component, path)
+	return SchemaProblem{Req: req, Soft: soft, Where: where, Message: msg}
 }
 
 // reqAt is the requirement of the deepest place on path (an instance
-// location) that names one, following properties, items and $ref.
-func (s *restSchema) reqAt(component string, path []string) string {
+// location) that names one, following properties, items, additional
+// properties and $ref, and the soft reason named with it.
+func (s *restSchema) reqAt(component string, path []string) (req, soft string) {
 	defs, _ := s.doc["$defs"].(map[string]any)
 	node, _ := defs[component].(map[string]any)
-	req := ""
 	for depth := 0; node != nil && depth < 64; depth++ {
 		if r, ok := node[reqKeyword].(string); ok {
 			req = r
+			soft, _ = node[softKeyword].(string)
 		}
 		if ref, ok := node["$ref"].(string); ok {
 			name, found := strings.CutPrefix(ref, "#/$defs/")
@@ -222,7 +301,7 @@ func (s *restSchema) reqAt(component string, path []string) string {
 			break
 		}
 	}
-	return req
+	return req, soft
 }
 
 func isIndex(s string) bool {
@@ -394,7 +473,11 @@ func MatchSchema() types.GomegaMatcher {
 		if len(mine) == 0 {
 			return nil
 		}
-		return fmt.Errorf("%s: the body breaks the OIP-YAML schema: %s", e.What(), joinProblems(mine))
+		msg := fmt.Sprintf("%s: the body breaks the schema: %s", e.What(), joinProblems(mine))
+		if why := softReason(mine); why != "" {
+			return &failure{msg: msg, g: grading{soft: why}}
+		}
+		return errors.New(msg)
 	})
 	return m
 }
@@ -416,6 +499,19 @@ func problemsOf(probs []SchemaProblem, req string) []SchemaProblem {
 		}
 	}
 	return out
+}
+
+// softReason is why problems are all graded as warnings, or "" when one of
+// them is graded by its requirement's class.
+func softReason(ps []SchemaProblem) string {
+	why := ""
+	for _, p := range ps {
+		if p.Soft == "" {
+			return ""
+		}
+		why = p.Soft
+	}
+	return why
 }
 
 func joinProblems(ps []SchemaProblem) string {
@@ -486,7 +582,7 @@ func (t *Target) checkReceived(notRun bool) {
 		sort.Strings(reqs)
 		for _, req := range reqs {
 			e.markSchemaReported(req)
-			msg := fmt.Sprintf("%s: the body breaks the OIP-YAML schema: %s", e.What(), joinProblems(byReq[req]))
+			msg := fmt.Sprintf("%s: the body breaks the schema: %s", e.What(), joinProblems(byReq[req]))
 			if e.tolerated != "" {
 				Note(req, "%s (recorded, not graded: %s)", msg, e.tolerated)
 				continue
@@ -497,7 +593,7 @@ func (t *Target) checkReceived(notRun bool) {
 			t.schemaSeen[key] = true
 			t.mu.Unlock()
 			if !seen {
-				recordFinding(req, msg, grading{}, e)
+				recordFinding(req, msg, grading{soft: softReason(byReq[req])}, e)
 			}
 		}
 	}
