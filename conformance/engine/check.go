@@ -70,8 +70,8 @@ type grading struct {
 	answer bool
 }
 
-// Check is one check of one requirement: [Verify] names the requirement
-// once, To applies a gomega matcher.
+// Check is one check of one requirement: the spec's own, or the one
+// [VerifyReq] names.
 type Check struct {
 	req    string
 	actual any
@@ -79,21 +79,57 @@ type Check struct {
 	g      grading
 }
 
-// Verify starts a check of requirement req (a catalog ID the spec is
-// labelled with) on actual, usually an [*Exchange] or a [*Call], which is
-// also the evidence recorded with a finding:
+// Verify starts a check, on actual, of the requirement the running spec is
+// labelled with; actual is usually an [*Exchange] or a [*Call], which is also
+// the evidence recorded with a finding:
 //
-//	Verify("OIP-REST-INFER-006", e).To(HaveJSONString("id", "42"))
+//	It("echoes the request id", Req("OIP-REST-INFER-006"), func(ctx SpecContext) {
+//		Verify(e).To(HaveJSONString("id", "42"))
+//	})
+//
+// The ID is written once, in the label. A spec labelled with several
+// requirements names the one each check grades with [VerifyReq]; Verify
+// there fails the spec as a suite bug.
 //
 // To grades and records a failure and returns false, so that a spec can
 // stop when a precondition failed; the spec fails, if the finding's class
 // says so, only after all its checks ran.
-func Verify(req string, actual any) *Check {
+func Verify(actual any) *Check {
+	reqs := specReqs()
+	if len(reqs) != 1 {
+		ginkgo.Fail(fmt.Sprintf("conformance suite bug: Verify in a spec labelled with %d requirements %v: name the one this check grades with VerifyReq(id, x)", len(reqs), reqs), 1)
+	}
+	return newCheck(reqs[0], actual)
+}
+
+// VerifyReq starts a check of requirement req on actual in a spec labelled
+// with several requirements; req must be one of them. In a spec labelled
+// with one requirement it fails the spec as a suite bug: the label names
+// it, and [Verify] checks it.
+func VerifyReq(req string, actual any) *Check {
+	reqs := specReqs()
+	switch {
+	case len(reqs) < 2:
+		ginkgo.Fail(fmt.Sprintf("conformance suite bug: VerifyReq(%q, …) in a spec labelled with %v: its one requirement is checked with Verify(x)", req, reqs), 1)
+	case !slices.Contains(reqs, req):
+		ginkgo.Fail(fmt.Sprintf("conformance suite bug: a check of %s in a spec not labelled with it (requirements %v)", req, reqs), 1)
+	}
+	return newCheck(req, actual)
+}
+
+func newCheck(req string, actual any) *Check {
 	c := &Check{req: req, actual: actual}
 	if ev, ok := actual.(Evidencer); ok {
 		c.ev = ev
 	}
 	return c
+}
+
+// specReqs returns the requirements the running spec is labelled with: a
+// finding under another one would be reported under the wrong spec, or
+// dropped when the requirement has no spec of its own.
+func specReqs() []string {
+	return LabelValues(ginkgo.CurrentSpecReport().Labels(), LabelKeyReq)
 }
 
 // On sets the evidence when actual is a value taken from an exchange or a
@@ -137,7 +173,6 @@ func (c *Check) NotTo(m types.GomegaMatcher, description ...any) bool {
 }
 
 func (c *Check) assert(m types.GomegaMatcher, positive bool, description []any) bool {
-	checkLabelled(c.req)
 	if ra, ok := m.(requirementAware); ok {
 		ra.forRequirement(c.req)
 	}
@@ -207,18 +242,6 @@ func answeredOrRecord(req string, actual any, ev Evidencer) bool {
 		}
 	}
 	return true
-}
-
-// checkLabelled fails the spec when it checks a requirement it is not
-// labelled with: the finding would be reported under the wrong spec, or
-// dropped when the requirement has no spec of its own.
-func checkLabelled(req string) {
-	if req == "" {
-		return
-	}
-	if labels := ginkgo.CurrentSpecReport().Labels(); !slices.Contains(labels, LabelKeyReq+req) {
-		ginkgo.Fail(fmt.Sprintf("conformance suite bug: a check of %s ran in a spec not labelled with it (labels %v)", req, labels), 2)
-	}
 }
 
 // Grade returns the class of a failed check of req (req "" means the whole

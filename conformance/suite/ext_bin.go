@@ -99,7 +99,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 	// does not list it breaks this MUST; the finding says what the probe
 	// saw.
 	It("advertises binary_tensor_data in server metadata", Req("OIP-EXT-BIN-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-BIN-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtBinaryTensorData)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -116,7 +116,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 			in := sample("INPUT0", d)
 			b := binaryRequest(in)
 			binaryOutputs(b, "OUTPUT0")
-			Verify(req, Post(ctx, identityFixture(d), "", b)).To(HaveOutputs(identityOutput(in)))
+			Verify(Post(ctx, identityFixture(d), "", b)).To(HaveOutputs(identityOutput(in)))
 		})
 	}
 
@@ -128,7 +128,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 			in := hardTensor("INPUT0", d, formBits)
 			b := binaryRequest(in)
 			binaryOutputs(b, "OUTPUT0")
-			Verify(req, Post(ctx, identityFixture(d), "", b)).To(HaveOutputs(identityOutput(in)))
+			Verify(Post(ctx, identityFixture(d), "", b)).To(HaveOutputs(identityOutput(in)))
 		})
 	}
 
@@ -145,7 +145,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 				// still be the empty tensor, 0 bytes of binary data.
 				emptyAnswer(e, identityOutput(in), "OIP-EXT-BIN-006", "OIP-REST-INFER-017")
 				if e.Status == http.StatusOK {
-					Verify("OIP-EXT-BIN-006", e).To(PassCheck(func(r *InferResponse) error {
+					VerifyReq("OIP-EXT-BIN-006", e).To(PassCheck(func(r *InferResponse) error {
 						if o := r.Output("OUTPUT0"); o != nil && o.BinSize > 0 {
 							return fmt.Errorf("OUTPUT0 of shape %v has binary_data_size %d, want 0", o.Shape, o.BinSize)
 						}
@@ -167,7 +167,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		// Binary output too, so that only the binary encoding is tested
 		// here (JSON output is OIP-REST-DATA-*).
 		binaryOutputs(b, "OUTPUT0")
-		Verify("OIP-EXT-BIN-002", Post(ctx, "identity_int32", "", b)).To(HaveOutputs(identityOutput(int32s("INPUT0", []int64{2, 2}, 1, 2, 3, 4))))
+		Verify(Post(ctx, "identity_int32", "", b)).To(HaveOutputs(identityOutput(int32s("INPUT0", []int64{2, 2}, 1, 2, 3, 4))))
 	})
 
 	It("reads BOOL binary elements as 0x01 and 0x00", Req("OIP-EXT-BIN-003"), func(ctx SpecContext) {
@@ -177,7 +177,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		// Binary output too: BOOL in JSON is only implied (OIP-REST-DATA-006)
 		// and must not be graded here as this MUST.
 		binaryOutputs(b, "OUTPUT0")
-		Verify("OIP-EXT-BIN-003", Post(ctx, "identity_bool", "", b)).To(HaveBinaryBytes("OUTPUT0", []byte{1, 0, 1}))
+		Verify(Post(ctx, "identity_bool", "", b)).To(HaveBinaryBytes("OUTPUT0", []byte{1, 0, 1}))
 	})
 
 	It("reads and writes BYTES binary elements with a 4-byte little-endian length", Req("OIP-EXT-BIN-004"), func(ctx SpecContext) {
@@ -185,7 +185,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		b := Body{JSON: Obj{"id": RequestID, "inputs": []any{Obj{"name": "INPUT0", "datatype": "BYTES", "shape": []int{1, 1},
 			"parameters": Obj{oip.ParamBinaryDataSize: 6}}}}, Bin: [][]byte{{2, 0, 0, 0, 'h', 'i'}}}
 		binaryOutputs(b, "OUTPUT0")
-		Verify("OIP-EXT-BIN-004", Post(ctx, "identity_bytes", "", b)).To(HaveBinaryBytes("OUTPUT0", []byte("\x02\x00\x00\x00hi")))
+		Verify(Post(ctx, "identity_bytes", "", b)).To(HaveBinaryBytes("OUTPUT0", []byte("\x02\x00\x00\x00hi")))
 	})
 
 	It("assigns binary buffers to inputs in the order of the JSON inputs", Req("OIP-EXT-BIN-005"), func(ctx SpecContext) {
@@ -194,7 +194,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		// INPUT1 is listed first, so the first buffer must be INPUT1's.
 		b := binaryRequest(in1, in0)
 		out0, out1 := addSubOutputs(in0, in1)
-		Verify("OIP-EXT-BIN-005", Post(ctx, "add_sub", "", b)).To(HaveOutputs(out0, out1))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveOutputs(out0, out1))
 	})
 
 	It("gives each binary output its binary_data_size", Req("OIP-EXT-BIN-006"), func(ctx SpecContext) {
@@ -203,14 +203,14 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		b := binaryRequest(in0, in1)
 		binaryOutputs(b, "OUTPUT0", "OUTPUT1")
 		// 16 INT32 each.
-		Verify("OIP-EXT-BIN-006", Post(ctx, "add_sub", "", b)).To(All(HaveBinaryDataSize("OUTPUT0", 64), HaveBinaryDataSize("OUTPUT1", 64)))
+		Verify(Post(ctx, "add_sub", "", b)).To(All(HaveBinaryDataSize("OUTPUT0", 64), HaveBinaryDataSize("OUTPUT1", 64)))
 	})
 
 	It("returns an output as binary only when binary_data is true", Req("OIP-EXT-BIN-007"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		b, out0, out1 := addSubRequest()
 		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT0", "parameters": Obj{oip.ParamBinaryData: true}}, Obj{"name": "OUTPUT1"}}
-		Verify("OIP-EXT-BIN-007", Post(ctx, "add_sub", "", b)).To(All(
+		Verify(Post(ctx, "add_sub", "", b)).To(All(
 			HaveBinaryOutput("OUTPUT0", true), HaveBinaryOutput("OUTPUT1", false), HaveOutputs(out0, out1)))
 	})
 
@@ -219,7 +219,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		b, out0, out1 := addSubRequest()
 		b.JSON["parameters"] = Obj{oip.ParamBinaryDataOutput: true}
 		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT0"}, Obj{"name": "OUTPUT1", "parameters": Obj{oip.ParamBinaryData: false}}}
-		Verify("OIP-EXT-BIN-008", Post(ctx, "add_sub", "", b)).To(All(
+		Verify(Post(ctx, "add_sub", "", b)).To(All(
 			HaveBinaryOutput("OUTPUT0", true), HaveBinaryOutput("OUTPUT1", false), HaveOutputs(out0, out1)))
 	})
 
@@ -228,14 +228,14 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		in0, in1 := addSubInputs(1)
 		b := binaryRequest(in0, in1)
 		binaryOutputs(b, "OUTPUT0", "OUTPUT1")
-		Verify("OIP-EXT-BIN-009", Post(ctx, "add_sub", "", b)).To(HaveBinaryFraming())
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveBinaryFraming())
 	})
 
 	It("omits data and sends binary_data_size on binary outputs", Req("OIP-EXT-BIN-012"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		b, _, _ := addSubRequest()
 		binaryOutputs(b, "OUTPUT0")
-		Verify("OIP-EXT-BIN-012", Post(ctx, "add_sub", "", b)).To(HaveBinaryOutput("OUTPUT0", true))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveBinaryOutput("OUTPUT0", true))
 	})
 
 	It("records the Content-Type of binary responses", Req("OIP-EXT-BIN-013"), func(ctx SpecContext) {
@@ -243,7 +243,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		b, _, _ := addSubRequest()
 		binaryOutputs(b, "OUTPUT0")
 		e := Post(ctx, "add_sub", "", b)
-		if Verify("OIP-EXT-BIN-013", e).To(HaveStatus(http.StatusOK)) {
+		if Verify(e).To(HaveStatus(http.StatusOK)) {
 			Note("OIP-EXT-BIN-013", "binary response Content-Type %q", e.Header.Get("Content-Type"))
 		}
 	})
@@ -254,7 +254,7 @@ var _ = Describe("REST binary tensor data", Over(TransportREST), Needs(specs.Ext
 		out0, out1 := addSubOutputs(in0, in1)
 		b := Request(JSONInput(in0))
 		addBinary(&b, in1)
-		Verify("OIP-EXT-BIN-015", Post(ctx, "add_sub", "", b)).To(HaveOutputs(out0, out1))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveOutputs(out0, out1))
 	})
 })
 

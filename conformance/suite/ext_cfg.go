@@ -85,7 +85,7 @@ func configJSONErr(e *Exchange) error {
 
 var _ = Describe("REST model configuration", Over(TransportREST), Needs(specs.ExtModelConfiguration), func() {
 	It("advertises model_configuration in server metadata", Req("OIP-EXT-CFG-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-CFG-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtModelConfiguration)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -97,19 +97,19 @@ var _ = Describe("REST model configuration", Over(TransportREST), Needs(specs.Ex
 
 	It("answers GET /v2/models/{m}/config with the model's configuration", Req("OIP-EXT-CFG-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-CFG-002", Get(ctx, "/v2/models/add_sub/config")).To(PassCheck(configJSONErr))
+		Verify(Get(ctx, "/v2/models/add_sub/config")).To(PassCheck(configJSONErr))
 	})
 
 	It("answers the configuration of an unknown model with an error status and {\"error\": string}", Req("OIP-EXT-CFG-003"), func(ctx SpecContext) {
 		AfterNegative()
-		Verify("OIP-EXT-CFG-003", Get(ctx, "/v2/models/does_not_exist/config")).To(BeErrorResponse())
+		Verify(Get(ctx, "/v2/models/does_not_exist/config")).To(BeErrorResponse())
 	})
 })
 
 var _ = Describe("gRPC model configuration", Over(TransportGRPC), Needs(specs.ExtModelConfiguration), func() {
 	It("advertises model_configuration in server metadata", Req("OIP-EXT-CFG-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-CFG-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
+		Verify(c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtModelConfiguration)
 		}))
 	})
@@ -117,7 +117,7 @@ var _ = Describe("gRPC model configuration", Over(TransportGRPC), Needs(specs.Ex
 	It("answers ModelConfig with the model's configuration", Req("OIP-EXT-CFG-004"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		_, c := Invoke(ctx, "ModelConfig", &pb.ModelConfigRequest{Name: "add_sub"}, Stub().ModelConfig)
-		Verify("OIP-EXT-CFG-004", c).To(PassCheck(func(r *pb.ModelConfigResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.ModelConfigResponse) error {
 			cfg := r.GetConfig()
 			var list []error
 			if cfg.GetName() != "add_sub" {
@@ -148,7 +148,7 @@ var _ = Describe("gRPC model configuration", Over(TransportGRPC), Needs(specs.Ex
 		AfterNegative()
 		_, c := Invoke(ctx, "ModelConfig", &pb.ModelConfigRequest{Name: "does_not_exist"}, Stub().ModelConfig)
 		if Answered(c) {
-			Verify("OIP-EXT-CFG-004", c).To(BeRejected())
+			Verify(c).To(BeRejected())
 		}
 	})
 })

@@ -245,7 +245,7 @@ func (r clsResult) formatErr() error {
 
 var _ = Describe("REST classification", Over(TransportREST), Needs(specs.ExtClassification), func() {
 	It("advertises classification in server metadata", Req("OIP-EXT-CLS-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-CLS-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtClassification)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -267,22 +267,22 @@ var _ = Describe("REST classification", Over(TransportREST), Needs(specs.ExtClas
 				return f(r)
 			}
 		}
-		Verify("OIP-EXT-CLS-002", e).To(PassCheck(check(func(r clsResult) error {
+		VerifyReq("OIP-EXT-CLS-002", e).To(PassCheck(check(func(r clsResult) error {
 			if len(r.strings) != clsCount {
 				return fmt.Errorf("OUTPUT0 holds %d classes %q, want the %d asked for", len(r.strings), r.strings, clsCount)
 			}
 			return nil
 		})))
-		Verify("OIP-EXT-CLS-003", e).To(PassCheck(check(func(r clsResult) error { return r.countErr(clsCount) })))
-		Verify("OIP-EXT-CLS-004", e).To(PassCheck(check(clsResult.orderErr)))
-		Verify("OIP-EXT-CLS-005", e).To(PassCheck(check(clsResult.formatErr)))
+		VerifyReq("OIP-EXT-CLS-003", e).To(PassCheck(check(func(r clsResult) error { return r.countErr(clsCount) })))
+		VerifyReq("OIP-EXT-CLS-004", e).To(PassCheck(check(clsResult.orderErr)))
+		VerifyReq("OIP-EXT-CLS-005", e).To(PassCheck(check(clsResult.formatErr)))
 	})
 })
 
 var _ = Describe("gRPC classification", Over(TransportGRPC), Needs(specs.ExtClassification), func() {
 	It("advertises classification in server metadata", Req("OIP-EXT-CLS-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-CLS-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
+		Verify(c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtClassification)
 		}))
 	})
@@ -299,16 +299,16 @@ var _ = Describe("gRPC classification", Over(TransportGRPC), Needs(specs.ExtClas
 				return f(r)
 			}
 		}
-		Verify("OIP-EXT-CLS-006", c).To(PassCheck(check(func(clsResult) error { return nil })))
-		Verify("OIP-EXT-CLS-002", c).To(PassCheck(check(func(r clsResult) error {
+		VerifyReq("OIP-EXT-CLS-006", c).To(PassCheck(check(func(clsResult) error { return nil })))
+		VerifyReq("OIP-EXT-CLS-002", c).To(PassCheck(check(func(r clsResult) error {
 			if len(r.strings) != clsCount {
 				return fmt.Errorf("OUTPUT0 holds %d classes %q, want the %d asked for", len(r.strings), r.strings, clsCount)
 			}
 			return nil
 		})))
-		Verify("OIP-EXT-CLS-003", c).To(PassCheck(check(func(r clsResult) error { return r.countErr(clsCount) })))
-		Verify("OIP-EXT-CLS-004", c).To(PassCheck(check(clsResult.orderErr)))
-		Verify("OIP-EXT-CLS-005", c).To(PassCheck(check(clsResult.formatErr)))
+		VerifyReq("OIP-EXT-CLS-003", c).To(PassCheck(check(func(r clsResult) error { return r.countErr(clsCount) })))
+		VerifyReq("OIP-EXT-CLS-004", c).To(PassCheck(check(clsResult.orderErr)))
+		VerifyReq("OIP-EXT-CLS-005", c).To(PassCheck(check(clsResult.formatErr)))
 	})
 })
 
@@ -323,12 +323,12 @@ var _ = Describe("REST classification into shared memory", Over(TransportREST), 
 		NeedFixture("classifier")
 		m := shmObject(64)
 		region := shmRegionName("cls")
-		if !Verify("OIP-EXT-CLS-007", shmRegister(ctx, region, m, 0, 64)).To(HaveStatus(http.StatusOK), "registering the output region must succeed for the combination to be checked") {
+		if !Verify(shmRegister(ctx, region, m, 0, 64)).To(HaveStatus(http.StatusOK), "registering the output region must succeed for the combination to be checked") {
 			return
 		}
 		b := clsBody(clsCount)
 		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT0", "parameters": Obj{"classification": clsCount, "shared_memory_region": region, "shared_memory_byte_size": 64}}}
-		Verify("OIP-EXT-CLS-007", Post(ctx, "classifier", "", b)).To(BeRejected())
+		Verify(Post(ctx, "classifier", "", b)).To(BeRejected())
 	})
 })
 
@@ -337,12 +337,12 @@ var _ = Describe("gRPC classification into shared memory", Over(TransportGRPC), 
 		NeedFixture("classifier")
 		m := shmObject(64)
 		region := shmRegionName("cls")
-		if !Verify("OIP-EXT-CLS-007", grpcSHMRegister(ctx, region, m, 0, 64)).To(BeOK(), "registering the output region must succeed for the combination to be checked") {
+		if !Verify(grpcSHMRegister(ctx, region, m, 0, 64)).To(BeOK(), "registering the output region must succeed for the combination to be checked") {
 			return
 		}
 		req := clsPB(int64(clsCount))
 		maps.Copy(req.Outputs[0].Parameters, shmParams(region, 0, 64))
 		_, c := Infer(ctx, req)
-		Verify("OIP-EXT-CLS-007", c).To(BeRejected())
+		Verify(c).To(BeRejected())
 	})
 })

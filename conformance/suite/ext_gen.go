@@ -108,11 +108,11 @@ var _ = Describe("REST generate", Over(TransportREST), Needs(specs.ExtGenerate),
 
 	It("answers generate with 200 JSON naming the model and carrying text_output", Req("OIP-EXT-GEN-001"), func(ctx SpecContext) {
 		e := postGenerate(ctx, "text_gen", "generate", Obj{"text_input": genText})
-		if !Verify("OIP-EXT-GEN-001", e).To(HaveStatus(http.StatusOK)) {
+		if !Verify(e).To(HaveStatus(http.StatusOK)) {
 			return
 		}
-		Verify("OIP-EXT-GEN-001", e).To(HaveContentType("application/json"))
-		Verify("OIP-EXT-GEN-001", e).To(PassCheck(func(o *Object) error {
+		Verify(e).To(HaveContentType("application/json"))
+		Verify(e).To(PassCheck(func(o *Object) error {
 			var list []error
 			if name, err := o.String("model_name"); err != nil || name != "text_gen" {
 				list = append(list, fmt.Errorf("model_name is %s, want \"text_gen\"", clipped(string(o.Members["model_name"]), 80)))
@@ -126,7 +126,7 @@ var _ = Describe("REST generate", Over(TransportREST), Needs(specs.ExtGenerate),
 		}))
 		// Triton answers id and model_version too; OIP-GEN requires
 		// neither.
-		Verify("OIP-EXT-GEN-001", e).Soft("A-38").To(PassCheck(func(o *Object) error {
+		Verify(e).Soft("A-38").To(PassCheck(func(o *Object) error {
 			var list []error
 			for _, k := range []string{"id", "model_version"} {
 				if _, err := o.String(k); err != nil {
@@ -139,28 +139,28 @@ var _ = Describe("REST generate", Over(TransportREST), Needs(specs.ExtGenerate),
 
 	It("returns the request id in the answer", Req("OIP-EXT-GEN-002"), func(ctx SpecContext) {
 		e := postGenerate(ctx, "text_gen", "generate", Obj{"id": "g1", "text_input": genText})
-		if Verify("OIP-EXT-GEN-002", e).To(HaveStatus(http.StatusOK)) {
-			Verify("OIP-EXT-GEN-002", e).To(HaveJSONString("id", "g1"))
+		if Verify(e).To(HaveStatus(http.StatusOK)) {
+			Verify(e).To(HaveJSONString("id", "g1"))
 		}
 	})
 
 	It("rejects a request without text_input", Req("OIP-EXT-GEN-003"), func(ctx SpecContext) {
 		AfterNegative()
-		Verify("OIP-EXT-GEN-003", postGenerate(ctx, "text_gen", "generate", Obj{"id": "g2"})).To(BeRejected())
+		Verify(postGenerate(ctx, "text_gen", "generate", Obj{"id": "g2"})).To(BeRejected())
 	})
 
 	It("answers a failed generate with an error status and {\"error\": string}", Req("OIP-EXT-GEN-005"), func(ctx SpecContext) {
 		AfterNegative()
-		Verify("OIP-EXT-GEN-005", postGenerate(ctx, "does_not_exist", "generate", Obj{"text_input": genText})).To(BeErrorResponse())
+		Verify(postGenerate(ctx, "does_not_exist", "generate", Obj{"text_input": genText})).To(BeErrorResponse())
 	})
 
 	It("streams generate_stream as text/event-stream, each event JSON with text_output or error", Req("OIP-EXT-GEN-004"), func(ctx SpecContext) {
 		e := postGenerate(ctx, "text_gen", "generate_stream", Obj{"id": "s1", "text_input": genText})
-		if !Verify("OIP-EXT-GEN-004", e).To(HaveStatus(http.StatusOK)) {
+		if !Verify(e).To(HaveStatus(http.StatusOK)) {
 			return
 		}
-		Verify("OIP-EXT-GEN-004", e).To(HaveContentType("text/event-stream"))
-		Verify("OIP-EXT-GEN-004", e).To(PassCheck(func(e *Exchange) error {
+		Verify(e).To(HaveContentType("text/event-stream"))
+		Verify(e).To(PassCheck(func(e *Exchange) error {
 			events, err := sseEvents(e.Body)
 			if err != nil {
 				return err
@@ -188,8 +188,8 @@ var _ = Describe("REST generate", Over(TransportREST), Needs(specs.ExtGenerate),
 	It("answers a generate_stream that fails before streaming with an error status and JSON {\"error\": string}", Req("OIP-EXT-GEN-004"), func(ctx SpecContext) {
 		AfterNegative()
 		e := postGenerate(ctx, "text_gen", "generate_stream", Obj{"id": "s2"})
-		if Verify("OIP-EXT-GEN-004", e).To(BeErrorResponse()) {
-			Verify("OIP-EXT-GEN-004", e).To(HaveContentType("application/json"))
+		if Verify(e).To(BeErrorResponse()) {
+			Verify(e).To(HaveContentType("application/json"))
 		}
 	})
 })

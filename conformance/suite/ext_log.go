@@ -115,10 +115,10 @@ func restoreLog(before restLog, setting string) {
 }
 
 // readLogOrStop reads the settings; ok is false (finding recorded under
-// req) when they cannot be read.
-func readLogOrStop(ctx context.Context, req string) (restLog, bool) {
+// the spec's requirement) when they cannot be read.
+func readLogOrStop(ctx context.Context) (restLog, bool) {
 	var s restLog
-	ok := Verify(req, Get(ctx, "/v2/logging")).To(PassCheck(func(e *Exchange) error {
+	ok := Verify(Get(ctx, "/v2/logging")).To(PassCheck(func(e *Exchange) error {
 		var err error
 		s, err = readLogSettings(e)
 		return err
@@ -136,7 +136,7 @@ func otherLevel(cur uint64) uint64 {
 
 var _ = Describe("REST logging", Over(TransportREST), Needs(specs.ExtLogging), func() {
 	It("advertises logging in server metadata", Req("OIP-EXT-LOG-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-LOG-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtLogging)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -147,11 +147,11 @@ var _ = Describe("REST logging", Over(TransportREST), Needs(specs.ExtLogging), f
 	})
 
 	It("answers GET /v2/logging with the six log settings and their types", Req("OIP-EXT-LOG-002"), func(ctx SpecContext) {
-		Verify("OIP-EXT-LOG-002", Get(ctx, "/v2/logging")).To(PassCheck(logSettingsErr))
+		Verify(Get(ctx, "/v2/logging")).To(PassCheck(logSettingsErr))
 	})
 
 	It("changes only the settings a POST names and answers with all of them", Req("OIP-EXT-LOG-003"), func(ctx SpecContext) {
-		before, ok := readLogOrStop(ctx, "OIP-EXT-LOG-003")
+		before, ok := readLogOrStop(ctx)
 		if !ok {
 			return
 		}
@@ -173,39 +173,39 @@ var _ = Describe("REST logging", Over(TransportREST), Needs(specs.ExtLogging), f
 			}
 			return errors.Join(list...)
 		}
-		if Verify("OIP-EXT-LOG-003", postLog(ctx, fmt.Sprintf(`{"log_verbose_level": %d}`, want))).To(PassCheck(check)) {
-			Verify("OIP-EXT-LOG-003", Get(ctx, "/v2/logging")).To(PassCheck(check), "a later GET must agree with the update")
+		if Verify(postLog(ctx, fmt.Sprintf(`{"log_verbose_level": %d}`, want))).To(PassCheck(check)) {
+			Verify(Get(ctx, "/v2/logging")).To(PassCheck(check), "a later GET must agree with the update")
 		}
 	})
 
 	It("refuses to change log_file", Req("OIP-EXT-LOG-004"), func(ctx SpecContext) {
-		before, ok := readLogOrStop(ctx, "OIP-EXT-LOG-004")
+		before, ok := readLogOrStop(ctx)
 		if !ok {
 			return
 		}
 		restoreLog(before, "log_file")
 		AfterNegative()
-		Verify("OIP-EXT-LOG-004", postLog(ctx, `{"log_file": "/var/log/oipkit-conformance.log"}`)).To(BeRejected())
+		Verify(postLog(ctx, `{"log_file": "/var/log/oipkit-conformance.log"}`)).To(BeRejected())
 	})
 
 	It("refuses a negative log_verbose_level", Req("OIP-EXT-LOG-005"), func(ctx SpecContext) {
-		before, ok := readLogOrStop(ctx, "OIP-EXT-LOG-005")
+		before, ok := readLogOrStop(ctx)
 		if !ok {
 			return
 		}
 		restoreLog(before, "log_verbose_level")
 		AfterNegative()
-		Verify("OIP-EXT-LOG-005", postLog(ctx, `{"log_verbose_level": -1}`)).To(BeRejected())
+		Verify(postLog(ctx, `{"log_verbose_level": -1}`)).To(BeRejected())
 	})
 
 	It("answers a refused update with an error status and {\"error\": string}", Req("OIP-EXT-LOG-006"), func(ctx SpecContext) {
-		before, ok := readLogOrStop(ctx, "OIP-EXT-LOG-006")
+		before, ok := readLogOrStop(ctx)
 		if !ok {
 			return
 		}
 		restoreLog(before, "log_format")
 		AfterNegative()
-		Verify("OIP-EXT-LOG-006", postLog(ctx, `{"log_format": "xml"}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
+		Verify(postLog(ctx, `{"log_format": "xml"}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
 	})
 })
 
@@ -240,7 +240,7 @@ func grpcLogLevel(r *pb.LogSettingsResponse) (uint32, error) {
 var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), func() {
 	It("advertises logging in server metadata", Req("OIP-EXT-LOG-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-LOG-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
+		Verify(c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtLogging)
 		}))
 	})
@@ -248,7 +248,7 @@ var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), f
 	It("changes log_verbose_level with a uint32_param and answers every setting", Req("OIP-EXT-LOG-007"), func(ctx SpecContext) {
 		first, c := Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{}, Stub().LogSettings)
 		var before uint32
-		if !Verify("OIP-EXT-LOG-007", c).To(PassCheck(func(r *pb.LogSettingsResponse) error {
+		if !Verify(c).To(PassCheck(func(r *pb.LogSettingsResponse) error {
 			var err error
 			before, err = grpcLogLevel(r)
 			return err
@@ -277,9 +277,9 @@ var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), f
 		}
 		_, c = Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{Settings: map[string]*pb.LogSettingsRequest_SettingValue{
 			"log_verbose_level": {ParameterChoice: &pb.LogSettingsRequest_SettingValue_Uint32Param{Uint32Param: want}}}}, Stub().LogSettings)
-		if Verify("OIP-EXT-LOG-007", c).To(PassCheck(check)) {
+		if Verify(c).To(PassCheck(check)) {
 			_, c = Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{}, Stub().LogSettings)
-			Verify("OIP-EXT-LOG-007", c).To(PassCheck(check), "a later read must agree with the update")
+			Verify(c).To(PassCheck(check), "a later read must agree with the update")
 		}
 	})
 })

@@ -73,7 +73,7 @@ func compareEcho(t tensor.Tensor) bool {
 
 var _ = Describe("REST parameters", Over(TransportREST), Needs(specs.ExtParameters), func() {
 	It("advertises parameters and passes a custom parameter to the model", Req("OIP-EXT-PARAM-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-PARAM-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtParameters)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -82,7 +82,7 @@ var _ = Describe("REST parameters", Over(TransportREST), Needs(specs.ExtParamete
 			return advertisedErr(exts, specs.ExtParameters)
 		}))
 		NeedFixture("param_echo")
-		Verify("OIP-EXT-PARAM-001", Post(ctx, "param_echo", "", echoBody())).To(HaveOutputs(echoOutput()))
+		Verify(Post(ctx, "param_echo", "", echoBody())).To(HaveOutputs(echoOutput()))
 	})
 
 	It("refuses a custom parameter with the reserved prefix triton_", Req("OIP-EXT-PARAM-002"), func(ctx SpecContext) {
@@ -90,19 +90,19 @@ var _ = Describe("REST parameters", Over(TransportREST), Needs(specs.ExtParamete
 		AfterNegative()
 		b, _, _ := addSubRequest()
 		b.JSON["parameters"] = Obj{"triton_oipkit_custom": 1}
-		Verify("OIP-EXT-PARAM-002", Post(ctx, "add_sub", "", b)).To(BeRejected())
+		Verify(Post(ctx, "add_sub", "", b)).To(BeRejected())
 	})
 })
 
 var _ = Describe("gRPC parameters", Over(TransportGRPC), Needs(specs.ExtParameters), func() {
 	It("advertises parameters and passes a custom parameter to the model", Req("OIP-EXT-PARAM-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-PARAM-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
+		Verify(c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtParameters)
 		}))
 		NeedFixture("param_echo")
 		_, c = Infer(ctx, echoPB())
-		Verify("OIP-EXT-PARAM-001", c).To(HaveOutputs(echoOutput()))
+		Verify(c).To(HaveOutputs(echoOutput()))
 	})
 
 	It("refuses a custom parameter with the reserved prefix triton_", Req("OIP-EXT-PARAM-002"), func(ctx SpecContext) {
@@ -112,7 +112,7 @@ var _ = Describe("gRPC parameters", Over(TransportGRPC), Needs(specs.ExtParamete
 		req.Parameters = map[string]*pb.InferParameter{"triton_oipkit_custom": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: 1}}}
 		_, c := Infer(ctx, req)
 		if Answered(c) {
-			Verify("OIP-EXT-PARAM-002", c).To(BeRejected())
+			Verify(c).To(BeRejected())
 		}
 	})
 })

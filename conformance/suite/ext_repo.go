@@ -165,7 +165,7 @@ func takeBackBroken() {
 
 var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtModelRepository), func() {
 	It("advertises model_repository in server metadata", Req("OIP-EXT-REPO-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-REPO-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtModelRepository)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -178,17 +178,17 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 	It("lists every model of the repository, loaded or not, in the index", Req("OIP-EXT-REPO-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		NeedFixture("repo_target")
-		Verify("OIP-EXT-REPO-002", repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(listing([]string{"add_sub", "repo_target"}, nil)))
+		Verify(repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(listing([]string{"add_sub", "repo_target"}, nil)))
 	})
 
 	It("lists a model that never loaded in the index", Req("OIP-EXT-REPO-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		needBroken(ctx)
-		Verify("OIP-EXT-REPO-002", repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(listing([]string{"add_sub", "broken"}, nil)))
+		Verify(repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(listing([]string{"add_sub", "broken"}, nil)))
 	})
 
 	It("answers an index request whose body is {}", Req("OIP-EXT-REPO-003"), func(ctx SpecContext) {
-		Verify("OIP-EXT-REPO-003", repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(indexErr))
+		Verify(repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(indexErr))
 		e := repoPost(ctx, "/v2/repository/index", "")
 		if Answered(e) {
 			Note("OIP-EXT-REPO-003", "an index request without a body answered %d", e.Status)
@@ -198,13 +198,13 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 	It("lists only the models ready for inference when ready is true", Req("OIP-EXT-REPO-004"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		needBroken(ctx)
-		Verify("OIP-EXT-REPO-004", repoPost(ctx, "/v2/repository/index", `{"ready":true}`)).To(PassCheck(listing([]string{"add_sub"}, []string{"broken"})))
+		Verify(repoPost(ctx, "/v2/repository/index", `{"ready":true}`)).To(PassCheck(listing([]string{"add_sub"}, []string{"broken"})))
 	})
 
 	It("gives each model of the index a state and a reason", Req("OIP-EXT-REPO-005"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		e := repoPost(ctx, "/v2/repository/index", "{}")
-		Verify("OIP-EXT-REPO-005", e).To(PassCheck(func(e *Exchange) error {
+		Verify(e).To(PassCheck(func(e *Exchange) error {
 			list, err := indexEntries(e)
 			if err != nil {
 				return err
@@ -222,7 +222,7 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 			}
 			return errors.Join(errs...)
 		}))
-		Verify("OIP-EXT-REPO-005", e).Soft("the catalog does not enumerate states; Triton's ready state is READY").To(PassCheck(func(e *Exchange) error {
+		Verify(e).Soft("the catalog does not enumerate states; Triton's ready state is READY").To(PassCheck(func(e *Exchange) error {
 			list, err := indexEntries(e)
 			if err != nil {
 				return err
@@ -245,26 +245,26 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 
 	It("answers a malformed index request with an error status and {\"error\": string}", Req("OIP-EXT-REPO-006"), func(ctx SpecContext) {
 		AfterNegative()
-		Verify("OIP-EXT-REPO-006", repoPost(ctx, "/v2/repository/index", `{"ready":"yes"}`)).To(BeErrorResponse())
+		Verify(repoPost(ctx, "/v2/repository/index", `{"ready":"yes"}`)).To(BeErrorResponse())
 	})
 
 	It("loads an unloaded model again", Req("OIP-EXT-REPO-007"), func(ctx SpecContext) {
 		NeedFixture("repo_target")
 		restoreRepoTarget()
-		if !Verify("OIP-EXT-REPO-007", repoPost(ctx, unloadPath("repo_target"), "")).To(HaveStatus(http.StatusOK), "repo_target must unload for its load to be checked") {
+		if !Verify(repoPost(ctx, unloadPath("repo_target"), "")).To(HaveStatus(http.StatusOK), "repo_target must unload for its load to be checked") {
 			return
 		}
-		if !Verify("OIP-EXT-REPO-007", repoPost(ctx, loadPath("repo_target"), "")).To(HaveStatus(http.StatusOK)) {
+		if !Verify(repoPost(ctx, loadPath("repo_target"), "")).To(HaveStatus(http.StatusOK)) {
 			return
 		}
-		Verify("OIP-EXT-REPO-007", Get(ctx, "/v2/models/repo_target/ready")).To(HaveStatus(http.StatusOK), "a loaded model is ready")
+		Verify(Get(ctx, "/v2/models/repo_target/ready")).To(HaveStatus(http.StatusOK), "a loaded model is ready")
 	})
 
 	It("refuses file: contents without a config, and loads with the model's own config", Req("OIP-EXT-REPO-008"), func(ctx SpecContext) {
 		NeedFixture("repo_target")
 		restoreRepoTarget()
 		AfterNegative()
-		Verify("OIP-EXT-REPO-008", repoPost(ctx, loadPath("repo_target"), `{"parameters":{"file:1/model.onnx":"AAAA"}}`)).To(BeErrorResponse())
+		Verify(repoPost(ctx, loadPath("repo_target"), `{"parameters":{"file:1/model.onnx":"AAAA"}}`)).To(BeErrorResponse())
 		if !Advertises(specs.ExtModelConfiguration) {
 			return // the model's own configuration cannot be read
 		}
@@ -273,25 +273,25 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 			return
 		}
 		body := `{"parameters":{"config":` + strconv.Quote(string(cfg.Body)) + `}}`
-		if Verify("OIP-EXT-REPO-008", repoPost(ctx, loadPath("repo_target"), body)).To(HaveStatus(http.StatusOK), "a load with the model's own configuration as config succeeds") {
-			Verify("OIP-EXT-REPO-008", Get(ctx, "/v2/models/repo_target/ready")).To(HaveStatus(http.StatusOK), "a loaded model is ready")
+		if Verify(repoPost(ctx, loadPath("repo_target"), body)).To(HaveStatus(http.StatusOK), "a load with the model's own configuration as config succeeds") {
+			Verify(Get(ctx, "/v2/models/repo_target/ready")).To(HaveStatus(http.StatusOK), "a loaded model is ready")
 		}
 	})
 
 	It("answers a load of an unknown model with an error status and {\"error\": string}", Req("OIP-EXT-REPO-009"), func(ctx SpecContext) {
 		AfterNegative()
-		Verify("OIP-EXT-REPO-009", repoPost(ctx, loadPath("does_not_exist"), "")).To(BeErrorResponse())
+		Verify(repoPost(ctx, loadPath("does_not_exist"), "")).To(BeErrorResponse())
 	})
 
 	It("unloads a model: it is no longer ready and refuses inference", Req("OIP-EXT-REPO-010"), func(ctx SpecContext) {
 		NeedFixture("repo_target")
 		restoreRepoTarget()
-		if !Verify("OIP-EXT-REPO-010", repoPost(ctx, unloadPath("repo_target"), "")).To(HaveStatus(http.StatusOK)) {
+		if !Verify(repoPost(ctx, unloadPath("repo_target"), "")).To(HaveStatus(http.StatusOK)) {
 			return
 		}
-		notReady(Get(ctx, "/v2/models/repo_target/ready"), "OIP-EXT-REPO-010")
+		notReady(Get(ctx, "/v2/models/repo_target/ready"), "")
 		in := int32s("INPUT0", []int64{1, 2}, 1, 2)
-		Verify("OIP-EXT-REPO-010", Post(ctx, "repo_target", "", Request(JSONInput(in)))).To(BeErrorResponse())
+		Verify(Post(ctx, "repo_target", "", Request(JSONInput(in)))).To(BeErrorResponse())
 	})
 
 	It("unloads with unload_dependents when the server advertises it", Req("OIP-EXT-REPO-011"), func(ctx SpecContext) {
@@ -302,8 +302,8 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 		restoreRepoTarget()
 		// The fixtures have no ensemble; a model without dependents is
 		// unloaded as without the flag.
-		if Verify("OIP-EXT-REPO-011", repoPost(ctx, unloadPath("repo_target"), `{"parameters":{"unload_dependents":true}}`)).To(HaveStatus(http.StatusOK)) {
-			notReady(Get(ctx, "/v2/models/repo_target/ready"), "OIP-EXT-REPO-011")
+		if Verify(repoPost(ctx, unloadPath("repo_target"), `{"parameters":{"unload_dependents":true}}`)).To(HaveStatus(http.StatusOK)) {
+			notReady(Get(ctx, "/v2/models/repo_target/ready"), "")
 		}
 	})
 
@@ -311,7 +311,7 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 		NeedFixture("repo_target")
 		restoreRepoTarget()
 		AfterNegative()
-		Verify("OIP-EXT-REPO-012", repoPost(ctx, unloadPath("repo_target"), `{"parameters":{"unload_dependents":"x"}}`)).
+		Verify(repoPost(ctx, unloadPath("repo_target"), `{"parameters":{"unload_dependents":"x"}}`)).
 			Soft("the catalog's test is soft: only Triton's boolean parse fails it").To(BeErrorResponse())
 	})
 })
@@ -338,7 +338,7 @@ func advertisesCapability(ctx context.Context, ext specs.Extension, capability s
 var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtModelRepository), func() {
 	It("advertises model_repository in server metadata", Req("OIP-EXT-REPO-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-REPO-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
+		Verify(c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtModelRepository)
 		}))
 	})
@@ -354,14 +354,14 @@ var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtMo
 			return m
 		}
 		_, c := Invoke(ctx, "RepositoryIndex", &pb.RepositoryIndexRequest{}, Stub().RepositoryIndex)
-		Verify("OIP-EXT-REPO-013", c).To(PassCheck(func(r *pb.RepositoryIndexResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.RepositoryIndexResponse) error {
 			if n := names(r); !n["add_sub"] || !n["repo_target"] {
 				return fmt.Errorf("RepositoryIndex lists %v, want add_sub and repo_target among them", clipped(fmt.Sprint(n), 200))
 			}
 			return nil
 		}))
 		_, c = Invoke(ctx, "RepositoryIndex", &pb.RepositoryIndexRequest{Ready: true}, Stub().RepositoryIndex)
-		Verify("OIP-EXT-REPO-013", c).To(PassCheck(func(r *pb.RepositoryIndexResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.RepositoryIndexResponse) error {
 			n := names(r)
 			switch {
 			case !n["add_sub"]:
@@ -377,12 +377,12 @@ var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtMo
 		NeedFixture("repo_target")
 		restoreRepoTarget()
 		_, c := Invoke(ctx, "RepositoryModelUnload", &pb.RepositoryModelUnloadRequest{ModelName: "repo_target"}, Stub().RepositoryModelUnload)
-		if !Verify("OIP-EXT-REPO-013", c).To(BeOK()) {
+		if !Verify(c).To(BeOK()) {
 			return
 		}
 		r, c := Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "repo_target"}, Stub().ModelReady)
 		if Answered(c) && c.Err == nil {
-			Verify("OIP-EXT-REPO-013", c).To(PassCheck(func(*pb.ModelReadyResponse) error {
+			Verify(c).To(PassCheck(func(*pb.ModelReadyResponse) error {
 				if r.GetReady() {
 					return errors.New("ModelReady{repo_target} is true after RepositoryModelUnload")
 				}
@@ -390,11 +390,11 @@ var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtMo
 			}))
 		}
 		_, c = Invoke(ctx, "RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "repo_target"}, Stub().RepositoryModelLoad)
-		if !Verify("OIP-EXT-REPO-013", c).To(BeOK()) {
+		if !Verify(c).To(BeOK()) {
 			return
 		}
 		_, c = Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "repo_target"}, Stub().ModelReady)
-		Verify("OIP-EXT-REPO-013", c).To(PassCheck(func(r *pb.ModelReadyResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.ModelReadyResponse) error {
 			if !r.GetReady() {
 				return errors.New("ModelReady{repo_target} is false after RepositoryModelLoad")
 			}
@@ -406,7 +406,7 @@ var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtMo
 		AfterNegative()
 		_, c := Invoke(ctx, "RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "does_not_exist"}, Stub().RepositoryModelLoad)
 		if Answered(c) {
-			Verify("OIP-EXT-REPO-013", c).To(BeRejected())
+			Verify(c).To(BeRejected())
 		}
 	})
 })
@@ -420,7 +420,7 @@ var _ = Describe("REST model repository, a load that fails", RunsLast, Over(Tran
 		needBroken(ctx)
 		takeBackBroken()
 		AfterNegative()
-		Verify("OIP-EXT-REPO-009", repoPost(ctx, loadPath("broken"), "")).To(BeErrorResponse())
+		Verify(repoPost(ctx, loadPath("broken"), "")).To(BeErrorResponse())
 	})
 })
 
@@ -431,7 +431,7 @@ var _ = Describe("gRPC model repository, a load that fails", RunsLast, Over(Tran
 		AfterNegative()
 		_, c := Invoke(ctx, "RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "broken"}, Stub().RepositoryModelLoad)
 		if Answered(c) {
-			Verify("OIP-EXT-REPO-013", c).To(BeRejected())
+			Verify(c).To(BeRejected())
 		}
 	})
 })

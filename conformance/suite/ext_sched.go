@@ -42,7 +42,7 @@ func schedPB(params map[string]int64) *pb.ModelInferRequest {
 
 var _ = Describe("REST schedule policy", Over(TransportREST), Needs(specs.ExtSchedulePolicy), func() {
 	It("advertises schedule_policy in server metadata", Req("OIP-EXT-SCHED-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-SCHED-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtSchedulePolicy)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -54,24 +54,24 @@ var _ = Describe("REST schedule policy", Over(TransportREST), Needs(specs.ExtSch
 
 	It("serves a request with priority 1, the highest", Req("OIP-EXT-SCHED-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-SCHED-002", Post(ctx, "add_sub", "", schedREST(Obj{"priority": 1}))).To(HaveStatus(http.StatusOK))
+		Verify(Post(ctx, "add_sub", "", schedREST(Obj{"priority": 1}))).To(HaveStatus(http.StatusOK))
 	})
 
 	It("serves a request whose timeout leaves ample time", Req("OIP-EXT-SCHED-003"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-SCHED-003", Post(ctx, "add_sub", "", schedREST(Obj{"timeout": 10000000}))).To(HaveStatus(http.StatusOK))
+		Verify(Post(ctx, "add_sub", "", schedREST(Obj{"timeout": 10000000}))).To(HaveStatus(http.StatusOK))
 	})
 
 	It("serves a request without priority and timeout", Req("OIP-EXT-SCHED-004"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-SCHED-004", Post(ctx, "add_sub", "", schedREST(nil))).To(HaveStatus(http.StatusOK))
+		Verify(Post(ctx, "add_sub", "", schedREST(nil))).To(HaveStatus(http.StatusOK))
 	})
 })
 
 var _ = Describe("gRPC schedule policy", Over(TransportGRPC), Needs(specs.ExtSchedulePolicy), func() {
 	It("advertises schedule_policy in server metadata", Req("OIP-EXT-SCHED-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-SCHED-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
+		Verify(c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtSchedulePolicy)
 		}))
 	})
@@ -79,18 +79,18 @@ var _ = Describe("gRPC schedule policy", Over(TransportGRPC), Needs(specs.ExtSch
 	It("serves a request with an int64 priority 1, the highest", Req("OIP-EXT-SCHED-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		_, c := Infer(ctx, schedPB(map[string]int64{"priority": 1}))
-		Verify("OIP-EXT-SCHED-002", c).To(BeOK())
+		Verify(c).To(BeOK())
 	})
 
 	It("serves a request whose int64 timeout leaves ample time", Req("OIP-EXT-SCHED-003"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		_, c := Infer(ctx, schedPB(map[string]int64{"timeout": 10000000}))
-		Verify("OIP-EXT-SCHED-003", c).To(BeOK())
+		Verify(c).To(BeOK())
 	})
 
 	It("serves a request without priority and timeout", Req("OIP-EXT-SCHED-004"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		_, c := Infer(ctx, schedPB(nil))
-		Verify("OIP-EXT-SCHED-004", c).To(BeOK())
+		Verify(c).To(BeOK())
 	})
 })

@@ -285,7 +285,7 @@ func finalFlagErr(s *StreamCall) error {
 var _ = Describe("gRPC streaming (ModelStreamInfer)", Over(TransportGRPC), Needs(specs.ExtSequence), func() {
 	It("advertises sequence in server metadata", Req("OIP-EXT-SEQ-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-SEQ-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
+		Verify(c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtSequence)
 		}))
 	})
@@ -296,11 +296,11 @@ var _ = Describe("gRPC streaming (ModelStreamInfer)", Over(TransportGRPC), Needs
 		if !Answered(s) {
 			return
 		}
-		Verify("OIP-EXT-SEQ-006", s).Soft("A-39").To(PassCheck(shapeErr))
-		Verify("OIP-EXT-SEQ-006", s).To(PassCheck(func(s *StreamCall) error {
+		Verify(s).Soft("A-39").To(PassCheck(shapeErr))
+		Verify(s).To(PassCheck(func(s *StreamCall) error {
 			return errors.Join(idsErr(s), countsErr(s, map[string]int32{"a": 1, "b": 1, "c": 1}))
 		}))
-		Verify("OIP-EXT-SEQ-006", s).To(PassCheck(endedOKErr))
+		Verify(s).To(PassCheck(endedOKErr))
 	})
 
 	It("matches every response of interleaved decoupled requests to its request by id", Req("OIP-EXT-SEQ-006", "OIP-EXT-SEQ-009"), func(ctx SpecContext) {
@@ -309,8 +309,8 @@ var _ = Describe("gRPC streaming (ModelStreamInfer)", Over(TransportGRPC), Needs
 		if !Answered(s) {
 			return
 		}
-		Verify("OIP-EXT-SEQ-006", s).To(PassCheck(idsErr))
-		Verify("OIP-EXT-SEQ-009", s).To(PassCheck(func(s *StreamCall) error {
+		VerifyReq("OIP-EXT-SEQ-006", s).To(PassCheck(idsErr))
+		VerifyReq("OIP-EXT-SEQ-009", s).To(PassCheck(func(s *StreamCall) error {
 			return countsErr(s, map[string]int32{"x": 3, "y": 2})
 		}))
 	})
@@ -321,7 +321,7 @@ var _ = Describe("gRPC streaming (ModelStreamInfer)", Over(TransportGRPC), Needs
 		if !Answered(s) {
 			return
 		}
-		Verify("OIP-EXT-SEQ-009", s).To(PassCheck(func(s *StreamCall) error {
+		Verify(s).To(PassCheck(func(s *StreamCall) error {
 			err := countsErr(s, map[string]int32{"n0": 0, "n1": 1, "n3": 3})
 			if n := len(s.ByID()["n0"]); n > 0 {
 				err = errors.Join(err, fmt.Errorf("n = 0 without %s got %d message(s), want none", oip.ParamTritonEnableEmptyFinalResponse, n))
@@ -337,7 +337,7 @@ var _ = Describe("gRPC streaming (ModelStreamInfer)", Over(TransportGRPC), Needs
 		if !Answered(s) {
 			return
 		}
-		Verify("OIP-EXT-SEQ-009", s).To(PassCheck(func(s *StreamCall) error {
+		Verify(s).To(PassCheck(func(s *StreamCall) error {
 			by := s.ByID()
 			var list []error
 			// Triton: a request that ends without a response gets one
@@ -364,7 +364,7 @@ var _ = Describe("gRPC streaming (ModelStreamInfer)", Over(TransportGRPC), Needs
 		if !Answered(s) {
 			return
 		}
-		Verify("OIP-EXT-SEQ-007", s).To(PassCheck(func(s *StreamCall) error {
+		Verify(s).To(PassCheck(func(s *StreamCall) error {
 			for _, m := range s.ByID()["as"] {
 				if m.Error != "" {
 					return fmt.Errorf("add_sub on the stream: error_message %q", m.Error)
@@ -393,7 +393,7 @@ var _ = Describe("gRPC streaming (ModelStreamInfer)", Over(TransportGRPC), Needs
 		if !Answered(s) {
 			return
 		}
-		Verify("OIP-EXT-SEQ-008", s).To(PassCheck(func(s *StreamCall) error {
+		Verify(s).To(PassCheck(func(s *StreamCall) error {
 			var list []error
 			if !slices.ContainsFunc(s.Msgs, func(m StreamMessage) bool { return strings.TrimSpace(m.Error) != "" }) {
 				list = append(list, fmt.Errorf("no message carries an error_message for the request to an unknown model (%s)", s.Got()))
@@ -436,12 +436,13 @@ func sequenceSteps(a, b any) []accumulateStep {
 	return steps
 }
 
-// runSteps sends steps in order over tr and checks each sum under req.
-func runSteps(ctx context.Context, tr Transport, req string, steps []accumulateStep) {
+// runSteps sends steps in order over tr and checks each sum under the spec's
+// requirement.
+func runSteps(ctx context.Context, tr Transport, steps []accumulateStep) {
 	for _, st := range steps {
 		if tr == TransportREST {
 			e := Post(ctx, "accumulate", "", accBody(st.x, st.params))
-			if !Verify(req, e).To(PassCheck(func(r *InferResponse) error {
+			if !Verify(e).To(PassCheck(func(r *InferResponse) error {
 				t, err := r.Tensor("OUTPUT0")
 				if err != nil {
 					return err
@@ -453,7 +454,7 @@ func runSteps(ctx context.Context, tr Transport, req string, steps []accumulateS
 			continue
 		}
 		_, c := Infer(ctx, accPB(st.x, st.params))
-		if !Verify(req, c).To(PassCheck(func(r *pb.ModelInferResponse) error {
+		if !Verify(c).To(PassCheck(func(r *pb.ModelInferResponse) error {
 			t, err := PBOutput(r, "OUTPUT0")
 			if err != nil {
 				return err
@@ -486,7 +487,7 @@ func sequenceSpecs(tr Transport, base int64) {
 	It("keeps a running state per sequence_id from sequence_start to sequence_end", Req("OIP-EXT-SEQ-002"), func(ctx SpecContext) {
 		NeedFixture("accumulate")
 		steps := sequenceSteps(base+42, nil)
-		runSteps(ctx, tr, "OIP-EXT-SEQ-002", []accumulateStep{steps[0], steps[2], steps[4]})
+		runSteps(ctx, tr, []accumulateStep{steps[0], steps[2], steps[4]})
 	})
 
 	It("accepts a string sequence_id when it advertises sequence(string_id)", Req("OIP-EXT-SEQ-002"), func(ctx SpecContext) {
@@ -495,12 +496,12 @@ func sequenceSpecs(tr Transport, base int64) {
 			Skip(SkipNotApplicable + "the server does not advertise " + specs.ExtSequence.WithCapability(specs.CapabilityStringID))
 		}
 		steps := sequenceSteps(fmt.Sprintf("oipkit-%s-%d", tr, base), nil)
-		runSteps(ctx, tr, "OIP-EXT-SEQ-002", []accumulateStep{steps[0], steps[2], steps[4]})
+		runSteps(ctx, tr, []accumulateStep{steps[0], steps[2], steps[4]})
 	})
 
 	It("keeps interleaved sequences with different ids independent", Req("OIP-EXT-SEQ-005"), func(ctx SpecContext) {
 		NeedFixture("accumulate")
-		runSteps(ctx, tr, "OIP-EXT-SEQ-005", sequenceSteps(base+1, base+2))
+		runSteps(ctx, tr, sequenceSteps(base+1, base+2))
 	})
 
 	for _, c := range []struct {
@@ -516,18 +517,18 @@ func sequenceSpecs(tr Transport, base int64) {
 			NeedFixture("accumulate")
 			AfterNegative()
 			if tr == TransportREST {
-				Verify(c.req, Post(ctx, "accumulate", "", accBody(1, c.params))).To(BeRejected())
+				Verify(Post(ctx, "accumulate", "", accBody(1, c.params))).To(BeRejected())
 				return
 			}
 			_, call := Infer(ctx, accPB(1, c.params))
-			Verify(c.req, call).To(BeRejected())
+			Verify(call).To(BeRejected())
 		})
 	}
 }
 
 var _ = Describe("REST sequences", Over(TransportREST), Needs(specs.ExtSequence), func() {
 	It("advertises sequence in server metadata", Req("OIP-EXT-SEQ-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-SEQ-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtSequence)
 			exts, err := extensionsField(o.Members)
 			if err != nil {

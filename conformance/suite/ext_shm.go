@@ -163,9 +163,9 @@ func shmInput(t tensor.Tensor, region string, offset, size int) Obj {
 }
 
 // shmInputs places add_sub's canonical inputs at offsets 0 and 64 of a new
-// 128-byte region, registered over REST; ok is false (recorded under req)
-// when the registration fails.
-func shmInputs(ctx context.Context, req string) (region string, in0, in1, out0, out1 tensor.Tensor, ok bool) {
+// 128-byte region, registered over REST; ok is false (recorded under the
+// spec's requirement) when the registration fails.
+func shmInputs(ctx context.Context) (region string, in0, in1, out0, out1 tensor.Tensor, ok bool) {
 	in0, in1 = addSubInputs(1)
 	out0, out1 = addSubOutputs(in0, in1)
 	m := shmObject(128)
@@ -174,13 +174,13 @@ func shmInputs(ctx context.Context, req string) (region string, in0, in1, out0, 
 	copy(m.Bytes(), r0)
 	copy(m.Bytes()[64:], r1)
 	region = shmRegionName("in")
-	ok = Verify(req, shmRegister(ctx, region, m, 0, 128)).To(HaveStatus(http.StatusOK), "registering the inputs' region must succeed for the inference to be checked")
+	ok = Verify(shmRegister(ctx, region, m, 0, 128)).To(HaveStatus(http.StatusOK), "registering the inputs' region must succeed for the inference to be checked")
 	return region, in0, in1, out0, out1, ok
 }
 
 var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.ExtSystemSharedMemory), func() {
 	It("advertises system_shared_memory in server metadata", Req("OIP-EXT-SHM-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-SHM-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtSystemSharedMemory)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -193,35 +193,35 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 	It("registers a region and lists it", Req("OIP-EXT-SHM-007"), func(ctx SpecContext) {
 		m := shmObject(64)
 		r1 := shmRegionName("r1")
-		if !Verify("OIP-EXT-SHM-007", shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK)) {
+		if !Verify(shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK)) {
 			return
 		}
-		Verify("OIP-EXT-SHM-007", Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(r1)+"/status")).
+		Verify(Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(r1)+"/status")).
 			To(PassCheck(shmListing([]shmEntry{{r1, m.Key, 0, 64}}, false)))
 	})
 
 	It("lists every region, and one region on its route", Req("OIP-EXT-SHM-006"), func(ctx SpecContext) {
 		m, m2 := shmObject(64), shmObject(2*shmPage)
 		r1, r2 := shmRegionName("r1"), shmRegionName("r2")
-		if !Verify("OIP-EXT-SHM-006", shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check the status") ||
-			!Verify("OIP-EXT-SHM-006", shmRegister(ctx, r2, m2, shmPage, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check the status") {
+		if !Verify(shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check the status") ||
+			!Verify(shmRegister(ctx, r2, m2, shmPage, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check the status") {
 			return
 		}
-		Verify("OIP-EXT-SHM-006", Get(ctx, "/v2/systemsharedmemory/status")).
+		Verify(Get(ctx, "/v2/systemsharedmemory/status")).
 			To(PassCheck(shmListing([]shmEntry{{r1, m.Key, 0, 64}, {r2, m2.Key, shmPage, 64}}, true)))
-		Verify("OIP-EXT-SHM-006", Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(r1)+"/status")).
+		Verify(Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(r1)+"/status")).
 			To(PassCheck(shmListing([]shmEntry{{r1, m.Key, 0, 64}}, false)))
 	})
 
 	It("unregisters one region, then every region", Req("OIP-EXT-SHM-008"), func(ctx SpecContext) {
 		m, m2 := shmObject(64), shmObject(2*shmPage)
 		r1, r2 := shmRegionName("r1"), shmRegionName("r2")
-		if !Verify("OIP-EXT-SHM-008", shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check unregistering") ||
-			!Verify("OIP-EXT-SHM-008", shmRegister(ctx, r2, m2, shmPage, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check unregistering") {
+		if !Verify(shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check unregistering") ||
+			!Verify(shmRegister(ctx, r2, m2, shmPage, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check unregistering") {
 			return
 		}
-		Verify("OIP-EXT-SHM-008", shmUnregister(ctx, r1)).To(HaveStatus(http.StatusOK))
-		Verify("OIP-EXT-SHM-008", Get(ctx, "/v2/systemsharedmemory/status")).To(PassCheck(func(e *Exchange) error {
+		Verify(shmUnregister(ctx, r1)).To(HaveStatus(http.StatusOK))
+		Verify(Get(ctx, "/v2/systemsharedmemory/status")).To(PassCheck(func(e *Exchange) error {
 			var got []shmEntry
 			if err := shmStatusErr(e, &got); err != nil {
 				return err
@@ -233,8 +233,8 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 			}
 			return shmListing([]shmEntry{{r2, m2.Key, shmPage, 64}}, true)(e)
 		}))
-		Verify("OIP-EXT-SHM-008", shmUnregister(ctx, "")).To(HaveStatus(http.StatusOK))
-		Verify("OIP-EXT-SHM-008", Get(ctx, "/v2/systemsharedmemory/status")).To(PassCheck(shmListing(nil, false)))
+		Verify(shmUnregister(ctx, "")).To(HaveStatus(http.StatusOK))
+		Verify(Get(ctx, "/v2/systemsharedmemory/status")).To(PassCheck(shmListing(nil, false)))
 	})
 
 	It("answers failed calls with an error status and {\"error\": string}", Req("OIP-EXT-SHM-012"), func(ctx SpecContext) {
@@ -245,19 +245,19 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 		if e.Status == http.StatusOK {
 			DeferCleanup(func(ctx SpecContext) { shmUnregister(ctx, r) })
 		}
-		Verify("OIP-EXT-SHM-012", e).To(BeErrorResponse())
-		Verify("OIP-EXT-SHM-012", Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(shmRegionName("nope"))+"/status")).To(BeErrorResponse())
+		Verify(e).To(BeErrorResponse())
+		Verify(Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(shmRegionName("nope"))+"/status")).To(BeErrorResponse())
 	})
 
 	It("reads inputs from a region; region and byte size go together", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		region, in0, in1, out0, out1, ok := shmInputs(ctx, "OIP-EXT-SHM-002")
+		region, in0, in1, out0, out1, ok := shmInputs(ctx)
 		if !ok {
 			return
 		}
 		e := Post(ctx, "add_sub", "", Request(shmInput(in0, region, 0, 64), shmInput(in1, region, 64, 64)))
-		if Verify("OIP-EXT-SHM-002", e).To(HaveStatus(http.StatusOK)) {
-			Verify("OIP-EXT-SHM-002", e).To(PassCheck(func(r *InferResponse) error {
+		if Verify(e).To(HaveStatus(http.StatusOK)) {
+			Verify(e).To(PassCheck(func(r *InferResponse) error {
 				for _, want := range []tensor.Tensor{out0, out1} {
 					got, err := r.Tensor(want.Name)
 					if err != nil {
@@ -270,34 +270,34 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 				return nil
 			}))
 		}
-		Verify("OIP-EXT-SHM-002", Post(ctx, "add_sub", "", Request(shmInput(in0, region, 0, -1), shmInput(in1, region, 64, 64)))).To(BeRejected())
+		Verify(Post(ctx, "add_sub", "", Request(shmInput(in0, region, 0, -1), shmInput(in1, region, 64, 64)))).To(BeRejected())
 	})
 
 	It("refuses an input that names a region and carries data", Req("OIP-EXT-SHM-003"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		region, in0, in1, _, _, ok := shmInputs(ctx, "OIP-EXT-SHM-003")
+		region, in0, in1, _, _, ok := shmInputs(ctx)
 		if !ok {
 			return
 		}
 		both := shmInput(in0, region, 0, 64)
 		both["data"] = JSONValues(in0)
-		Verify("OIP-EXT-SHM-003", Post(ctx, "add_sub", "", Request(both, shmInput(in1, region, 64, 64)))).To(BeRejected())
+		Verify(Post(ctx, "add_sub", "", Request(both, shmInput(in1, region, 64, 64)))).To(BeRejected())
 	})
 
 	It("writes an output into a region and leaves data out of the response", Req("OIP-EXT-SHM-004"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		m := shmObject(64)
 		region := shmRegionName("out")
-		if !Verify("OIP-EXT-SHM-004", shmRegister(ctx, region, m, 0, 64)).To(HaveStatus(http.StatusOK), "registering the output region must succeed") {
+		if !Verify(shmRegister(ctx, region, m, 0, 64)).To(HaveStatus(http.StatusOK), "registering the output region must succeed") {
 			return
 		}
 		b, out0, _ := addSubRequest()
 		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT0", "parameters": Obj{"shared_memory_region": region, "shared_memory_byte_size": 64}}}
 		e := Post(ctx, "add_sub", "", b)
-		if !Verify("OIP-EXT-SHM-004", e).To(HaveStatus(http.StatusOK)) {
+		if !Verify(e).To(HaveStatus(http.StatusOK)) {
 			return
 		}
-		Verify("OIP-EXT-SHM-004", e).To(PassCheck(func(r *InferResponse) error {
+		Verify(e).To(PassCheck(func(r *InferResponse) error {
 			o := r.Output("OUTPUT0")
 			if o == nil {
 				return errors.New("the response has no OUTPUT0")
@@ -317,28 +317,28 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 		NeedFixture("add_sub")
 		in0, in1 := addSubInputs(1)
 		nope := shmRegionName("nope")
-		Verify("OIP-EXT-SHM-005", Post(ctx, "add_sub", "", Request(shmInput(in0, nope, 0, 64), shmInput(in1, nope, 0, 64)))).To(BeRejected())
+		Verify(Post(ctx, "add_sub", "", Request(shmInput(in0, nope, 0, 64), shmInput(in1, nope, 0, 64)))).To(BeRejected())
 	})
 
 	It("refuses a region after it is unregistered", Req("OIP-EXT-SHM-009"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		region, in0, in1, _, _, ok := shmInputs(ctx, "OIP-EXT-SHM-009")
+		region, in0, in1, _, _, ok := shmInputs(ctx)
 		if !ok {
 			return
 		}
-		if !Verify("OIP-EXT-SHM-009", shmUnregister(ctx, region)).To(HaveStatus(http.StatusOK), "unregistering must succeed") {
+		if !Verify(shmUnregister(ctx, region)).To(HaveStatus(http.StatusOK), "unregistering must succeed") {
 			return
 		}
-		Verify("OIP-EXT-SHM-009", Post(ctx, "add_sub", "", Request(shmInput(in0, region, 0, 64), shmInput(in1, region, 64, 64)))).To(BeRejected())
+		Verify(Post(ctx, "add_sub", "", Request(shmInput(in0, region, 0, 64), shmInput(in1, region, 64, 64)))).To(BeRejected())
 	})
 
 	It("refuses to register a name twice", Req("OIP-EXT-SHM-010"), func(ctx SpecContext) {
 		m := shmObject(64)
 		r1 := shmRegionName("r1")
-		if !Verify("OIP-EXT-SHM-010", shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK), "the first registration must succeed") {
+		if !Verify(shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK), "the first registration must succeed") {
 			return
 		}
-		Verify("OIP-EXT-SHM-010", shmRegister(ctx, r1, m, 0, 64)).To(BeRejected())
+		Verify(shmRegister(ctx, r1, m, 0, 64)).To(BeRejected())
 	})
 })
 
@@ -402,7 +402,7 @@ func pbSHMAddSub(region string) *pb.ModelInferRequest {
 var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.ExtSystemSharedMemory), func() {
 	It("advertises system_shared_memory in server metadata", Req("OIP-EXT-SHM-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-SHM-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
+		Verify(c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtSystemSharedMemory)
 		}))
 	})
@@ -410,29 +410,29 @@ var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.E
 	It("registers, lists and unregisters regions", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
 		m, m2 := shmObject(64), shmObject(2*shmPage)
 		r1, r2 := shmRegionName("r1"), shmRegionName("r2")
-		if !Verify("OIP-EXT-SHM-013", grpcSHMRegister(ctx, r1, m, 0, 64)).To(BeOK()) ||
-			!Verify("OIP-EXT-SHM-013", grpcSHMRegister(ctx, r2, m2, shmPage, 64)).To(BeOK()) {
+		if !Verify(grpcSHMRegister(ctx, r1, m, 0, 64)).To(BeOK()) ||
+			!Verify(grpcSHMRegister(ctx, r2, m2, shmPage, 64)).To(BeOK()) {
 			return
 		}
 		s1 := &pb.SystemSharedMemoryStatusResponse_RegionStatus{Name: r1, Key: m.Key, Offset: 0, ByteSize: 64}
 		s2 := &pb.SystemSharedMemoryStatusResponse_RegionStatus{Name: r2, Key: m2.Key, Offset: shmPage, ByteSize: 64}
 		_, c := grpcSHMStatus(ctx, "")
-		Verify("OIP-EXT-SHM-013", c).To(PassCheck(grpcRegions(map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus{r1: s1, r2: s2}, true)))
+		Verify(c).To(PassCheck(grpcRegions(map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus{r1: s1, r2: s2}, true)))
 		_, c = grpcSHMStatus(ctx, r1)
-		Verify("OIP-EXT-SHM-013", c).To(PassCheck(grpcRegions(map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus{r1: s1}, false)))
+		Verify(c).To(PassCheck(grpcRegions(map[string]*pb.SystemSharedMemoryStatusResponse_RegionStatus{r1: s1}, false)))
 		_, c = Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: r1}, Stub().SystemSharedMemoryUnregister)
-		Verify("OIP-EXT-SHM-013", c).To(BeOK())
+		Verify(c).To(BeOK())
 		_, c = grpcSHMStatus(ctx, "")
-		Verify("OIP-EXT-SHM-013", c).To(PassCheck(func(r *pb.SystemSharedMemoryStatusResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.SystemSharedMemoryStatusResponse) error {
 			if _, still := r.GetRegions()[r1]; still {
 				return fmt.Errorf("regions still lists %q after SystemSharedMemoryUnregister{%q}", r1, r1)
 			}
 			return nil
 		}))
 		_, c = Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{}, Stub().SystemSharedMemoryUnregister)
-		Verify("OIP-EXT-SHM-013", c).To(BeOK())
+		Verify(c).To(BeOK())
 		_, c = grpcSHMStatus(ctx, "")
-		Verify("OIP-EXT-SHM-013", c).To(PassCheck(grpcRegions(nil, false)))
+		Verify(c).To(PassCheck(grpcRegions(nil, false)))
 	})
 
 	It("reads inputs from and writes outputs to regions", Req("OIP-EXT-SHM-002", "OIP-EXT-SHM-004", "OIP-EXT-SHM-013"), func(ctx SpecContext) {
@@ -445,17 +445,17 @@ var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.E
 		copy(m.Bytes(), r0)
 		copy(m.Bytes()[64:], r1)
 		inR, outR := shmRegionName("in"), shmRegionName("out")
-		if !Verify("OIP-EXT-SHM-013", grpcSHMRegister(ctx, inR, m, 0, 128)).To(BeOK()) ||
-			!Verify("OIP-EXT-SHM-013", grpcSHMRegister(ctx, outR, mOut, 0, 64)).To(BeOK()) {
+		if !VerifyReq("OIP-EXT-SHM-013", grpcSHMRegister(ctx, inR, m, 0, 128)).To(BeOK()) ||
+			!VerifyReq("OIP-EXT-SHM-013", grpcSHMRegister(ctx, outR, mOut, 0, 64)).To(BeOK()) {
 			return
 		}
 		req := pbSHMAddSub(inR)
 		req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "OUTPUT0", Parameters: shmParams(outR, 0, 64)}}
 		_, c := Infer(ctx, req)
-		if !Verify("OIP-EXT-SHM-002", c).To(BeOK()) {
+		if !VerifyReq("OIP-EXT-SHM-002", c).To(BeOK()) {
 			return
 		}
-		Verify("OIP-EXT-SHM-004", c).To(PassCheck(func(r *pb.ModelInferResponse) error {
+		VerifyReq("OIP-EXT-SHM-004", c).To(PassCheck(func(r *pb.ModelInferResponse) error {
 			for i, o := range r.GetOutputs() {
 				if o.GetName() != "OUTPUT0" {
 					continue
@@ -474,7 +474,7 @@ var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.E
 		bad := pbSHMAddSub(inR)
 		delete(bad.Inputs[0].Parameters, "shared_memory_byte_size")
 		_, c = Infer(ctx, bad)
-		Verify("OIP-EXT-SHM-002", c).To(BeRejected())
+		VerifyReq("OIP-EXT-SHM-002", c).To(BeRejected())
 	})
 
 	It("refuses contents beside a region, and regions not registered", Req("OIP-EXT-SHM-003", "OIP-EXT-SHM-005", "OIP-EXT-SHM-009"), func(ctx SpecContext) {
@@ -486,19 +486,19 @@ var _ = Describe("gRPC system shared memory", Over(TransportGRPC), Needs(specs.E
 		copy(m.Bytes(), r0)
 		copy(m.Bytes()[64:], r1)
 		region := shmRegionName("in")
-		if !Verify("OIP-EXT-SHM-003", grpcSHMRegister(ctx, region, m, 0, 128)).To(BeOK(), "registering the inputs' region must succeed") {
+		if !VerifyReq("OIP-EXT-SHM-003", grpcSHMRegister(ctx, region, m, 0, 128)).To(BeOK(), "registering the inputs' region must succeed") {
 			return
 		}
 		both := pbSHMAddSub(region)
 		both.Inputs[0].Contents = &pb.InferTensorContents{IntContents: in0.Data.([]int32)}
 		_, c := Infer(ctx, both)
-		Verify("OIP-EXT-SHM-003", c).To(BeRejected())
+		VerifyReq("OIP-EXT-SHM-003", c).To(BeRejected())
 		_, c = Infer(ctx, pbSHMAddSub(shmRegionName("nope")))
-		Verify("OIP-EXT-SHM-005", c).To(BeRejected())
+		VerifyReq("OIP-EXT-SHM-005", c).To(BeRejected())
 		_, c = Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: region}, Stub().SystemSharedMemoryUnregister)
-		if Verify("OIP-EXT-SHM-009", c).To(BeOK(), "unregistering must succeed") {
+		if VerifyReq("OIP-EXT-SHM-009", c).To(BeOK(), "unregistering must succeed") {
 			_, c = Infer(ctx, pbSHMAddSub(region))
-			Verify("OIP-EXT-SHM-009", c).To(BeRejected())
+			VerifyReq("OIP-EXT-SHM-009", c).To(BeRejected())
 		}
 	})
 })

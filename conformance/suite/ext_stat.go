@@ -12,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega/types"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/specs"
@@ -216,7 +217,8 @@ func lastInferenceErr(last uint64, sent, answered time.Time) error {
 }
 
 // restStats reads add_sub's statistics and their snapshot; ok is false
-// (findings recorded under req) when the answer is not usable.
+// (findings recorded under req, "" in a spec labelled with one requirement:
+// verifyAs) when the answer is not usable.
 func restStats(ctx context.Context, req string) (statSnap, *Exchange, bool) {
 	settle(ctx, func() (statSnap, bool) {
 		entries, err := statEntries(Get(ctx, "/v2/models/add_sub/stats"), "add_sub")
@@ -228,7 +230,7 @@ func restStats(ctx context.Context, req string) (statSnap, *Exchange, bool) {
 	})
 	e := Get(ctx, "/v2/models/add_sub/stats")
 	var snap statSnap
-	ok := Verify(req, e).To(PassCheck(func(e *Exchange) error {
+	ok := verifyAs(req, e).To(PassCheck(func(e *Exchange) error {
 		entries, err := statEntries(e, "add_sub")
 		if err != nil {
 			return err
@@ -243,18 +245,19 @@ func restStats(ctx context.Context, req string) (statSnap, *Exchange, bool) {
 }
 
 // inferAddSub sends the canonical add_sub request (batch size 1) and
-// checks that it succeeded, so that the counters have something to count.
+// checks that it succeeded (under req, as restStats), so that the counters
+// have something to count.
 func inferAddSub(ctx context.Context, req string) (sent, answered time.Time, ok bool) {
 	b, _, _ := addSubRequest()
 	sent = time.Now()
 	e := Post(ctx, "add_sub", "", b)
 	answered = time.Now()
-	return sent, answered, Verify(req, e).To(HaveStatus(http.StatusOK), "add_sub must answer for its statistics to be checked")
+	return sent, answered, verifyAs(req, e).To(HaveStatus(http.StatusOK), "add_sub must answer for its statistics to be checked")
 }
 
 var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatistics), func() {
 	It("advertises statistics in server metadata", Req("OIP-EXT-STAT-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-STAT-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtStatistics)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -266,7 +269,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 
 	It("answers the statistics of all models, of one model and of one version", Req("OIP-EXT-STAT-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-STAT-002", Get(ctx, "/v2/models/stats")).To(PassCheck(func(e *Exchange) error {
+		Verify(Get(ctx, "/v2/models/stats")).To(PassCheck(func(e *Exchange) error {
 			entries, err := statEntries(e, "")
 			if err != nil {
 				return err
@@ -278,7 +281,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 			}
 			return fmt.Errorf("%s lists no statistics of add_sub, a deployed model", e.What())
 		}))
-		Verify("OIP-EXT-STAT-002", Get(ctx, "/v2/models/add_sub/stats")).To(PassCheck(func(e *Exchange) error {
+		Verify(Get(ctx, "/v2/models/add_sub/stats")).To(PassCheck(func(e *Exchange) error {
 			entries, err := statEntries(e, "add_sub")
 			if err == nil && len(entries) == 0 {
 				err = fmt.Errorf("%s lists no statistics of add_sub", e.What())
@@ -288,7 +291,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 		if !Versions() || !Current().Deployed("versioned") {
 			return
 		}
-		Verify("OIP-EXT-STAT-002", Get(ctx, "/v2/models/versioned/versions/1/stats")).To(PassCheck(func(e *Exchange) error {
+		Verify(Get(ctx, "/v2/models/versioned/versions/1/stats")).To(PassCheck(func(e *Exchange) error {
 			entries, err := statEntries(e, "versioned")
 			if err != nil {
 				return err
@@ -310,7 +313,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 
 	It("answers {\"model_stats\": [...]} whose entries carry the statistics members", Req("OIP-EXT-STAT-003"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-STAT-003", Get(ctx, "/v2/models/add_sub/stats")).To(PassCheck(func(e *Exchange) error {
+		Verify(Get(ctx, "/v2/models/add_sub/stats")).To(PassCheck(func(e *Exchange) error {
 			entries, err := statEntries(e, "add_sub")
 			if err != nil {
 				return err
@@ -365,8 +368,8 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 				return errors.Join(list...)
 			}
 		}
-		Verify("OIP-EXT-STAT-004", e).To(PassCheck(check("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")))
-		Verify("OIP-EXT-STAT-004", e).Soft("the catalog's test is soft for the cache statistics").To(PassCheck(check("cache_hit", "cache_miss")))
+		Verify(e).To(PassCheck(check("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")))
+		Verify(e).Soft("the catalog's test is soft for the cache statistics").To(PassCheck(check("cache_hit", "cache_miss")))
 	})
 
 	It("counts one inference and one execution for a request of batch size 1", Req("OIP-EXT-STAT-005", "OIP-EXT-STAT-006"), func(ctx SpecContext) {
@@ -382,13 +385,13 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 		if !ok {
 			return
 		}
-		Verify("OIP-EXT-STAT-005", after.inference).On(e).To(PassCheck(func(n uint64) error {
+		VerifyReq("OIP-EXT-STAT-005", after.inference).On(e).To(PassCheck(func(n uint64) error {
 			if n != before.inference+1 {
 				return fmt.Errorf("inference_count went from %d to %d after one inference of batch size 1, want +1", before.inference, n)
 			}
 			return nil
 		}))
-		Verify("OIP-EXT-STAT-006", after.execution).On(e).To(PassCheck(func(n uint64) error {
+		VerifyReq("OIP-EXT-STAT-006", after.execution).On(e).To(PassCheck(func(n uint64) error {
 			if n != before.execution+1 {
 				return fmt.Errorf("execution_count went from %d to %d after one request, want +1", before.execution, n)
 			}
@@ -398,33 +401,33 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 
 	It("reports last_inference in milliseconds since the epoch", Req("OIP-EXT-STAT-007"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		sent, answered, ok := inferAddSub(ctx, "OIP-EXT-STAT-007")
+		sent, answered, ok := inferAddSub(ctx, "")
 		if !ok {
 			return
 		}
-		after, e, ok := restStats(ctx, "OIP-EXT-STAT-007")
+		after, e, ok := restStats(ctx, "")
 		if !ok {
 			return
 		}
-		Verify("OIP-EXT-STAT-007", after.last).On(e).To(PassCheck(func(last uint64) error {
+		Verify(after.last).On(e).To(PassCheck(func(last uint64) error {
 			return lastInferenceErr(last, sent, answered)
 		}))
 	})
 
 	It("counts successes and failures cumulatively", Req("OIP-EXT-STAT-008"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		before, _, ok := restStats(ctx, "OIP-EXT-STAT-008")
+		before, _, ok := restStats(ctx, "")
 		if !ok {
 			return
 		}
-		if _, _, ok := inferAddSub(ctx, "OIP-EXT-STAT-008"); !ok {
+		if _, _, ok := inferAddSub(ctx, ""); !ok {
 			return
 		}
-		mid, e, ok := restStats(ctx, "OIP-EXT-STAT-008")
+		mid, e, ok := restStats(ctx, "")
 		if !ok {
 			return
 		}
-		Verify("OIP-EXT-STAT-008", mid).On(e).To(PassCheck(func(s statSnap) error {
+		Verify(mid).On(e).To(PassCheck(func(s statSnap) error {
 			if err := s.nonDecreasing(before); err != nil {
 				return err
 			}
@@ -441,11 +444,11 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 		if bad := Post(ctx, "add_sub", "", b); !Answered(bad) {
 			return
 		}
-		after, e, ok := restStats(ctx, "OIP-EXT-STAT-008")
+		after, e, ok := restStats(ctx, "")
 		if !ok {
 			return
 		}
-		Verify("OIP-EXT-STAT-008", after).On(e).To(PassCheck(func(s statSnap) error { return s.nonDecreasing(mid) }))
+		Verify(after).On(e).To(PassCheck(func(s statSnap) error { return s.nonDecreasing(mid) }))
 		if after.fail == mid.fail {
 			Note("OIP-EXT-STAT-008", "fail.count did not count a request refused before the model ran (the catalog counts failures that reach the model)")
 		}
@@ -453,7 +456,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 
 	It("describes each batch size in batch_stats", Req("OIP-EXT-STAT-009"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		if _, _, ok := inferAddSub(ctx, "OIP-EXT-STAT-009"); !ok {
+		if _, _, ok := inferAddSub(ctx, ""); !ok {
 			return
 		}
 		e := Get(ctx, "/v2/models/add_sub/stats")
@@ -479,7 +482,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 				return errors.Join(list...)
 			}
 		}
-		Verify("OIP-EXT-STAT-009", e).To(PassCheck(batches(func(i int, b map[string]json.RawMessage) error {
+		Verify(e).To(PassCheck(batches(func(i int, b map[string]json.RawMessage) error {
 			var list []error
 			if _, err := countField(b, "batch_size"); err != nil {
 				list = append(list, fmt.Errorf("model_stats[%d].batch_stats: %v", i, err))
@@ -491,7 +494,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 			}
 			return errors.Join(list...)
 		})))
-		Verify("OIP-EXT-STAT-009", e).Soft("the catalog's test of the batch size is soft").To(PassCheck(func(e *Exchange) error {
+		Verify(e).Soft("the catalog's test of the batch size is soft").To(PassCheck(func(e *Exchange) error {
 			found := false
 			if err := batches(func(_ int, b map[string]json.RawMessage) error {
 				if n, err := countField(b, "batch_size"); err == nil && n == 1 {
@@ -510,7 +513,7 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 
 	It("reports response_stats and memory_usage in their documented forms when present", Req("OIP-EXT-STAT-010"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-STAT-010", Get(ctx, "/v2/models/add_sub/stats")).To(PassCheck(func(e *Exchange) error {
+		Verify(Get(ctx, "/v2/models/add_sub/stats")).To(PassCheck(func(e *Exchange) error {
 			entries, err := statEntries(e, "add_sub")
 			if err != nil {
 				return err
@@ -555,19 +558,24 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 
 	It("answers the statistics of an unknown model with an error status and {\"error\": string}", Req("OIP-EXT-STAT-011"), func(ctx SpecContext) {
 		AfterNegative()
-		Verify("OIP-EXT-STAT-011", Get(ctx, "/v2/models/does_not_exist/stats")).To(BeErrorResponse())
+		Verify(Get(ctx, "/v2/models/does_not_exist/stats")).To(BeErrorResponse())
 	})
 })
 
-// grpcStats calls ModelStatistics{name} and checks that it answered
-// statistics of name only (of any model when name is "").
-func grpcStats(ctx context.Context, name string) (*pb.ModelStatisticsResponse, *Call, bool) {
+// grpcStats calls ModelStatistics{name} once the counters settled; the
+// caller checks the answer with statsOf(name) under OIP-EXT-STAT-012.
+func grpcStats(ctx context.Context, name string) (*pb.ModelStatisticsResponse, *Call) {
 	settle(ctx, func() (statSnap, bool) {
 		r, c := Invoke(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: name}, Stub().ModelStatistics)
 		return snapGRPC(r), c.Err == nil
 	})
-	r, c := Invoke(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: name}, Stub().ModelStatistics)
-	ok := Verify("OIP-EXT-STAT-012", c).To(PassCheck(func(r *pb.ModelStatisticsResponse) error {
+	return Invoke(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: name}, Stub().ModelStatistics)
+}
+
+// statsOf passes a ModelStatistics answer of statistics of name only (of any
+// model when name is "").
+func statsOf(name string) types.GomegaMatcher {
+	return PassCheck(func(r *pb.ModelStatisticsResponse) error {
 		if name == "" {
 			return nil
 		}
@@ -580,22 +588,21 @@ func grpcStats(ctx context.Context, name string) (*pb.ModelStatisticsResponse, *
 			}
 		}
 		return nil
-	}))
-	return r, c, ok
+	})
 }
 
 var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatistics), func() {
 	It("advertises statistics in server metadata", Req("OIP-EXT-STAT-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-STAT-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
+		Verify(c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtStatistics)
 		}))
 	})
 
 	It("answers ModelStatistics for every model and for one model", Req("OIP-EXT-STAT-012"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		if r, c, ok := grpcStats(ctx, ""); ok {
-			Verify("OIP-EXT-STAT-012", c).To(PassCheck(func(*pb.ModelStatisticsResponse) error {
+		if r, c := grpcStats(ctx, ""); Verify(c).To(statsOf("")) {
+			Verify(c).To(PassCheck(func(*pb.ModelStatisticsResponse) error {
 				for _, m := range r.GetModelStats() {
 					if m.GetName() == "add_sub" {
 						return nil
@@ -604,12 +611,13 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 				return errors.New("ModelStatistics{} (every model) lists no statistics of add_sub, a deployed model")
 			}))
 		}
-		grpcStats(ctx, "add_sub")
+		_, one := grpcStats(ctx, "add_sub")
+		Verify(one).To(statsOf("add_sub"))
 		if !Versions() || !Current().Deployed("versioned") {
 			return
 		}
 		_, c := Invoke(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: "versioned", Version: "1"}, Stub().ModelStatistics)
-		Verify("OIP-EXT-STAT-012", c).To(PassCheck(func(r *pb.ModelStatisticsResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.ModelStatisticsResponse) error {
 			if len(r.GetModelStats()) == 0 {
 				return errors.New("ModelStatistics{versioned, 1} answered no statistics")
 			}
@@ -625,11 +633,11 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 	It("answers ModelStatistics entries with inference_stats and batch_stats", Req("OIP-EXT-STAT-012", "OIP-EXT-STAT-003", "OIP-EXT-STAT-004", "OIP-EXT-STAT-009", "OIP-EXT-STAT-010"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		req, _, _ := addSubPB(false)
-		if _, ic := Infer(ctx, req); !Verify("OIP-EXT-STAT-009", ic).To(BeOK(), "add_sub must answer for its statistics to be checked") {
+		if _, ic := Infer(ctx, req); !VerifyReq("OIP-EXT-STAT-009", ic).To(BeOK(), "add_sub must answer for its statistics to be checked") {
 			return
 		}
-		r, c, ok := grpcStats(ctx, "add_sub")
-		if !ok {
+		r, c := grpcStats(ctx, "add_sub")
+		if !VerifyReq("OIP-EXT-STAT-012", c).To(statsOf("add_sub")) {
 			return
 		}
 		each := func(fn func(i int, m *pb.ModelStatistics) []error) func(*pb.ModelStatisticsResponse) error {
@@ -650,26 +658,26 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 			}
 			return list
 		}
-		Verify("OIP-EXT-STAT-003", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
+		VerifyReq("OIP-EXT-STAT-003", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
 			if m.GetInferenceStats() == nil {
 				return []error{fmt.Errorf("model_stats[%d].inference_stats is not set", i)}
 			}
 			return nil
 		})))
-		Verify("OIP-EXT-STAT-004", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
+		VerifyReq("OIP-EXT-STAT-004", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
 			is := m.GetInferenceStats()
 			return durations(fmt.Sprintf("model_stats[%d].inference_stats", i), map[string]*pb.StatisticDuration{
 				"success": is.GetSuccess(), "fail": is.GetFail(), "queue": is.GetQueue(),
 				"compute_input": is.GetComputeInput(), "compute_infer": is.GetComputeInfer(), "compute_output": is.GetComputeOutput(),
 			})
 		})))
-		Verify("OIP-EXT-STAT-004", c).Soft("the catalog's test is soft for the cache statistics").To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
+		VerifyReq("OIP-EXT-STAT-004", c).Soft("the catalog's test is soft for the cache statistics").To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
 			is := m.GetInferenceStats()
 			return durations(fmt.Sprintf("model_stats[%d].inference_stats", i), map[string]*pb.StatisticDuration{
 				"cache_hit": is.GetCacheHit(), "cache_miss": is.GetCacheMiss(),
 			})
 		})))
-		Verify("OIP-EXT-STAT-009", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
+		VerifyReq("OIP-EXT-STAT-009", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
 			var list []error
 			for j, b := range m.GetBatchStats() {
 				list = append(list, durations(fmt.Sprintf("model_stats[%d].batch_stats[%d]", i, j), map[string]*pb.StatisticDuration{
@@ -678,7 +686,7 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 			}
 			return list
 		})))
-		Verify("OIP-EXT-STAT-009", c).Soft("the catalog's test of the batch size is soft").To(PassCheck(func(*pb.ModelStatisticsResponse) error {
+		VerifyReq("OIP-EXT-STAT-009", c).Soft("the catalog's test of the batch size is soft").To(PassCheck(func(*pb.ModelStatisticsResponse) error {
 			for _, m := range r.GetModelStats() {
 				for _, b := range m.GetBatchStats() {
 					if b.GetBatchSize() == 1 {
@@ -688,7 +696,7 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 			}
 			return errors.New("batch_stats has no entry of batch size 1 after a request of batch size 1")
 		}))
-		Verify("OIP-EXT-STAT-010", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
+		VerifyReq("OIP-EXT-STAT-010", c).To(PassCheck(each(func(i int, m *pb.ModelStatistics) []error {
 			var list []error
 			for j, u := range m.GetMemoryUsage() {
 				if t := u.GetType(); t != "CPU" && t != "CPU_PINNED" && t != "GPU" {
@@ -708,19 +716,19 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 
 	It("counts a ModelInfer in ModelStatistics", Req("OIP-EXT-STAT-012", "OIP-EXT-STAT-005", "OIP-EXT-STAT-006", "OIP-EXT-STAT-007", "OIP-EXT-STAT-008"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		before, _, ok := grpcStats(ctx, "add_sub")
-		if !ok {
+		before, c := grpcStats(ctx, "add_sub")
+		if !VerifyReq("OIP-EXT-STAT-012", c).To(statsOf("add_sub")) {
 			return
 		}
 		req, _, _ := addSubPB(false)
 		sent := time.Now()
 		_, ic := Infer(ctx, req)
 		answered := time.Now()
-		if !Verify("OIP-EXT-STAT-012", ic).To(BeOK(), "add_sub must answer for its statistics to be checked") {
+		if !VerifyReq("OIP-EXT-STAT-012", ic).To(BeOK(), "add_sub must answer for its statistics to be checked") {
 			return
 		}
-		after, c, ok := grpcStats(ctx, "add_sub")
-		if !ok {
+		after, c := grpcStats(ctx, "add_sub")
+		if !VerifyReq("OIP-EXT-STAT-012", c).To(statsOf("add_sub")) {
 			return
 		}
 		b, a := snapGRPC(before), snapGRPC(after)
@@ -732,10 +740,10 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 				return nil
 			}
 		}
-		Verify("OIP-EXT-STAT-005", c).To(PassCheck(plusOne("inference_count", b.inference, a.inference)))
-		Verify("OIP-EXT-STAT-006", c).To(PassCheck(plusOne("execution_count", b.execution, a.execution)))
-		Verify("OIP-EXT-STAT-007", c).To(PassCheck(func(*pb.ModelStatisticsResponse) error { return lastInferenceErr(a.last, sent, answered) }))
-		Verify("OIP-EXT-STAT-008", c).To(PassCheck(func(r *pb.ModelStatisticsResponse) error {
+		VerifyReq("OIP-EXT-STAT-005", c).To(PassCheck(plusOne("inference_count", b.inference, a.inference)))
+		VerifyReq("OIP-EXT-STAT-006", c).To(PassCheck(plusOne("execution_count", b.execution, a.execution)))
+		VerifyReq("OIP-EXT-STAT-007", c).To(PassCheck(func(*pb.ModelStatisticsResponse) error { return lastInferenceErr(a.last, sent, answered) }))
+		VerifyReq("OIP-EXT-STAT-008", c).To(PassCheck(func(r *pb.ModelStatisticsResponse) error {
 			if err := a.nonDecreasing(b); err != nil {
 				return err
 			}
@@ -747,7 +755,7 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 		AfterNegative()
 		_, c := Invoke(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: "does_not_exist"}, Stub().ModelStatistics)
 		if Answered(c) {
-			Verify("OIP-EXT-STAT-012", c).To(BeRejected())
+			Verify(c).To(BeRejected())
 		}
 	})
 })

@@ -106,10 +106,10 @@ func postTrace(ctx context.Context, path, body string) *Exchange {
 }
 
 // readTraceOrStop reads the settings at path; ok is false (finding
-// recorded under req) when they cannot be read.
-func readTraceOrStop(ctx context.Context, req, path string) (traceSettings, bool) {
+// recorded under the spec's requirement) when they cannot be read.
+func readTraceOrStop(ctx context.Context, path string) (traceSettings, bool) {
 	var s traceSettings
-	ok := Verify(req, Get(ctx, path)).To(PassCheck(func(e *Exchange) error {
+	ok := Verify(Get(ctx, path)).To(PassCheck(func(e *Exchange) error {
 		var err error
 		s, err = readTraceSettings(e)
 		return err
@@ -166,7 +166,7 @@ func clearModelRate() {
 
 var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func() {
 	It("advertises trace in server metadata", Req("OIP-EXT-TRACE-001"), func(ctx SpecContext) {
-		Verify("OIP-EXT-TRACE-001", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			skipUnknownSupport(specs.ExtTrace)
 			exts, err := extensionsField(o.Members)
 			if err != nil {
@@ -177,13 +177,13 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 	})
 
 	It("answers the server's and a model's trace settings with string values", Req("OIP-EXT-TRACE-002"), func(ctx SpecContext) {
-		Verify("OIP-EXT-TRACE-002", Get(ctx, traceGlobal)).To(PassCheck(traceSettingsErr))
+		Verify(Get(ctx, traceGlobal)).To(PassCheck(traceSettingsErr))
 		NeedFixture("add_sub")
-		Verify("OIP-EXT-TRACE-002", Get(ctx, traceModelPath("add_sub"))).To(PassCheck(traceSettingsErr))
+		Verify(Get(ctx, traceModelPath("add_sub"))).To(PassCheck(traceSettingsErr))
 	})
 
 	It("changes only the settings a POST names and answers with the settings", Req("OIP-EXT-TRACE-003"), func(ctx SpecContext) {
-		before, ok := readTraceOrStop(ctx, "OIP-EXT-TRACE-003", traceGlobal)
+		before, ok := readTraceOrStop(ctx, traceGlobal)
 		if !ok {
 			return
 		}
@@ -199,18 +199,18 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 			}
 			return after.sameExcept(before, "trace_rate")
 		}
-		if Verify("OIP-EXT-TRACE-003", postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_rate": %q}`, want))).To(PassCheck(check)) {
-			Verify("OIP-EXT-TRACE-003", Get(ctx, traceGlobal)).To(PassCheck(check), "a later GET must agree with the update")
+		if Verify(postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_rate": %q}`, want))).To(PassCheck(check)) {
+			Verify(Get(ctx, traceGlobal)).To(PassCheck(check), "a later GET must agree with the update")
 		}
 	})
 
 	It("clears a model setting with null, so that the server's applies", Req("OIP-EXT-TRACE-004"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		global, ok := readTraceOrStop(ctx, "OIP-EXT-TRACE-004", traceGlobal)
+		global, ok := readTraceOrStop(ctx, traceGlobal)
 		if !ok {
 			return
 		}
-		before, ok := readTraceOrStop(ctx, "OIP-EXT-TRACE-004", traceModelPath("add_sub"))
+		before, ok := readTraceOrStop(ctx, traceModelPath("add_sub"))
 		if !ok {
 			return
 		}
@@ -220,7 +220,7 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 			own = "6"
 		}
 		set := postTrace(ctx, traceModelPath("add_sub"), fmt.Sprintf(`{"trace_rate": %q}`, own))
-		if !Verify("OIP-EXT-TRACE-004", set).To(PassCheck(func(e *Exchange) error {
+		if !Verify(set).To(PassCheck(func(e *Exchange) error {
 			after, err := readTraceSettings(e)
 			if err != nil {
 				return err
@@ -234,7 +234,7 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 		})) {
 			return
 		}
-		Verify("OIP-EXT-TRACE-004", postTrace(ctx, traceModelPath("add_sub"), `{"trace_rate": null}`)).To(PassCheck(func(e *Exchange) error {
+		Verify(postTrace(ctx, traceModelPath("add_sub"), `{"trace_rate": null}`)).To(PassCheck(func(e *Exchange) error {
 			after, err := readTraceSettings(e)
 			if err != nil {
 				return err
@@ -247,7 +247,7 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 	})
 
 	It("answers a refused update with an error status and {\"error\": string}", Req("OIP-EXT-TRACE-005"), func(ctx SpecContext) {
-		before, ok := readTraceOrStop(ctx, "OIP-EXT-TRACE-005", traceGlobal)
+		before, ok := readTraceOrStop(ctx, traceGlobal)
 		if !ok {
 			return
 		}
@@ -255,7 +255,7 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 			DeferCleanup(func(ctx SpecContext) { postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_level": %s}`, levels)) })
 		}
 		AfterNegative()
-		Verify("OIP-EXT-TRACE-005", postTrace(ctx, traceGlobal, `{"trace_level": ["BOGUS"]}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
+		Verify(postTrace(ctx, traceGlobal, `{"trace_level": ["BOGUS"]}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
 	})
 })
 
@@ -274,7 +274,7 @@ func grpcTrace(r *pb.TraceSettingResponse) (traceSettings, error) {
 var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func() {
 	It("advertises trace in server metadata", Req("OIP-EXT-TRACE-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-EXT-TRACE-001", c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
+		Verify(c).To(PassCheck(func(m *pb.ServerMetadataResponse) error {
 			return advertisedErr(m.GetExtensions(), specs.ExtTrace)
 		}))
 	})
@@ -282,7 +282,7 @@ var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func(
 	It("changes a setting with TraceSetting and clears a model's with an empty value", Req("OIP-EXT-TRACE-006"), func(ctx SpecContext) {
 		var before traceSettings
 		_, c := Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{}, Stub().TraceSetting)
-		if !Verify("OIP-EXT-TRACE-006", c).To(PassCheck(func(r *pb.TraceSettingResponse) error {
+		if !Verify(c).To(PassCheck(func(r *pb.TraceSettingResponse) error {
 			var err error
 			before, err = grpcTrace(r)
 			return err
@@ -303,11 +303,11 @@ var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func(
 		}
 		_, c = Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{Settings: map[string]*pb.TraceSettingRequest_SettingValue{
 			"trace_rate": {Value: []string{want}}}}, Stub().TraceSetting)
-		if !Verify("OIP-EXT-TRACE-006", c).To(PassCheck(check)) {
+		if !Verify(c).To(PassCheck(check)) {
 			return
 		}
 		_, c = Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{}, Stub().TraceSetting)
-		Verify("OIP-EXT-TRACE-006", c).To(PassCheck(check), "a later read must agree with the update")
+		Verify(c).To(PassCheck(check), "a later read must agree with the update")
 
 		if !Current().Deployed("add_sub") {
 			return
@@ -317,7 +317,7 @@ var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func(
 			return &pb.TraceSettingRequest{ModelName: "add_sub", Settings: map[string]*pb.TraceSettingRequest_SettingValue{"trace_rate": {Value: v}}}
 		}
 		_, c = Invoke(ctx, "TraceSetting", model("5"), Stub().TraceSetting)
-		if !Verify("OIP-EXT-TRACE-006", c).To(PassCheck(func(r *pb.TraceSettingResponse) error {
+		if !Verify(c).To(PassCheck(func(r *pb.TraceSettingResponse) error {
 			s, err := grpcTrace(r)
 			if err == nil && !slices.Equal(s["trace_rate"], []string{"5"}) {
 				err = fmt.Errorf("add_sub's trace_rate is %q after setting it to \"5\"", s["trace_rate"])
@@ -327,7 +327,7 @@ var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func(
 			return
 		}
 		_, c = Invoke(ctx, "TraceSetting", model(), Stub().TraceSetting)
-		Verify("OIP-EXT-TRACE-006", c).To(PassCheck(func(r *pb.TraceSettingResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.TraceSettingResponse) error {
 			s, err := grpcTrace(r)
 			if err == nil && !slices.Equal(s["trace_rate"], []string{want}) {
 				err = fmt.Errorf("add_sub's trace_rate is %q after clearing it with an empty value, want the server's %q", s["trace_rate"], want)

@@ -27,7 +27,7 @@ var _ = Describe("REST API surface", Over(TransportREST), func() {
 			Get(ctx, "/v2/models/add_sub"),
 			PostRaw(ctx, "add_sub", nil, body),
 		} {
-			Verify("OIP-GEN-001", e).To(PassCheck(func(e *Exchange) error {
+			Verify(e).To(PassCheck(func(e *Exchange) error {
 				if e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed || e.Status == http.StatusNotImplemented {
 					return fmt.Errorf("%s: %s; the route is not implemented", e.What(), e.Got())
 				}
@@ -59,7 +59,7 @@ func keepsPromises(tr Transport) {
 		if !Advertises(ext) || r.Evidence == nil || transportOf(r.Evidence) != tr || r.Outcome == report.ProbeInconclusive {
 			continue
 		}
-		Verify("OIP-GEN-005", r).On(r.Evidence).To(PassCheck(func(r ProbeResult) error {
+		Verify(r).On(r.Evidence).To(PassCheck(func(r ProbeResult) error {
 			if r.Outcome == report.ProbeAbsent {
 				return fmt.Errorf("extension %s is listed in server metadata but does not work: %s", ext, r.Detail)
 			}
@@ -79,7 +79,7 @@ func transportOf(ev Evidencer) Transport {
 var _ = Describe("REST server metadata", Over(TransportREST), func() {
 	It("has an extensions array, possibly empty", Req("OIP-GEN-004"), func(ctx SpecContext) {
 		e := Get(ctx, "/v2")
-		Verify("OIP-GEN-004", e).To(PassCheck(func(o *Object) error {
+		Verify(e).To(PassCheck(func(o *Object) error {
 			_, err := extensionsField(o.Members)
 			return err
 		}))
@@ -121,10 +121,10 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		req, _, _ := addSubPB(false)
 		req.Id = "gen-007"
 		_, c := Infer(ctx, req)
-		Verify("OIP-GEN-007", c).To(HaveNoUnknownFields())
+		Verify(c).To(HaveNoUnknownFields())
 		_, mc := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		Verify("OIP-GEN-007", mc).To(HaveNoUnknownFields())
+		Verify(mc).To(HaveNoUnknownFields())
 		_, mmc := ModelMetadata(ctx, &pb.ModelMetadataRequest{Name: "add_sub"})
-		Verify("OIP-GEN-007", mmc).To(HaveNoUnknownFields())
+		Verify(mmc).To(HaveNoUnknownFields())
 	})
 })

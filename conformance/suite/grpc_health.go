@@ -17,7 +17,7 @@ import (
 var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 	It("answers ServerLive with OK and live=true", Req("OIP-GRPC-HEALTH-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerLive", &pb.ServerLiveRequest{}, Stub().ServerLive)
-		Verify("OIP-GRPC-HEALTH-001", c).To(PassCheck(func(r *pb.ServerLiveResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.ServerLiveResponse) error {
 			if !r.GetLive() {
 				return fmt.Errorf("ServerLive: live=false, want true")
 			}
@@ -27,7 +27,7 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 
 	It("answers ServerReady with OK and ready=true when the fixtures are loaded", Req("OIP-GRPC-HEALTH-002"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerReady", &pb.ServerReadyRequest{}, Stub().ServerReady)
-		Verify("OIP-GRPC-HEALTH-002", c).To(PassCheck(func(r *pb.ServerReadyResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.ServerReadyResponse) error {
 			if !r.GetReady() {
 				return fmt.Errorf("ServerReady: ready=false, want true")
 			}
@@ -43,7 +43,7 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 		}
 		for _, q := range qs {
 			_, c := Invoke(ctx, "ModelReady", q, Stub().ModelReady)
-			Verify("OIP-GRPC-HEALTH-004", c).To(PassCheck(func(r *pb.ModelReadyResponse) error {
+			Verify(c).To(PassCheck(func(r *pb.ModelReadyResponse) error {
 				if !r.GetReady() {
 					return fmt.Errorf("ModelReady{%q, %q}: ready=false, want true", q.Name, q.Version)
 				}
@@ -62,7 +62,7 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 			Note("OIP-GRPC-HEALTH-005", "ModelReady for an unknown model answered %s", c.Code())
 			// an unknown model is NOT_FOUND or INVALID_ARGUMENT.
 			if !ClientSide(c.Err) {
-				Verify("OIP-GRPC-ERR-002", c).To(HaveCode(codes.NotFound, codes.InvalidArgument))
+				VerifyReq("OIP-GRPC-ERR-002", c).To(HaveCode(codes.NotFound, codes.InvalidArgument))
 			}
 			return
 		}
@@ -76,8 +76,8 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 			}
 			return nil
 		}
-		Verify("OIP-GRPC-HEALTH-005", c).To(PassCheck(notTrue))
-		Verify("OIP-GRPC-HEALTH-004", c).To(PassCheck(notTrue))
+		VerifyReq("OIP-GRPC-HEALTH-005", c).To(PassCheck(notTrue))
+		VerifyReq("OIP-GRPC-HEALTH-004", c).To(PassCheck(notTrue))
 	})
 
 	It("records grpc.health.v1 Check when the server exposes it", Req("OIP-GRPC-HEALTH-006"), func(ctx SpecContext) {
@@ -89,7 +89,7 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 			Note("OIP-GRPC-HEALTH-006", "grpc.health.v1 is not exposed")
 			return
 		}
-		Verify("OIP-GRPC-HEALTH-006", c).To(PassCheck(func(r *healthpb.HealthCheckResponse) error {
+		Verify(c).To(PassCheck(func(r *healthpb.HealthCheckResponse) error {
 			if r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 				return fmt.Errorf("Health/Check: %s, want SERVING", r.GetStatus())
 			}
@@ -116,7 +116,7 @@ var _ = Describe("gRPC health with a failed model", RunsLast, Over(TransportGRPC
 			Note("OIP-GRPC-HEALTH-003", "not ready is reported with status %s", c.Code())
 			return
 		}
-		Verify("OIP-GRPC-HEALTH-003", c).To(PassCheck(func(*pb.ServerReadyResponse) error {
+		Verify(c).To(PassCheck(func(*pb.ServerReadyResponse) error {
 			if r.GetReady() {
 				return fmt.Errorf("ServerReady: ready=true while broken failed to load (a server without strict readiness may say so)")
 			}

@@ -21,7 +21,7 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 	It("answers a valid add_sub ModelInfer with OK and the sums and differences", Req("OIP-GRPC-INFER-001"), func(ctx SpecContext) {
 		req, out0, out1 := addSubPB(false)
 		_, c := Infer(ctx, req)
-		Verify("OIP-GRPC-INFER-001", c).To(HaveOutputs(out0, out1))
+		Verify(c).To(HaveOutputs(out0, out1))
 	})
 
 	for _, tc := range []struct{ what, id string }{
@@ -34,7 +34,7 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 			req, _, _ := addSubPB(false)
 			req.Id = tc.id
 			_, c := Infer(ctx, req)
-			Verify("OIP-GRPC-INFER-003", c).To(HaveResponseID(tc.id))
+			Verify(c).To(HaveResponseID(tc.id))
 		})
 	}
 
@@ -44,7 +44,7 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		req, out0, out1 := addSubPB(false)
 		req.Id = ""
 		resp, c := Infer(ctx, req)
-		Verify("OIP-GRPC-INFER-001", c).To(HaveOutputs(out0, out1))
+		VerifyReq("OIP-GRPC-INFER-001", c).To(HaveOutputs(out0, out1))
 		// nothing is asked of the id when the request had none.
 		if c.Err == nil && resp.GetId() != "" {
 			Note("OIP-GRPC-INFER-003", "a request without an id was answered with id %q", clipped(resp.GetId(), 80))
@@ -54,35 +54,35 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 	It("names the model that ran in model_name", Req("OIP-GRPC-INFER-004"), func(ctx SpecContext) {
 		req, _, _ := addSubPB(false)
 		_, c := Infer(ctx, req)
-		Verify("OIP-GRPC-INFER-004", c).To(HaveModelName("add_sub"))
+		Verify(c).To(HaveModelName("add_sub"))
 	})
 
 	It("returns every output when outputs is empty", Req("OIP-GRPC-INFER-005"), func(ctx SpecContext) {
 		req, out0, out1 := addSubPB(false)
 		_, c := Infer(ctx, req)
-		Verify("OIP-GRPC-INFER-005", c).To(HaveOutputs(out0, out1))
+		Verify(c).To(HaveOutputs(out0, out1))
 	})
 
 	It("returns exactly the requested output", Req("OIP-GRPC-INFER-006"), func(ctx SpecContext) {
 		req, _, out1 := addSubPB(false)
 		req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "OUTPUT1"}}
 		_, c := Infer(ctx, req)
-		if Verify("OIP-GRPC-INFER-006", c).To(HaveOutputs(out1)) {
-			Verify("OIP-GRPC-INFER-006", c).Soft("A-19").To(HaveOnlyOutputs("OUTPUT1"))
+		if Verify(c).To(HaveOutputs(out1)) {
+			Verify(c).Soft("A-19").To(HaveOnlyOutputs("OUTPUT1"))
 		}
 	})
 
 	It("carries output name, datatype, shape and data in contents or raw_output_contents", Req("OIP-GRPC-INFER-014"), func(ctx SpecContext) {
 		req, out0, out1 := addSubPB(false)
 		_, c := Infer(ctx, req)
-		Verify("OIP-GRPC-INFER-014", c).To(All(HaveOutputTensorFields(), HaveOutputs(out0, out1)))
+		Verify(c).To(All(HaveOutputTensorFields(), HaveOutputs(out0, out1)))
 	})
 
 	It("runs a batch of three rows", Req("OIP-GRPC-INFER-001"), func(ctx SpecContext) {
 		in0, in1 := addSubInputs(3)
 		out0, out1 := addSubOutputs(in0, in1)
 		_, c := Infer(ctx, PBRequest("add_sub", false, in0, in1))
-		Verify("OIP-GRPC-INFER-001", c).To(HaveOutputs(out0, out1))
+		Verify(c).To(HaveOutputs(out0, out1))
 	})
 })
 
@@ -96,9 +96,9 @@ var _ = Describe("gRPC versioned inference", Over(TransportGRPC), func() {
 			req := PBRequest("versioned", false, in)
 			req.ModelVersion = fmt.Sprint(v)
 			_, c := Infer(ctx, req)
-			Verify("OIP-GRPC-INFER-002", c).To(HaveOutputs(versionedOutput(v, in)))
+			VerifyReq("OIP-GRPC-INFER-002", c).To(HaveOutputs(versionedOutput(v, in)))
 			if c.Err == nil {
-				Verify("OIP-GRPC-INFER-004", c).To(PassCheck(func(r *pb.ModelInferResponse) error {
+				VerifyReq("OIP-GRPC-INFER-004", c).To(PassCheck(func(r *pb.ModelInferResponse) error {
 					if got := r.GetModelVersion(); got != "" && got != req.ModelVersion {
 						return fmt.Errorf("model_version is %q, want %q", got, req.ModelVersion)
 					}
@@ -121,7 +121,7 @@ var _ = Describe("gRPC versioned inference", Over(TransportGRPC), func() {
 			Note("OIP-GRPC-INFER-002", "empty model_version answered %s", c.Code())
 			return
 		}
-		Verify("OIP-GRPC-INFER-002", c).To(PassCheck(func(r *pb.ModelInferResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.ModelInferResponse) error {
 			t, err := PBOutput(r, "OUTPUT0")
 			if err != nil {
 				return err
@@ -142,7 +142,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 				NeedFixture(identityFixture(d))
 				in := sample("INPUT0", d)
 				_, c := Infer(ctx, PBRequest(identityFixture(d), true, in))
-				Verify("OIP-GRPC-INFER-011", c).To(HaveOutputs(identityOutput(in)))
+				Verify(c).To(HaveOutputs(identityOutput(in)))
 			})
 			continue
 		}
@@ -150,7 +150,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 			NeedFixture(identityFixture(d))
 			in := sample("INPUT0", d)
 			_, c := Infer(ctx, PBRequest(identityFixture(d), false, in))
-			Verify("OIP-GRPC-INFER-009", c).To(HaveOutputs(identityOutput(in)))
+			Verify(c).To(HaveOutputs(identityOutput(in)))
 		})
 	}
 
@@ -160,7 +160,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 				NeedFixture(identityFixture(d))
 				in := hardTensor("INPUT0", d, formBits)
 				_, c := Infer(ctx, PBRequest(identityFixture(d), true, in))
-				Verify("OIP-GRPC-INFER-011", c).To(HaveOutputs(identityOutput(in)))
+				Verify(c).To(HaveOutputs(identityOutput(in)))
 			})
 			continue
 		}
@@ -170,8 +170,8 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 			req := PBRequest(identityFixture(d), false, in)
 			req.Id = "hard-" + d.Lower()
 			_, c := Infer(ctx, req)
-			Verify("OIP-GRPC-INFER-009", c).To(HaveOutputs(identityOutput(in)))
-			Verify("OIP-GRPC-INFER-003", c).To(HaveResponseID(req.Id))
+			VerifyReq("OIP-GRPC-INFER-009", c).To(HaveOutputs(identityOutput(in)))
+			VerifyReq("OIP-GRPC-INFER-003", c).To(HaveResponseID(req.Id))
 		})
 	}
 
@@ -191,7 +191,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 		NeedFixture("identity_int32")
 		in := int32s("INPUT0", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
 		_, c := Infer(ctx, PBRequest("identity_int32", false, in))
-		Verify("OIP-GRPC-INFER-010", c).To(HaveOutputs(identityOutput(in)))
+		Verify(c).To(HaveOutputs(identityOutput(in)))
 	})
 
 	It("records how INT8 values outside the type's range are handled", Req("OIP-GRPC-INFER-012"), func(ctx SpecContext) {
@@ -322,16 +322,16 @@ func emptyCall(c *Call, want tensor.Tensor, equal, present string) {
 	}
 	if c.Err != nil {
 		if ClientSide(c.Err) {
-			Verify(equal, c).To(BeOK())
+			VerifyReq(equal, c).To(BeOK())
 			return
 		}
 		Note(equal, "a %s tensor of shape %v: refused with %s", want.Datatype, want.Shape, c.Code())
 		if c.Code() == codes.Internal || c.Code() == codes.Unknown {
-			Verify("OIP-GRPC-ERR-002", c).To(HaveCode(codes.InvalidArgument, codes.Unimplemented))
+			VerifyReq("OIP-GRPC-ERR-002", c).To(HaveCode(codes.InvalidArgument, codes.Unimplemented))
 		}
 		return
 	}
-	Verify(present, c).To(PassCheck(func(r *pb.ModelInferResponse) error {
+	VerifyReq(present, c).To(PassCheck(func(r *pb.ModelInferResponse) error {
 		for _, o := range r.GetOutputs() {
 			if o.GetName() == want.Name {
 				return nil
@@ -339,7 +339,7 @@ func emptyCall(c *Call, want tensor.Tensor, equal, present string) {
 		}
 		return fmt.Errorf("a %s tensor of shape %v was accepted but %s is missing", want.Datatype, want.Shape, want.Name)
 	}))
-	Verify(equal, c).To(HaveOutputs(want))
+	VerifyReq(equal, c).To(HaveOutputs(want))
 }
 
 // asFloat32 is an INT32 tensor's values as FP32.

@@ -18,13 +18,13 @@ import (
 var _ = Describe("gRPC metadata", Over(TransportGRPC), func() {
 	It("answers ServerMetadata with name, version and extensions", Req("OIP-GRPC-META-001"), func(ctx SpecContext) {
 		_, c := Invoke(ctx, "ServerMetadata", &pb.ServerMetadataRequest{}, Stub().ServerMetadata)
-		if !Verify("OIP-GRPC-META-001", c).To(BeOK()) {
+		if !Verify(c).To(BeOK()) {
 			return
 		}
 		// As over REST, the content of name and version is not specified
 		// (OIP-REST-SMETA-003) and duplicates are only implied wrong
 		// (OIP-REST-SMETA-004): warnings.
-		Verify("OIP-GRPC-META-001", c).Soft("OIP-REST-SMETA-003").To(PassCheck(func(r *pb.ServerMetadataResponse) error {
+		Verify(c).Soft("OIP-REST-SMETA-003").To(PassCheck(func(r *pb.ServerMetadataResponse) error {
 			var list []error
 			if r.GetName() == "" || r.GetVersion() == "" {
 				list = append(list, fmt.Errorf("ServerMetadata: name %q, version %q; want both set", r.GetName(), r.GetVersion()))
@@ -53,7 +53,7 @@ var _ = Describe("gRPC metadata", Over(TransportGRPC), func() {
 			restExts, rerr = extensionsField(restObj.Members)
 		}
 		// The catalog asks for the same set only as a soft check.
-		Verify("OIP-GRPC-META-001", c).Soft("A-26").To(PassCheck(func(r *pb.ServerMetadataResponse) error {
+		Verify(c).Soft("A-26").To(PassCheck(func(r *pb.ServerMetadataResponse) error {
 			g, rs := slices.Clone(r.GetExtensions()), slices.Clone(restExts)
 			sort.Strings(g)
 			sort.Strings(rs)
@@ -67,7 +67,7 @@ var _ = Describe("gRPC metadata", Over(TransportGRPC), func() {
 	It("answers ModelMetadata with the fixture's name, platform and tensors", Req("OIP-GRPC-META-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		_, c := ModelMetadata(ctx, &pb.ModelMetadataRequest{Name: "add_sub"})
-		Verify("OIP-GRPC-META-002", c).To(PassCheck(func(r *pb.ModelMetadataResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.ModelMetadataResponse) error {
 			var err error
 			if r.GetName() != "add_sub" {
 				err = fmt.Errorf("name is %q, want \"add_sub\"", r.GetName())
@@ -80,7 +80,7 @@ var _ = Describe("gRPC metadata", Over(TransportGRPC), func() {
 	It("reports variable dimensions as -1 over gRPC", Req("OIP-GRPC-META-002"), func(ctx SpecContext) {
 		NeedFixture("identity_fp32")
 		_, c := ModelMetadata(ctx, &pb.ModelMetadataRequest{Name: "identity_fp32"})
-		Verify("OIP-GRPC-META-002", c).To(PassCheck(func(r *pb.ModelMetadataResponse) error {
+		Verify(c).To(PassCheck(func(r *pb.ModelMetadataResponse) error {
 			return wantTensors("inputs", pbTensors(r.GetInputs()), tensorMeta{"INPUT0", "FP32", []int64{-1, -1}})
 		}))
 	})
@@ -91,10 +91,10 @@ var _ = Describe("gRPC metadata", Over(TransportGRPC), func() {
 		// not map<string, string> are reported here and, as a wire-layout
 		// break, under OIP-GEN-007.
 		resp, c := ModelMetadata(ctx, &pb.ModelMetadataRequest{Name: "add_sub"})
-		if !Verify("OIP-GRPC-META-003", c).To(BeOK()) {
+		if !Verify(c).To(BeOK()) {
 			return
 		}
-		if Verify("OIP-GRPC-META-003", c.Wire).On(c).To(Succeed()) && len(resp.GetProperties()) > 0 {
+		if Verify(c.Wire).On(c).To(Succeed()) && len(resp.GetProperties()) > 0 {
 			Note("OIP-GRPC-META-003", "add_sub has %d properties", len(resp.GetProperties()))
 		}
 	})

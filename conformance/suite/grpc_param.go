@@ -25,7 +25,7 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		_, c := Infer(ctx, req)
 		// refusing unknown parameters is a warning, whatever the
 		// code; a crash (INTERNAL, UNKNOWN) or no answer is not a refusal.
-		check := Verify("OIP-GRPC-PARAM-001", c)
+		check := Verify(c)
 		if refusedParams(c) {
 			check.Soft("A-16")
 		}
@@ -40,7 +40,7 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		}
 		req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "OUTPUT0", Parameters: map[string]*pb.InferParameter{}}}
 		_, c := Infer(ctx, req)
-		Verify("OIP-GRPC-PARAM-002", c).To(HaveOutputs(out0))
+		Verify(c).To(HaveOutputs(out0))
 	})
 
 	It("accepts bool, int64 and string parameters on inputs and requested outputs", Req("OIP-GRPC-PARAM-001", "OIP-GRPC-PARAM-002"), func(ctx SpecContext) {
@@ -50,12 +50,12 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		}
 		req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "OUTPUT0", Parameters: kindParams(false)}, {Name: "OUTPUT1", Parameters: kindParams(false)}}
 		_, c := Infer(ctx, req)
-		check := Verify("OIP-GRPC-PARAM-001", c)
+		check := VerifyReq("OIP-GRPC-PARAM-001", c)
 		if refusedParams(c) {
 			check.Soft("A-16")
 		}
 		if check.To(BeOK()) {
-			Verify("OIP-GRPC-PARAM-002", c).To(HaveOutputs(out0, out1))
+			VerifyReq("OIP-GRPC-PARAM-002", c).To(HaveOutputs(out0, out1))
 		}
 	})
 
@@ -76,11 +76,11 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 		}
 		switch {
 		case c.Err == nil:
-			Verify("OIP-GRPC-PARAM-001", c).To(HaveOutputs(out0, out1))
+			VerifyReq("OIP-GRPC-PARAM-001", c).To(HaveOutputs(out0, out1))
 		case refusedParams(c):
 			Note("OIP-GRPC-PARAM-001", "double_param and uint64_param were refused with %s", c.Code())
 		default:
-			Verify("OIP-GRPC-ERR-002", c).To(HaveCode(codes.InvalidArgument, codes.Unimplemented))
+			VerifyReq("OIP-GRPC-ERR-002", c).To(HaveCode(codes.InvalidArgument, codes.Unimplemented))
 		}
 	})
 })

@@ -22,8 +22,8 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 			NeedFixture(identityFixture(d))
 			in := sample("INPUT0", d)
 			_, c := Infer(ctx, PBRequest(identityFixture(d), true, in))
-			Verify("OIP-GRPC-RAW-001", c).To(HaveOutputs(identityOutput(in)))
-			Verify("OIP-GRPC-RAW-005", c).To(HaveOutputs(identityOutput(in)))
+			VerifyReq("OIP-GRPC-RAW-001", c).To(HaveOutputs(identityOutput(in)))
+			VerifyReq("OIP-GRPC-RAW-005", c).To(HaveOutputs(identityOutput(in)))
 		})
 	}
 
@@ -40,7 +40,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 			in := hardTensor("INPUT0", d, formBits)
 			_, c := Infer(ctx, PBRequest(identityFixture(d), true, in))
 			for _, req := range reqs {
-				Verify(req, c).To(HaveOutputs(identityOutput(in)))
+				VerifyReq(req, c).To(HaveOutputs(identityOutput(in)))
 			}
 		})
 	}
@@ -61,7 +61,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 		NeedFixture("identity_int32")
 		in := int32s("INPUT0", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
 		_, c := Infer(ctx, PBRequest("identity_int32", true, in))
-		Verify("OIP-GRPC-RAW-004", c).To(HaveOutputs(identityOutput(in)))
+		Verify(c).To(HaveOutputs(identityOutput(in)))
 	})
 
 	It("reads raw contents as little-endian", Req("OIP-GRPC-RAW-005"), func(ctx SpecContext) {
@@ -71,7 +71,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 			Inputs:           []*pb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "INT32", Shape: []int64{1, 2}}},
 			RawInputContents: [][]byte{raw}}
 		_, c := Infer(ctx, req)
-		Verify("OIP-GRPC-RAW-005", c).To(HaveOutputs(identityOutput(int32s("INPUT0", []int64{1, 2}, 1, 256))))
+		Verify(c).To(HaveOutputs(identityOutput(int32s("INPUT0", []int64{1, 2}, 1, 256))))
 	})
 
 	It("reads raw BYTES elements with a 4-byte little-endian length", Req("OIP-GRPC-RAW-006"), func(ctx SpecContext) {
@@ -80,7 +80,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 			Inputs:           []*pb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "BYTES", Shape: []int64{1, 2}}},
 			RawInputContents: [][]byte{{1, 0, 0, 0, 'a', 3, 0, 0, 0, 'b', 'c', 'd'}}}
 		_, c := Infer(ctx, req)
-		Verify("OIP-GRPC-RAW-006", c).To(HaveOutputs(identityOutput(tensor.Tensor{Name: "INPUT0", Datatype: tensor.Bytes, Shape: []int64{1, 2}, Data: [][]byte{[]byte("a"), []byte("bcd")}})))
+		Verify(c).To(HaveOutputs(identityOutput(tensor.Tensor{Name: "INPUT0", Datatype: tensor.Bytes, Shape: []int64{1, 2}, Data: [][]byte{[]byte("a"), []byte("bcd")}})))
 	})
 
 	It("pairs raw input buffers with inputs by position", Req("OIP-GRPC-RAW-001"), func(ctx SpecContext) {
@@ -91,7 +91,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 		req.RawInputContents[0], req.RawInputContents[1] = req.RawInputContents[1], req.RawInputContents[0]
 		out0, out1 := addSubOutputs(renamed(in1, "INPUT0"), renamed(in0, "INPUT1"))
 		_, c := Infer(ctx, req)
-		Verify("OIP-GRPC-RAW-001", c).To(HaveOutputs(out0, out1))
+		Verify(c).To(HaveOutputs(out0, out1))
 	})
 
 	It("uses raw_output_contents, if at all, with one entry per output and no contents", Req("OIP-GRPC-RAW-007"), func(ctx SpecContext) {
@@ -99,7 +99,7 @@ var _ = Describe("gRPC tensor contents", Over(TransportGRPC), func() {
 		for _, raw := range []bool{false, true} {
 			req, _, _ := addSubPB(raw)
 			_, c := Infer(ctx, req)
-			Verify("OIP-GRPC-RAW-007", c).To(HaveRawOutputForm())
+			Verify(c).To(HaveRawOutputForm())
 		}
 	})
 })

@@ -37,8 +37,8 @@ var _ = Describe("gRPC API surface", Over(TransportGRPC), func() {
 			return nil
 		})
 		for _, c := range calls {
-			Verify("OIP-GRPC-SVC-001", c).To(implemented)
-			Verify("OIP-GEN-001", c).To(implemented)
+			VerifyReq("OIP-GRPC-SVC-001", c).To(implemented)
+			VerifyReq("OIP-GEN-001", c).To(implemented)
 		}
 	})
 })

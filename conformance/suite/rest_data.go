@@ -44,16 +44,16 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 					return
 				}
 				// The catalog: "A 5xx is a FAIL".
-				Verify(errStatusReq, e).To(AvoidServerError())
+				VerifyReq(errStatusReq, e).To(AvoidServerError())
 				switch {
 				case e.Status == http.StatusOK:
 					Note(req, "%s over JSON was accepted", d)
-					Verify(req, e).To(HaveOutputsNear(identityOutput(in)))
+					VerifyReq(req, e).To(HaveOutputsNear(identityOutput(in)))
 				case e.Status >= 500:
-					Verify(req, e).To(HaveStatus(http.StatusOK, http.StatusBadRequest), fmt.Sprintf("want 200 or a 4xx (%s in JSON is undefined, A-06)", d))
+					VerifyReq(req, e).To(HaveStatus(http.StatusOK, http.StatusBadRequest), fmt.Sprintf("want 200 or a 4xx (%s in JSON is undefined, A-06)", d))
 				default:
 					Note(req, "%s over JSON was rejected with %d", d, e.Status)
-					Verify("OIP-REST-ERR-001", e).To(HaveErrorBody())
+					VerifyReq("OIP-REST-ERR-001", e).To(HaveErrorBody())
 				}
 			})
 			continue
@@ -61,7 +61,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		It(fmt.Sprintf("round-trips %s through identity as JSON", d), Req(req), func(ctx SpecContext) {
 			NeedFixture(identityFixture(d))
 			in := jsonSafeSample("INPUT0", d)
-			Verify(req, Post(ctx, identityFixture(d), "", Request(JSONInput(in)))).To(HaveOutputsNear(identityOutput(in)))
+			Verify(Post(ctx, identityFixture(d), "", Request(JSONInput(in)))).To(HaveOutputsNear(identityOutput(in)))
 		})
 	}
 
@@ -77,10 +77,10 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 			b.JSON["id"] = "hard-" + d.Lower()
 			e := Post(ctx, identityFixture(d), "", b)
 			want := identityOutput(in)
-			if Verify(req, e).To(HaveOutputsNear(want)) {
+			if VerifyReq(req, e).To(HaveOutputsNear(want)) {
 				noteInexact(req, e, want)
 			}
-			Verify("OIP-REST-INFER-006", e).To(HaveResponseID("hard-" + d.Lower()))
+			VerifyReq("OIP-REST-INFER-006", e).To(HaveResponseID("hard-" + d.Lower()))
 		})
 	}
 
@@ -89,7 +89,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		in := hardTensor("INPUT0", tensor.Int32, formJSON)
 		ji := JSONInput(in)
 		ji["data"] = Nested(JSONValues(in), in.Shape)
-		Verify("OIP-REST-DATA-003", Post(ctx, "identity_int32", "", Request(ji))).To(HaveOutputs(identityOutput(in)))
+		Verify(Post(ctx, "identity_int32", "", Request(ji))).To(HaveOutputs(identityOutput(in)))
 	})
 
 	for _, d := range []tensor.Datatype{tensor.FP32, tensor.FP64} {
@@ -126,7 +126,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		in := int32s("INPUT0", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
 		e := Post(ctx, "identity_int32", "", Request(JSONInput(in)))
 		for _, req := range []string{"OIP-REST-DATA-001", "OIP-REST-DATA-002", "OIP-REST-RESP-011"} {
-			Verify(req, e).To(HaveOutputs(identityOutput(in)))
+			VerifyReq(req, e).To(HaveOutputs(identityOutput(in)))
 		}
 	})
 
@@ -135,7 +135,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 		in := int32s("INPUT0", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
 		ji := JSONInput(in)
 		ji["data"] = Nested(JSONValues(in), in.Shape)
-		Verify("OIP-REST-DATA-003", Post(ctx, "identity_int32", "", Request(ji))).To(HaveOutputs(identityOutput(in)))
+		Verify(Post(ctx, "identity_int32", "", Request(ji))).To(HaveOutputs(identityOutput(in)))
 	})
 
 	It("rejects scalar data that is not an array", Req("OIP-REST-DATA-004", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
@@ -164,12 +164,12 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 			if !Answered(e) {
 				continue
 			}
-			Verify(errStatusReq, e).To(AvoidServerError())
+			VerifyReq(errStatusReq, e).To(AvoidServerError())
 			switch {
 			case e.Status >= 500:
-				Verify("OIP-REST-DATA-005", e).To(HaveStatus(http.StatusOK, http.StatusBadRequest), c.model+": want 200 (coerced) or a 4xx")
+				VerifyReq("OIP-REST-DATA-005", e).To(HaveStatus(http.StatusOK, http.StatusBadRequest), c.model+": want 200 (coerced) or a 4xx")
 			case e.Status != http.StatusOK:
-				Verify("OIP-REST-ERR-001", e).To(HaveErrorBody())
+				VerifyReq("OIP-REST-ERR-001", e).To(HaveErrorBody())
 			}
 		}
 	})
@@ -262,7 +262,7 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), Needs(specs.Ex
 			return
 		}
 		Note("OIP-REST-DATA-010", "BYTES that are not UTF-8 (%q) came back in JSON as %s", in.Data, clipped(raw, 300))
-		Verify("OIP-REST-DATA-010", e).To(PassCheck(func(*Exchange) error {
+		VerifyReq("OIP-REST-DATA-010", e).To(PassCheck(func(*Exchange) error {
 			if len(got) != in.Len() {
 				return fmt.Errorf("OUTPUT0 has %d elements, want %d", len(got), in.Len())
 			}
@@ -284,15 +284,15 @@ func recordedAnswer(e *Exchange, req, what string) bool {
 	if !Answered(e) {
 		return false
 	}
-	Verify(errStatusReq, e).To(AvoidServerError())
+	VerifyReq(errStatusReq, e).To(AvoidServerError())
 	switch {
 	case e.Status == http.StatusOK:
 		return true
 	case e.Status >= 400 && e.Status < 500:
 		Note(req, "%s: refused with %d", what, e.Status)
-		Verify("OIP-REST-ERR-001", e).To(HaveErrorBody())
+		VerifyReq("OIP-REST-ERR-001", e).To(HaveErrorBody())
 	case e.Status < 400:
-		Verify(req, e).To(HaveStatus(http.StatusOK, http.StatusBadRequest), what+": want 200 or an error response")
+		VerifyReq(req, e).To(HaveStatus(http.StatusOK, http.StatusBadRequest), what+": want 200 or an error response")
 	}
 	return false
 }
@@ -309,7 +309,7 @@ func specialsAnswer(e *Exchange, req, what string, at []int, want []float64) {
 		return
 	}
 	Note(req, "%s came back in JSON as %s", what, clipped(raw, 300))
-	Verify(req, e).To(PassCheck(func(*Exchange) error {
+	VerifyReq(req, e).To(PassCheck(func(*Exchange) error {
 		for i, idx := range at {
 			if idx >= len(got) {
 				return fmt.Errorf("OUTPUT0 has %d elements, want element %d (%v)", len(got), idx, want[i])
@@ -409,11 +409,11 @@ func emptyAnswer(e *Exchange, want tensor.Tensor, equal, present string) {
 	if !recordedAnswer(e, equal, fmt.Sprintf("a %s tensor of shape %v", want.Datatype, want.Shape)) {
 		return
 	}
-	Verify(present, e).To(PassCheck(func(r *InferResponse) error {
+	VerifyReq(present, e).To(PassCheck(func(r *InferResponse) error {
 		if r.Output(want.Name) == nil {
 			return fmt.Errorf("a %s tensor of shape %v was accepted but %s is missing (outputs %v)", want.Datatype, want.Shape, want.Name, r.Names())
 		}
 		return nil
 	}))
-	Verify(equal, e).To(HaveOutputs(want))
+	VerifyReq(equal, e).To(HaveOutputs(want))
 }

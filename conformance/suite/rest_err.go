@@ -13,18 +13,18 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 
 	It("sends a non-empty error message", Req("OIP-REST-ERR-004"), func(ctx SpecContext) {
 		AfterNegative()
-		Verify("OIP-REST-ERR-004", PostRaw(ctx, "add_sub", nil, []byte(`{"inputs": [`))).To(HaveNonEmptyError())
+		Verify(PostRaw(ctx, "add_sub", nil, []byte(`{"inputs": [`))).To(HaveNonEmptyError())
 	})
 
 	It("serves error bodies as application/json", Req("OIP-REST-ERR-005"), func(ctx SpecContext) {
 		AfterNegative()
-		Verify("OIP-REST-ERR-005", PostRaw(ctx, "add_sub", nil, []byte(`{"inputs": [`))).To(HaveContentType("application/json"))
+		Verify(PostRaw(ctx, "add_sub", nil, []byte(`{"inputs": [`))).To(HaveContentType("application/json"))
 	})
 
 	It("includes the error member in every error body", Req("OIP-REST-ERR-006"), func(ctx SpecContext) {
 		AfterNegative()
 		for _, body := range []string{`{}`, `{"inputs": [`} {
-			Verify("OIP-REST-ERR-006", PostRaw(ctx, "add_sub", nil, []byte(body))).To(HaveErrorBody())
+			Verify(PostRaw(ctx, "add_sub", nil, []byte(body))).To(HaveErrorBody())
 		}
 	})
 })

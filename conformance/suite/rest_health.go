@@ -14,16 +14,16 @@ import (
 
 var _ = Describe("REST health", Over(TransportREST), func() {
 	It("answers GET /v2/health/live with 200", Req("OIP-REST-HEALTH-001"), func(ctx SpecContext) {
-		Verify("OIP-REST-HEALTH-001", Get(ctx, "/v2/health/live")).To(HaveStatus(http.StatusOK))
+		Verify(Get(ctx, "/v2/health/live")).To(HaveStatus(http.StatusOK))
 	})
 
 	It("sends an empty live body or one consistent with the status", Req("OIP-REST-HEALTH-004"), func(ctx SpecContext) {
-		Verify("OIP-REST-HEALTH-004", Get(ctx, "/v2/health/live")).To(HaveHealthBody("live"))
+		Verify(Get(ctx, "/v2/health/live")).To(HaveHealthBody("live"))
 	})
 
 	It("answers a plain GET probe on the health routes", Req("OIP-REST-HEALTH-014"), func(ctx SpecContext) {
 		for _, p := range []string{"/v2/health/live", "/v2/health/ready"} {
-			Verify("OIP-REST-HEALTH-014", Get(ctx, p)).To(HaveStatus(http.StatusOK))
+			Verify(Get(ctx, p)).To(HaveStatus(http.StatusOK))
 		}
 	})
 
@@ -32,29 +32,29 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 		if live.Err != nil || live.Status != http.StatusOK {
 			Skip("the server does not report live")
 		}
-		Verify("OIP-REST-HEALTH-002", Get(ctx, "/v2")).To(HaveStatus(http.StatusOK))
+		Verify(Get(ctx, "/v2")).To(HaveStatus(http.StatusOK))
 	})
 
 	It("answers GET /v2/health/ready with 200 when the fixtures are loaded", Req("OIP-REST-HEALTH-005"), func(ctx SpecContext) {
-		Verify("OIP-REST-HEALTH-005", Get(ctx, "/v2/health/ready")).To(HaveStatus(http.StatusOK))
+		Verify(Get(ctx, "/v2/health/ready")).To(HaveStatus(http.StatusOK))
 	})
 
 	It("sends an empty ready body or one consistent with the status", Req("OIP-REST-HEALTH-007"), func(ctx SpecContext) {
-		Verify("OIP-REST-HEALTH-007", Get(ctx, "/v2/health/ready")).To(HaveHealthBody("ready", "live"))
+		Verify(Get(ctx, "/v2/health/ready")).To(HaveHealthBody("ready", "live"))
 	})
 
 	It("answers model ready with 200 for a loaded model", Req("OIP-REST-HEALTH-008"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify("OIP-REST-HEALTH-008", Get(ctx, "/v2/models/add_sub/ready")).To(HaveStatus(http.StatusOK))
+		Verify(Get(ctx, "/v2/models/add_sub/ready")).To(HaveStatus(http.StatusOK))
 	})
 
 	It("sends an empty model-ready body or one naming the model and consistent with the status", Req("OIP-REST-HEALTH-012"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		e := Get(ctx, "/v2/models/add_sub/ready")
-		if !Verify("OIP-REST-HEALTH-012", e).To(HaveHealthBody("ready")) || len(e.Body) == 0 {
+		if !Verify(e).To(HaveHealthBody("ready")) || len(e.Body) == 0 {
 			return
 		}
-		Verify("OIP-REST-HEALTH-012", e).To(PassCheck(func(o *Object) error {
+		Verify(e).To(PassCheck(func(o *Object) error {
 			if raw, ok := o.Members["name"]; ok {
 				if name, err := o.String("name"); err != nil || name != "add_sub" {
 					return fmt.Errorf("%s: body name %s, want \"add_sub\"", e.Path, raw)
@@ -67,14 +67,14 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 	It("answers versioned model ready with 200 for each loaded version", Req("OIP-REST-HEALTH-009"), func(ctx SpecContext) {
 		NeedVersions()
 		for _, v := range []string{"1", "2"} {
-			Verify("OIP-REST-HEALTH-009", Get(ctx, "/v2/models/versioned/versions/"+v+"/ready")).To(HaveStatus(http.StatusOK))
+			Verify(Get(ctx, "/v2/models/versioned/versions/"+v+"/ready")).To(HaveStatus(http.StatusOK))
 		}
 	})
 
 	It("answers versioned model ready with 4xx for a version that is not loaded", Req("OIP-REST-HEALTH-009"), func(ctx SpecContext) {
 		NeedVersions()
 		AfterNegative()
-		notReady(Get(ctx, "/v2/models/versioned/versions/99/ready"), "OIP-REST-HEALTH-009")
+		notReady(Get(ctx, "/v2/models/versioned/versions/99/ready"), "")
 	})
 
 	It("answers model ready with 4xx for an unknown model", Req("OIP-REST-HEALTH-010", "OIP-REST-HEALTH-003"), func(ctx SpecContext) {
@@ -87,7 +87,7 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 	It("records the version policy of unversioned model ready", Req("OIP-REST-HEALTH-011"), func(ctx SpecContext) {
 		NeedFixture("versioned")
 		e := Get(ctx, "/v2/models/versioned/ready")
-		if Verify("OIP-REST-HEALTH-011", e).To(PassCheck(func(e *Exchange) error {
+		if Verify(e).To(PassCheck(func(e *Exchange) error {
 			if e.Status != http.StatusOK && (e.Status < 400 || e.Status >= 500) {
 				return fmt.Errorf("%s: %s, want 200 or a 4xx", e.Path, e.Got())
 			}
@@ -99,7 +99,7 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 
 	It("rejects a model-ready URL without a model name", Req("OIP-REST-HEALTH-013"), func(ctx SpecContext) {
 		AfterNegative()
-		Verify("OIP-REST-HEALTH-013", Get(ctx, "/v2/models//ready")).To(BeClientError())
+		Verify(Get(ctx, "/v2/models//ready")).To(BeClientError())
 	})
 })
 
@@ -115,6 +115,6 @@ var _ = Describe("REST health with a failed model", RunsLast, Over(TransportREST
 		}
 		// Implied, and soft in the catalog: Triton reports it only in its
 		// strict readiness mode.
-		notReady(Get(ctx, "/v2/health/ready"), "OIP-REST-HEALTH-006")
+		notReady(Get(ctx, "/v2/health/ready"), "")
 	})
 })

@@ -22,34 +22,34 @@ var _ = Describe("REST inference", Over(TransportREST), func() {
 	It("answers a valid add_sub request with 200 and the sums and differences", Req("OIP-REST-INFER-001", "OIP-REST-INFER-023"), func(ctx SpecContext) {
 		b, out0, out1 := addSubRequest()
 		e := Post(ctx, "add_sub", "", b)
-		Verify("OIP-REST-INFER-001", e).To(HaveOutputs(out0, out1))
-		Verify("OIP-REST-INFER-023", e).To(HaveStatus(http.StatusOK))
+		VerifyReq("OIP-REST-INFER-001", e).To(HaveOutputs(out0, out1))
+		VerifyReq("OIP-REST-INFER-023", e).To(HaveStatus(http.StatusOK))
 	})
 
 	It("returns every output when outputs is omitted", Req("OIP-REST-INFER-016"), func(ctx SpecContext) {
 		b, out0, out1 := addSubRequest()
-		Verify("OIP-REST-INFER-016", Post(ctx, "add_sub", "", b)).To(HaveOutputs(out0, out1))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveOutputs(out0, out1))
 	})
 
 	It("returns a requested output", Req("OIP-REST-INFER-017"), func(ctx SpecContext) {
 		b, _, out1 := addSubRequest()
 		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT1"}}
-		Verify("OIP-REST-INFER-017", Post(ctx, "add_sub", "", b)).To(HaveOutputs(out1))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveOutputs(out1))
 	})
 
 	It("leaves out outputs that were not requested", Req("OIP-REST-INFER-018"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
 		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT1"}}
-		Verify("OIP-REST-INFER-018", Post(ctx, "add_sub", "", b)).To(HaveOnlyOutputs("OUTPUT1"))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveOnlyOutputs("OUTPUT1"))
 	})
 
 	It("runs a batch of three rows and returns the whole batch", Req("OIP-REST-INFER-013", "OIP-REST-RESP-010"), func(ctx SpecContext) {
 		in0, in1 := addSubInputs(3)
 		out0, out1 := addSubOutputs(in0, in1)
 		e := Post(ctx, "add_sub", "", Request(JSONInput(in0), JSONInput(in1)))
-		Verify("OIP-REST-INFER-013", e).To(HaveOutputs(out0, out1))
-		Verify("OIP-REST-RESP-010", e).To(HaveOutputs(out0, out1))
-		Verify("OIP-REST-RESP-010", e).To(PassCheck(func(r *InferResponse) error {
+		VerifyReq("OIP-REST-INFER-013", e).To(HaveOutputs(out0, out1))
+		VerifyReq("OIP-REST-RESP-010", e).To(HaveOutputs(out0, out1))
+		VerifyReq("OIP-REST-RESP-010", e).To(PassCheck(func(r *InferResponse) error {
 			for _, o := range r.Outputs {
 				if len(o.Shape) == 0 || o.Shape[0] != 3 {
 					return fmt.Errorf("output %q: shape %v, want [3 16]", o.Name, o.Shape)
@@ -73,8 +73,8 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 			b, _, _ := addSubRequest()
 			b.JSON["id"] = tc.id
 			e := Post(ctx, "add_sub", "", b)
-			Verify("OIP-REST-INFER-006", e).To(HaveResponseID(tc.id))
-			Verify("OIP-REST-RESP-004", e).To(HaveResponseID(tc.id))
+			VerifyReq("OIP-REST-INFER-006", e).To(HaveResponseID(tc.id))
+			VerifyReq("OIP-REST-RESP-004", e).To(HaveResponseID(tc.id))
 		})
 	}
 
@@ -86,35 +86,35 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 		if !Answered(e) {
 			return
 		}
-		Verify(errStatusReq, e).To(AvoidServerError())
+		VerifyReq(errStatusReq, e).To(AvoidServerError())
 		switch {
 		case e.Status >= 500:
-			Verify("OIP-REST-INFER-007", e).AsServerFault().To(HaveStatus(http.StatusBadRequest, http.StatusOK), "want 400, or 200 with id \"42\"")
+			VerifyReq("OIP-REST-INFER-007", e).AsServerFault().To(HaveStatus(http.StatusBadRequest, http.StatusOK), "want 400, or 200 with id \"42\"")
 		case e.Status == http.StatusOK:
 			Note("OIP-REST-INFER-007", "a numeric id was accepted")
 			// Accepting the number is the server's choice; echoing it as
 			// anything but the string "42" is not.
-			Verify("OIP-REST-INFER-007", e).To(PassCheck(func(r *InferResponse) error {
+			VerifyReq("OIP-REST-INFER-007", e).To(PassCheck(func(r *InferResponse) error {
 				if raw, ok := r.Top["id"]; ok && string(raw) != `"42"` {
 					return fmt.Errorf("a numeric id 42 was accepted but echoed as %s, want \"42\"", clipped(string(raw), 80))
 				}
 				return nil
 			}))
 		default:
-			Verify("OIP-REST-ERR-001", e).To(HaveErrorBody())
+			VerifyReq("OIP-REST-ERR-001", e).To(HaveErrorBody())
 		}
 	})
 
 	It("accepts empty parameters on the request", Req("OIP-REST-INFER-008"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
 		b.JSON["parameters"] = Obj{}
-		Verify("OIP-REST-INFER-008", Post(ctx, "add_sub", "", b)).To(HaveStatus(http.StatusOK))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveStatus(http.StatusOK))
 	})
 
 	It("accepts empty parameters on an input", Req("OIP-REST-INFER-015"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
 		input0(b)["parameters"] = Obj{}
-		Verify("OIP-REST-INFER-015", Post(ctx, "add_sub", "", b)).To(HaveStatus(http.StatusOK))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveStatus(http.StatusOK))
 	})
 })
 
@@ -127,11 +127,11 @@ var _ = Describe("REST versioned inference", Over(TransportREST), func() {
 			ver := fmt.Sprint(v)
 			in := int32s("INPUT0", []int64{1}, 10)
 			e := Post(ctx, "versioned", ver, Request(JSONInput(in)))
-			Verify("OIP-REST-INFER-002", e).To(HaveOutputs(versionedOutput(v, in)))
+			Verify(e).To(HaveOutputs(versionedOutput(v, in)))
 			if e.Status != http.StatusOK {
 				continue
 			}
-			Verify("OIP-REST-INFER-002", e).To(PassCheck(func(r *InferResponse) error {
+			Verify(e).To(PassCheck(func(r *InferResponse) error {
 				if raw, ok := r.Top["model_version"]; ok {
 					var got string
 					if json.Unmarshal(raw, &got) != nil || (got != "" && got != ver) {
@@ -151,10 +151,10 @@ var _ = Describe("REST versioned inference", Over(TransportREST), func() {
 		}
 		if e.Status != http.StatusOK {
 			Note("OIP-REST-INFER-003", "unversioned inference answered %d", e.Status)
-			Verify("OIP-REST-INFER-003", e).To(HaveErrorBody())
+			Verify(e).To(HaveErrorBody())
 			return
 		}
-		Verify("OIP-REST-INFER-003", e).To(PassCheck(func(r *InferResponse) error {
+		Verify(e).To(PassCheck(func(r *InferResponse) error {
 			t, err := r.Tensor("OUTPUT0")
 			if err != nil {
 				return err
@@ -238,7 +238,7 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 		AfterNegative()
 		e := Post(ctx, "versioned", "99", Request(JSONInput(int32s("INPUT0", []int64{1}, 1))))
 		unknownModel(e, "OIP-REST-INFER-002", "OIP-REST-ERR-001", "")
-		Verify(errStatusReq, e).To(AvoidServerError())
+		VerifyReq(errStatusReq, e).To(AvoidServerError())
 	})
 })
 

@@ -17,23 +17,23 @@ import (
 
 var _ = Describe("REST model metadata", Over(TransportREST), func() {
 	// addSub fetches add_sub's metadata; ok is false when the answer is not
-	// a 200 JSON object (recorded under req).
-	addSub := func(ctx SpecContext, req string) (*Exchange, bool) {
+	// a 200 JSON object (recorded under the spec's requirement).
+	addSub := func(ctx SpecContext) (*Exchange, bool) {
 		NeedFixture("add_sub")
 		e := Get(ctx, "/v2/models/add_sub")
-		return e, Verify(req, e).To(HaveStatus(http.StatusOK)) && Verify(req, e).To(HaveJSONObjectBody())
+		return e, Verify(e).To(HaveStatus(http.StatusOK)) && Verify(e).To(HaveJSONObjectBody())
 	}
 
 	It("answers GET /v2/models/{m} with 200 and a JSON object", Req("OIP-REST-MMETA-001"), func(ctx SpecContext) {
-		addSub(ctx, "OIP-REST-MMETA-001")
+		addSub(ctx)
 	})
 
 	It("has name equal to the model and a string platform", Req("OIP-REST-MMETA-002"), func(ctx SpecContext) {
-		e, ok := addSub(ctx, "OIP-REST-MMETA-002")
+		e, ok := addSub(ctx)
 		if !ok {
 			return
 		}
-		Verify("OIP-REST-MMETA-002", e).To(All(MatchSchema(), PassCheck(func(o *Object) error {
+		Verify(e).To(All(MatchSchema(), PassCheck(func(o *Object) error {
 			if name, err := o.String("name"); err == nil && name != "add_sub" {
 				return fmt.Errorf("name is %q, want \"add_sub\"", name)
 			}
@@ -45,7 +45,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 		NeedFixture("versioned")
 		e := Get(ctx, "/v2/models/versioned")
 		var vs []string
-		Verify("OIP-REST-MMETA-003", e).To(PassCheck(func(o *Object) error {
+		Verify(e).To(PassCheck(func(o *Object) error {
 			if raw, ok := o.Members["versions"]; ok {
 				if err := json.Unmarshal(raw, &vs); err != nil {
 					return fmt.Errorf("versions is %s, want an array of strings", clipped(string(raw), 120))
@@ -54,17 +54,17 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 			return nil
 		}))
 		for _, v := range vs {
-			Verify("OIP-REST-MMETA-003", Get(ctx, "/v2/models/versioned/versions/"+PathEscape(v))).To(HaveStatus(http.StatusOK))
+			Verify(Get(ctx, "/v2/models/versioned/versions/"+PathEscape(v))).To(HaveStatus(http.StatusOK))
 		}
 	})
 
 	It("has inputs and outputs arrays", Req("OIP-REST-MMETA-004"), func(ctx SpecContext) {
-		e, ok := addSub(ctx, "OIP-REST-MMETA-004")
+		e, ok := addSub(ctx)
 		if !ok {
 			return
 		}
 		// OIP-YAML does not require them; the markdown lists them.
-		Verify("OIP-REST-MMETA-004", e).To(All(MatchSchema(), PassCheck(func(o *Object) error {
+		Verify(e).To(All(MatchSchema(), PassCheck(func(o *Object) error {
 			var list []error
 			for _, k := range []string{"inputs", "outputs"} {
 				if _, ok := o.Members[k]; !ok {
@@ -76,12 +76,12 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 	})
 
 	It("describes each tensor with name, datatype and shape matching the fixture", Req("OIP-REST-MMETA-005"), func(ctx SpecContext) {
-		e, ok := addSub(ctx, "OIP-REST-MMETA-005")
+		e, ok := addSub(ctx)
 		if !ok {
 			return
 		}
 		// The types are the schema's; the values are the fixture's.
-		Verify("OIP-REST-MMETA-005", e).To(All(MatchSchema(), PassCheck(func(o *Object) error {
+		Verify(e).To(All(MatchSchema(), PassCheck(func(o *Object) error {
 			ins, _ := tensorMetadataList(o.Members, "inputs")
 			outs, _ := tensorMetadataList(o.Members, "outputs")
 			return errors.Join(wantTensors("inputs", ins, addSubMeta...), wantTensors("outputs", outs, addSubOutMeta...))
@@ -89,11 +89,11 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 	})
 
 	It("uses only catalog datatype names", Req("OIP-REST-MMETA-006"), func(ctx SpecContext) {
-		e, ok := addSub(ctx, "OIP-REST-MMETA-006")
+		e, ok := addSub(ctx)
 		if !ok {
 			return
 		}
-		Verify("OIP-REST-MMETA-006", e).To(PassCheck(func(o *Object) error {
+		Verify(e).To(PassCheck(func(o *Object) error {
 			var list []error
 			for _, k := range []string{"inputs", "outputs"} {
 				ts, _ := tensorMetadataList(o.Members, k)
@@ -109,7 +109,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 
 	It("reports variable dimensions as -1 and no dimension below -1", Req("OIP-REST-MMETA-007"), func(ctx SpecContext) {
 		NeedFixture("identity_fp32")
-		Verify("OIP-REST-MMETA-007", Get(ctx, "/v2/models/identity_fp32")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2/models/identity_fp32")).To(PassCheck(func(o *Object) error {
 			ins, err := tensorMetadataList(o.Members, "inputs")
 			list := []error{err, wantTensors("inputs", ins, tensorMeta{"INPUT0", "FP32", []int64{-1, -1}})}
 			for _, t := range ins {
@@ -124,11 +124,11 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 	})
 
 	It("sends properties, if any, as a string-to-string object", Req("OIP-REST-MMETA-008"), func(ctx SpecContext) {
-		e, ok := addSub(ctx, "OIP-REST-MMETA-008")
+		e, ok := addSub(ctx)
 		if !ok {
 			return
 		}
-		Verify("OIP-REST-MMETA-008", e).To(PassCheck(func(o *Object) error {
+		Verify(e).To(PassCheck(func(o *Object) error {
 			if raw, ok := o.Members["properties"]; ok {
 				var p map[string]string
 				if json.Unmarshal(raw, &p) != nil {
@@ -140,7 +140,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 	})
 
 	It("records the platform name", Req("OIP-REST-MMETA-009"), func(ctx SpecContext) {
-		e, ok := addSub(ctx, "OIP-REST-MMETA-009")
+		e, ok := addSub(ctx)
 		if !ok {
 			return
 		}
@@ -152,10 +152,10 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 	It("answers GET /v2/models/{m}/versions/{v} with that model's metadata", Req("OIP-REST-MMETA-010"), func(ctx SpecContext) {
 		NeedVersions()
 		e := Get(ctx, "/v2/models/versioned/versions/1")
-		if !Verify("OIP-REST-MMETA-010", e).To(HaveStatus(http.StatusOK)) {
+		if !Verify(e).To(HaveStatus(http.StatusOK)) {
 			return
 		}
-		Verify("OIP-REST-MMETA-010", e).To(PassCheck(func(o *Object) error {
+		Verify(e).To(PassCheck(func(o *Object) error {
 			var list []error
 			if name, err := o.String("name"); err != nil || name != "versioned" {
 				list = append(list, fmt.Errorf("name is %s, want \"versioned\"", o.Members["name"]))
@@ -178,7 +178,7 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 		}
 		Note("OIP-REST-MMETA-011", "GET /v2/models/versioned answered %d", e.Status)
 		if e.Status != http.StatusOK {
-			Verify("OIP-REST-MMETA-011", e).To(HaveErrorBody())
+			Verify(e).To(HaveErrorBody())
 		}
 	})
 
@@ -189,13 +189,13 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 		if e.Err == nil && e.Status >= 400 {
 			// MMETA-012 itself requires the {"error": string} body, not
 			// only the general rule ERR-002.
-			Verify("OIP-REST-MMETA-012", e).To(HaveErrorBody())
+			VerifyReq("OIP-REST-MMETA-012", e).To(HaveErrorBody())
 		}
 	})
 
 	It("answers metadata of an unknown version with an error", Req("OIP-REST-MMETA-013"), func(ctx SpecContext) {
 		NeedVersions()
 		AfterNegative()
-		unknownModel(Get(ctx, "/v2/models/versioned/versions/99"), "OIP-REST-MMETA-013", "OIP-REST-MMETA-013", "")
+		unknownModel(Get(ctx, "/v2/models/versioned/versions/99"), "", "", "")
 	})
 })

@@ -22,13 +22,13 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 		}
 		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT0", "parameters": Obj{}}}
 		e := Post(ctx, "add_sub", "", b)
-		Verify("OIP-REST-PARAM-003", e).To(HaveOutputs(out0))
+		VerifyReq("OIP-REST-PARAM-003", e).To(HaveOutputs(out0))
 		// "$parameters is an object of zero or more name/value pairs"
 		// (OIP-REST-PARAM-001, MUST): {} is a valid value wherever
 		// parameters are allowed, and no unknown key excuses
 		// refusing it.
 		if e.Err == nil && e.Status != http.StatusOK {
-			Verify("OIP-REST-PARAM-001", e).To(HaveStatus(http.StatusOK), "empty parameters objects were refused")
+			VerifyReq("OIP-REST-PARAM-001", e).To(HaveStatus(http.StatusOK), "empty parameters objects were refused")
 		}
 	})
 
@@ -42,10 +42,10 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 		// rejecting unknown parameters is allowed, but only as a
 		// proper error response (a 4xx with {"error": string}).
 		if proper, _ := HaveErrorBody().Match(e); proper && e.Status < 500 {
-			Verify("OIP-REST-PARAM-001", e).Soft("A-16").To(HaveStatus(http.StatusOK), "unknown parameters were rejected")
+			Verify(e).Soft("A-16").To(HaveStatus(http.StatusOK), "unknown parameters were rejected")
 			return
 		}
-		Verify("OIP-REST-PARAM-001", e).To(HaveStatus(http.StatusOK), "want 200 (or an error response if unknown parameters are rejected)")
+		Verify(e).To(HaveStatus(http.StatusOK), "want 200 (or an error response if unknown parameters are rejected)")
 	})
 
 	It("accepts string, integer, unsigned 64-bit, floating-point and boolean values at every level", Req("OIP-REST-PARAM-001", "OIP-REST-PARAM-003"), func(ctx SpecContext) {
@@ -68,14 +68,14 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 			return
 		}
 		if e.Status == http.StatusOK {
-			Verify("OIP-REST-PARAM-001", e).To(HaveOutputs(out0, out1))
-			Verify("OIP-REST-PARAM-003", e).To(HaveOutputs(out0, out1))
+			VerifyReq("OIP-REST-PARAM-001", e).To(HaveOutputs(out0, out1))
+			VerifyReq("OIP-REST-PARAM-003", e).To(HaveOutputs(out0, out1))
 			return
 		}
 		if proper, _ := HaveErrorBody().Match(e); proper && e.Status < 500 {
-			Verify("OIP-REST-PARAM-001", e).Soft("A-16").To(HaveStatus(http.StatusOK), "parameters of every kind were rejected")
+			VerifyReq("OIP-REST-PARAM-001", e).Soft("A-16").To(HaveStatus(http.StatusOK), "parameters of every kind were rejected")
 			return
 		}
-		Verify("OIP-REST-PARAM-001", e).To(HaveStatus(http.StatusOK), "want 200 (or an error response if unknown parameters are rejected)")
+		VerifyReq("OIP-REST-PARAM-001", e).To(HaveStatus(http.StatusOK), "want 200 (or an error response if unknown parameters are rejected)")
 	})
 })

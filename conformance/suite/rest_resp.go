@@ -18,47 +18,47 @@ var _ = Describe("REST inference", Over(TransportREST), func() {
 	It("answers success with 200 and a JSON object body", Req("OIP-REST-RESP-001"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
 		e := Post(ctx, "add_sub", "", b)
-		if Verify("OIP-REST-RESP-001", e).To(HaveStatus(http.StatusOK)) {
-			Verify("OIP-REST-RESP-001", e).To(HaveJSONObjectBody())
+		if Verify(e).To(HaveStatus(http.StatusOK)) {
+			Verify(e).To(HaveJSONObjectBody())
 		}
 	})
 
 	It("names the model in model_name", Req("OIP-REST-RESP-002"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
-		Verify("OIP-REST-RESP-002", Post(ctx, "add_sub", "", b)).To(HaveModelName("add_sub"))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveModelName("add_sub"))
 	})
 
 	It("sends outputs as an array of objects with name, datatype, shape and data", Req("OIP-REST-RESP-006"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
-		Verify("OIP-REST-RESP-006", Post(ctx, "add_sub", "", b)).To(MatchSchema())
+		Verify(Post(ctx, "add_sub", "", b)).To(MatchSchema())
 	})
 
 	It("sends concrete output shapes with no dimension below 0", Req("OIP-REST-RESP-007"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
-		Verify("OIP-REST-RESP-007", Post(ctx, "add_sub", "", b)).To(HaveConcreteShapes())
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveConcreteShapes())
 	})
 
 	It("sends the output datatypes of the model metadata", Req("OIP-REST-RESP-008"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
-		Verify("OIP-REST-RESP-008", Post(ctx, "add_sub", "", b)).To(HaveOutputDatatype("INT32", "OUTPUT0", "OUTPUT1"))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveOutputDatatype("INT32", "OUTPUT0", "OUTPUT1"))
 	})
 
 	It("sends prod(shape) data elements for every output", Req("OIP-REST-RESP-009"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
-		Verify("OIP-REST-RESP-009", Post(ctx, "add_sub", "", b)).To(HaveDataCounts())
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveDataCounts())
 	})
 
 	It("serves a response without binary data as application/json", Req("OIP-REST-RESP-012"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
 		e := Post(ctx, "add_sub", "", b)
-		if Verify("OIP-REST-RESP-012", e).To(HaveStatus(http.StatusOK)) {
-			Verify("OIP-REST-RESP-012", e).To(HaveContentType("application/json"))
+		if Verify(e).To(HaveStatus(http.StatusOK)) {
+			Verify(e).To(HaveContentType("application/json"))
 		}
 	})
 
 	It("names outputs after the model's outputs", Req("OIP-REST-RESP-013"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
-		Verify("OIP-REST-RESP-013", Post(ctx, "add_sub", "", b)).To(HaveOnlyOutputs("OUTPUT0", "OUTPUT1"))
+		Verify(Post(ctx, "add_sub", "", b)).To(HaveOnlyOutputs("OUTPUT0", "OUTPUT1"))
 	})
 })
 
@@ -71,7 +71,7 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 		b, out0, out1 := addSubRequest()
 		delete(b.JSON, "id")
 		e := Post(ctx, "add_sub", "", b)
-		Verify("OIP-REST-INFER-001", e).To(HaveOutputs(out0, out1))
+		VerifyReq("OIP-REST-INFER-001", e).To(HaveOutputs(out0, out1))
 		// the id may then be absent or any string; the schema check
 		// of the body grades a null.
 		if r, err := e.AsInferResponse(); err == nil {
@@ -83,7 +83,7 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 
 	It("sends response parameters, if any, as an object", Req("OIP-REST-RESP-005"), func(ctx SpecContext) {
 		b, _, _ := addSubRequest()
-		Verify("OIP-REST-RESP-005", Post(ctx, "add_sub", "", b)).To(PassCheck(func(r *InferResponse) error {
+		Verify(Post(ctx, "add_sub", "", b)).To(PassCheck(func(r *InferResponse) error {
 			if raw, ok := r.Top["parameters"]; ok {
 				var m map[string]json.RawMessage
 				if json.Unmarshal(raw, &m) != nil {
@@ -103,7 +103,7 @@ var _ = Describe("REST versioned inference", Over(TransportREST), func() {
 		e := Post(ctx, "versioned", "2", Request(JSONInput(int32s("INPUT0", []int64{1}, 0))))
 		// check the version only when one is sent (empty or null
 		// means none).
-		Verify("OIP-REST-RESP-003", e).To(PassCheck(func(r *InferResponse) error {
+		Verify(e).To(PassCheck(func(r *InferResponse) error {
 			if raw, ok := r.Top["model_version"]; ok {
 				var got string
 				if json.Unmarshal(raw, &got) != nil || (got != "" && got != "2") {

@@ -16,8 +16,8 @@ import (
 var _ = Describe("REST server metadata", Over(TransportREST), func() {
 	It("answers GET /v2 with 200 and a JSON object", Req("OIP-REST-SMETA-001"), func(ctx SpecContext) {
 		e := Get(ctx, "/v2")
-		if Verify("OIP-REST-SMETA-001", e).To(HaveStatus(http.StatusOK)) {
-			Verify("OIP-REST-SMETA-001", e).To(HaveJSONObjectBody())
+		if Verify(e).To(HaveStatus(http.StatusOK)) {
+			Verify(e).To(HaveJSONObjectBody())
 		}
 	})
 
@@ -34,18 +34,18 @@ var _ = Describe("REST server metadata", Over(TransportREST), func() {
 		case e.Status >= 200 && e.Status < 300:
 			Note("OIP-REST-SMETA-005", "GET /v2 succeeded (%d); the error form was not observed", e.Status)
 		case e.Status < 400:
-			Verify("OIP-REST-SMETA-005", e).To(HaveStatus(http.StatusOK), "want 200 or an error status (>= 400) with {\"error\": string}")
+			Verify(e).To(HaveStatus(http.StatusOK), "want 200 or an error status (>= 400) with {\"error\": string}")
 		default:
-			Verify("OIP-REST-SMETA-005", e).To(HaveErrorBody())
+			Verify(e).To(HaveErrorBody())
 		}
 	})
 
 	It("has a string name, a string version and an array of string extensions", Req("OIP-REST-SMETA-002"), func(ctx SpecContext) {
-		Verify("OIP-REST-SMETA-002", Get(ctx, "/v2")).To(MatchSchema())
+		Verify(Get(ctx, "/v2")).To(MatchSchema())
 	})
 
 	It("has a non-empty name and version", Req("OIP-REST-SMETA-003"), func(ctx SpecContext) {
-		Verify("OIP-REST-SMETA-003", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			var list []error
 			for _, k := range []string{"name", "version"} {
 				if s, err := o.String(k); err == nil && s == "" {
@@ -57,7 +57,7 @@ var _ = Describe("REST server metadata", Over(TransportREST), func() {
 	})
 
 	It("lists each extension at most once", Req("OIP-REST-SMETA-004"), func(ctx SpecContext) {
-		Verify("OIP-REST-SMETA-004", Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
+		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
 			exts, err := extensionsField(o.Members)
 			if err != nil {
 				return err
@@ -79,8 +79,8 @@ var _ = Describe("REST server metadata", Over(TransportREST), func() {
 
 	It("serves server metadata as application/json", Req("OIP-REST-SMETA-006"), func(ctx SpecContext) {
 		e := Get(ctx, "/v2")
-		if Verify("OIP-REST-SMETA-006", e).To(HaveStatus(http.StatusOK)) {
-			Verify("OIP-REST-SMETA-006", e).To(HaveContentType("application/json"))
+		if Verify(e).To(HaveStatus(http.StatusOK)) {
+			Verify(e).To(HaveContentType("application/json"))
 		}
 	})
 
@@ -90,7 +90,7 @@ var _ = Describe("REST server metadata", Over(TransportREST), func() {
 			return
 		}
 		Note("OIP-REST-SMETA-007", "GET /v2/ answered %d", e.Status)
-		Verify("OIP-REST-SMETA-007", e).To(PassCheck(func(e *Exchange) error {
+		Verify(e).To(PassCheck(func(e *Exchange) error {
 			if e.Status >= 500 {
 				return fmt.Errorf("GET /v2/: %s, want 200 or a 4xx", e.Got())
 			}
