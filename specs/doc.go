@@ -17,8 +17,9 @@
 //     contents field, raw encoding).
 //
 // Beside them, oip-rest.schema.json (RESTSchemaJSON) is the JSON Schema of
-// the REST bodies servers send, from OIP-YAML's components, with the
-// requirement each place is graded under.
+// the REST JSON bodies, the core's from OIP-YAML's components and the
+// extensions' from the catalog's statements, with the requirement each
+// place is graded under.
 //
 // Keeping the data in one embedded place means the conformance suite, the
 // reference server, the load generator and the reports all work from the same

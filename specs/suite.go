@@ -17,10 +17,11 @@ var ProfilesYAML []byte
 var WaiversYAML []byte
 
 // RESTSchemaJSON is the embedded oip-rest.schema.json: the JSON Schema of
-// the REST success bodies servers send (server metadata, model metadata,
-// inference responses), written from OIP-YAML's components. Each place
-// names, in x-oip-requirement, the catalog requirement a violation there is
-// graded under.
+// the REST JSON bodies (server and model metadata, inference responses, and
+// every extension's answers and requests), written from OIP-YAML's
+// components and the catalog's statements. Each place names, in
+// x-oip-requirement, the catalog requirement a violation there is graded
+// under.
 //
 //go:embed oip-rest.schema.json
 var RESTSchemaJSON []byte
