@@ -426,7 +426,7 @@ func (c *collector) fill(res *Result) {
 		step.Rates.Offered = float64(s.sent) / step.Duration.D().Seconds()
 		step.Rates.Completed = float64(step.Counts.Completed) / step.Elapsed.D().Seconds()
 		step.Rates.Responses = float64(s.responses) / step.Elapsed.D().Seconds()
-		step.Latency = summarizeAll(step.Histograms)
+		step.Latency = SummarizeAll(step.Histograms)
 		res.Steps = append(res.Steps, step)
 	}
 }

@@ -163,10 +163,10 @@ func recordClamped(h *hdr.Histogram, v int64) int64 {
 	return over
 }
 
-// record adds v, clamped into range like recordClamped, and returns 1 when
+// Record adds v, clamped into range like recordClamped, and returns 1 when
 // it was above the range. Results are built from recorder histograms; this
 // is for tests and synthetic results.
-func (h *Histogram) record(v int64) int64 {
+func (h *Histogram) Record(v int64) int64 {
 	var over int64
 	if v < 0 {
 		v = 0

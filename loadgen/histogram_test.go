@@ -9,10 +9,10 @@ import (
 func TestHistogramMergeAndEncodeRoundTrip(t *testing.T) {
 	a, b, union := NewHistogram(), NewHistogram(), NewHistogram()
 	for i := int64(1); i <= 1000; i++ {
-		a.record(i * 1000)    // 1µs..1ms
-		b.record(i * 1000000) // 1ms..1s
-		union.record(i * 1000)
-		union.record(i * 1000000)
+		a.Record(i * 1000)    // 1µs..1ms
+		b.Record(i * 1000000) // 1ms..1s
+		union.Record(i * 1000)
+		union.Record(i * 1000000)
 	}
 	if d := a.Merge(b); d != 0 {
 		t.Fatalf("Merge dropped %d values", d)
@@ -42,10 +42,10 @@ func TestHistogramMergeAndEncodeRoundTrip(t *testing.T) {
 
 func TestRecordClampsOutOfRange(t *testing.T) {
 	h := NewHistogram()
-	if n := h.record(2 * histHighest); n != 1 {
+	if n := h.Record(2 * histHighest); n != 1 {
 		t.Errorf("an over-range value returned %d, want 1", n)
 	}
-	if n := h.record(-5); n != 0 {
+	if n := h.Record(-5); n != 0 {
 		t.Errorf("a negative value returned %d, want 0", n)
 	}
 	if h.Count() != 2 || h.Max() < time.Duration(histHighest)*999/1000 {

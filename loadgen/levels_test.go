@@ -338,7 +338,7 @@ func TestStabilityRule(t *testing.T) {
 		for i := range k {
 			h := NewHistogram()
 			for v := int64(1); v <= 2000; v++ {
-				h.record(v * scale * int64(time.Microsecond) / 1000)
+				h.Record(v * scale * int64(time.Microsecond) / 1000)
 			}
 			r := rate
 			if i%2 == 1 {
@@ -467,7 +467,7 @@ func TestGeneratorBoundNeedsLateRequests(t *testing.T) {
 	}
 	h := NewHistogram()
 	for _, v := range []int64{1, 5, 10, 3000, 4000} {
-		h.record(v)
+		h.Record(v)
 	}
 	if n := h.countAbove(10); n != 2 {
 		t.Errorf("countAbove(10) = %d, want 2", n)

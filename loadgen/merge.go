@@ -47,7 +47,7 @@ func Merge(results ...*Result) (*Result, error) {
 // mergeRuns adds up results. label, if set, names each input in the
 // generator-bound reasons ("segment 1/4: ").
 func mergeRuns(results []*Result, label string) *Result {
-	m := newResult(results[0].Config)
+	m := NewResult(results[0].Config)
 	m.Config = results[0].Config
 	m.TestID = results[0].TestID
 	m.Target = results[0].Target
@@ -143,7 +143,7 @@ func mergeRuns(results []*Result, label string) *Result {
 		m.Checks.CPUUtilization = m.Checks.CPUSeconds / e / float64(m.Checks.GOMAXPROCS)
 	}
 	m.Checks.warn() // one warning of each kind, from the merged figures
-	m.summarize()
+	m.Summarize()
 	m.Checks.GeneratorBound = len(m.Checks.Reasons) > 0
 	m.Checks.Reasons = slices.Compact(m.Checks.Reasons)
 	return m
@@ -630,7 +630,7 @@ func mergeProfileSteps(rs []*Result) []Step {
 		if e := st.Elapsed.D().Seconds(); e > 0 {
 			st.Rates.Completed = float64(st.Counts.Completed) / e
 		}
-		st.Latency = summarizeAll(st.Histograms)
+		st.Latency = SummarizeAll(st.Histograms)
 		out[i] = st
 	}
 	return out

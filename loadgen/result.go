@@ -252,7 +252,8 @@ func summarize(h *Histogram) LatencySummary {
 		Max: int64(h.Max()), Mean: int64(h.Mean())}
 }
 
-func summarizeAll(h Histograms) LatencySummaries {
+// SummarizeAll summarizes every histogram of h.
+func SummarizeAll(h Histograms) LatencySummaries {
 	l := LatencySummaries{Response: summarize(h.Response), Service: summarize(h.Service), SendLag: summarize(h.SendLag)}
 	if h.FirstResponse != nil {
 		s := summarize(h.FirstResponse)
@@ -265,8 +266,8 @@ func summarizeAll(h Histograms) LatencySummaries {
 	return l
 }
 
-// summarize fills Latency from the histograms.
-func (r *Result) summarize() { r.Latency = summarizeAll(r.Histograms) }
+// Summarize fills Latency from the histograms.
+func (r *Result) Summarize() { r.Latency = SummarizeAll(r.Histograms) }
 
 // measures are the figures thresholds are evaluated on.
 type measures struct {
@@ -284,7 +285,9 @@ func redacted(c Config) Config {
 	return c
 }
 
-func newResult(cfg Config) *Result {
+// NewResult returns an empty result of a run configured by cfg (header
+// headers redacted), for a target or a test that assembles a result itself.
+func NewResult(cfg Config) *Result {
 	return &Result{
 		APIVersion: APIVersion,
 		Kind:       ResultKind,
@@ -299,7 +302,7 @@ func newResult(cfg Config) *Result {
 // NewErrorResult returns the result of a run that could not start or go on,
 // so that even a failed run leaves a self-describing record.
 func NewErrorResult(cfg Config, start time.Time, err error) *Result {
-	r := newResult(cfg)
+	r := NewResult(cfg)
 	r.Start = start
 	r.EndReason = EndError
 	r.Error = err.Error()
@@ -391,7 +394,7 @@ func ReadResult(rd io.Reader) (*Result, error) {
 	if r.Errors == nil {
 		r.Errors = map[string]int64{}
 	}
-	r.summarize()
+	r.Summarize()
 	return &r, nil
 }
 
@@ -417,8 +420,8 @@ func Differences(a, b *Result) []string {
 	ca, cb := a.Config, b.Config
 	diff("model", ca.Target.Model+" "+ca.Target.ModelVersion, cb.Target.Model+" "+cb.Target.ModelVersion)
 	diff("protocol", string(ca.Target.Protocol), string(cb.Target.Protocol))
-	diff("server", serverOf(a), serverOf(b))
-	diff("load", describeLoad(ca), describeLoad(cb))
+	diff("server", ServerOf(a), ServerOf(b))
+	diff("load", DescribeLoad(ca), DescribeLoad(cb))
 	diff("inputs", describeInputs(a), describeInputs(b))
 	diff("timeout", ca.Target.Timeout.String(), cb.Target.Timeout.String())
 	return out
@@ -432,7 +435,7 @@ func orNone(s string) string {
 }
 
 // serverOf is "name version" of the server a result was measured on.
-func serverOf(r *Result) string {
+func ServerOf(r *Result) string {
 	if r.Target == nil {
 		return ""
 	}
@@ -440,7 +443,7 @@ func serverOf(r *Result) string {
 }
 
 // describeLoad is the load model in words.
-func describeLoad(c Config) string {
+func DescribeLoad(c Config) string {
 	l := c.Load
 	var s string
 	switch {

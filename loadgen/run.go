@@ -138,7 +138,7 @@ func (r *runner) rateShare() float64 { return 1 / float64(max(r.seg.Count, 1)) }
 func (r *runner) run(ctx context.Context) *Result {
 	r.shards = newShards(shardCount(r.workers()), r.cfg.Streaming != nil)
 	l := r.cfg.Load
-	res := newResult(r.cfg)
+	res := NewResult(r.cfg)
 
 	// A shared start: wait for it here, so that the warm-up, the
 	// measurement and every interval are placed from it alike in every
@@ -240,7 +240,7 @@ func (r *runner) run(ctx context.Context) *Result {
 		res.Rates.Requested = r.rateShare() * r.profile.Expected(res.Duration.D()) / res.Duration.D().Seconds()
 	}
 	res.computeRates()
-	res.summarize()
+	res.Summarize()
 	res.Checks = r.checks(res, meter)
 	if res.EndReason == EndCompleted {
 		if why := r.stoppedAnswering(ctx, res); why != "" {

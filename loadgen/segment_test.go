@@ -443,12 +443,12 @@ func fakeSegment(t *testing.T, cfg Config, i, n int, start time.Time) *Result {
 	if err := c.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	r := newResult(c)
+	r := NewResult(c)
 	r.Start, r.EndReason = start, EndCompleted
 	r.Duration, r.Elapsed = Duration(time.Second), Duration(time.Second)
 	r.Sources = []string{fmt.Sprintf("segment-%d.json", i)}
 	for v := range 10 {
-		r.Histograms.Response.record(int64(1000 * (v + 1) * (i + 1)))
+		r.Histograms.Response.Record(int64(1000 * (v + 1) * (i + 1)))
 	}
 	r.Counts = Counts{Scheduled: 10, Sent: 10, Completed: 10, OK: 10}
 	return r

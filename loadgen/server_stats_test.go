@@ -9,6 +9,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/render"
 	"github.com/oipkit/oipkit/reference/referencetest"
 )
 
@@ -56,13 +57,13 @@ func TestServerBreakdown(t *testing.T) {
 				t.Errorf("compute_infer per request %v, want between the %v delay and the slowest service time %v", infer, delay, slowest)
 			}
 			var text, js bytes.Buffer
-			if err := loadgen.NewTextReporter(res)(&text); err != nil {
+			if err := render.NewTextReporter(res)(&text); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(text.String(), "server-side breakdown (statistics extension") || !strings.Contains(text.String(), "compute_infer") {
 				t.Errorf("text output lacks the breakdown:\n%s", text.String())
 			}
-			if err := loadgen.NewJSONReporter(res)(&js); err != nil {
+			if err := render.NewJSONReporter(res)(&js); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(js.String(), `"source": "statistics extension"`) {

@@ -223,7 +223,7 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		case out.Limited:
 			return fmt.Sprintf("the generator could not produce %s, so the server's limit is at least that", level(fail))
 		}
-		return fmt.Sprintf("%s failed; resolution %s", level(fail), formatPercent(cfg.SLOResolution))
+		return fmt.Sprintf("%s failed; resolution %s", level(fail), FormatPercent(cfg.SLOResolution))
 	}
 	switch {
 	case out.Found:

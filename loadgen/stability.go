@@ -102,7 +102,7 @@ type stabilityJudge struct {
 
 func (j *stabilityJudge) rule() string {
 	return fmt.Sprintf("95%% confidence intervals of throughput (batch means over windows) and p%s (the wider of order-statistic and sectioning intervals) within ±%s; at least %d windows and %d samples beyond p%s",
-		formatPercentile(j.pct), formatPercent(j.tol), StabilityMinWindows, stabilityMinSections*stabilitySectionTail, formatPercentile(j.pct))
+		FormatPercentile(j.pct), FormatPercent(j.tol), StabilityMinWindows, stabilityMinSections*stabilitySectionTail, FormatPercentile(j.pct))
 }
 
 // judge evaluates the rule over every window so far.
@@ -174,12 +174,12 @@ func (j *stabilityJudge) judge() Stability {
 	case k < StabilityMinWindows:
 		s.Reason = fmt.Sprintf("%d of at least %d windows", k, StabilityMinWindows)
 	case sections < stabilityMinSections:
-		s.Reason = fmt.Sprintf("%d samples, p%s needs at least %d", n, formatPercentile(j.pct), need)
+		s.Reason = fmt.Sprintf("%d samples, p%s needs at least %d", n, FormatPercentile(j.pct), need)
 	case thr > j.tol || lat > j.tol:
-		s.Reason = fmt.Sprintf("throughput ±%s, p%s ±%s (target ±%s)", formatPercent(thr), formatPercentile(j.pct), formatPercent(lat), formatPercent(j.tol))
+		s.Reason = fmt.Sprintf("throughput ±%s, p%s ±%s (target ±%s)", FormatPercent(thr), FormatPercentile(j.pct), FormatPercent(lat), FormatPercent(j.tol))
 	default:
 		s.Converged = true
-		s.Reason = fmt.Sprintf("converged after %d windows: throughput ±%s, p%s ±%s", k, formatPercent(thr), formatPercentile(j.pct), formatPercent(lat))
+		s.Reason = fmt.Sprintf("converged after %d windows: throughput ±%s, p%s ±%s", k, FormatPercent(thr), FormatPercentile(j.pct), FormatPercent(lat))
 	}
 	return s
 }
@@ -211,11 +211,11 @@ func tQuantile975(df int) float64 {
 	return t
 }
 
-func formatPercent(f float64) string {
+func FormatPercent(f float64) string {
 	if math.IsInf(f, 1) {
 		return "∞"
 	}
 	return fmt.Sprintf("%.3g%%", 100*f)
 }
 
-func formatPercentile(p float64) string { return fmt.Sprint(p) }
+func FormatPercentile(p float64) string { return fmt.Sprint(p) }

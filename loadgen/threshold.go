@@ -32,6 +32,15 @@ type Threshold struct {
 	value  float64 // nanoseconds for latencies
 }
 
+// ResponseTimeBound returns the bound of a threshold that caps a response
+// time (p99<20ms, max<=1s), for a chart to draw it.
+func (t Threshold) ResponseTimeBound() (time.Duration, bool) {
+	if t.hist != "response" || !isLatencyMetric(t.metric) || (t.op != "<" && t.op != "<=") {
+		return 0, false
+	}
+	return time.Duration(t.value), true
+}
+
 // ThresholdResult is a threshold's verdict on a result.
 type ThresholdResult struct {
 	Threshold string  `json:"threshold"`
@@ -213,7 +222,7 @@ func (t Threshold) evalOn(r measures) ThresholdResult {
 			q, _ := percentileOf(t.metric)
 			d = h.Quantile(q)
 		}
-		actual, text = float64(d), formatDuration(d)
+		actual, text = float64(d), FormatDuration(d)
 	} else {
 		switch t.metric {
 		case "error_rate":

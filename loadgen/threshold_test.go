@@ -21,10 +21,10 @@ func TestParseThreshold(t *testing.T) {
 }
 
 func TestThresholdEval(t *testing.T) {
-	r := newResult(Config{})
+	r := NewResult(Config{})
 	for i := int64(1); i <= 100; i++ {
-		r.Histograms.Response.record(i * int64(time.Millisecond))
-		r.Histograms.Service.record(i * int64(time.Microsecond))
+		r.Histograms.Response.Record(i * int64(time.Millisecond))
+		r.Histograms.Service.Record(i * int64(time.Microsecond))
 	}
 	r.Counts = Counts{Completed: 1000, OK: 998, Errors: 1, Timeouts: 1}
 	r.Rates.Completed = 1500

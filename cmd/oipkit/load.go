@@ -18,6 +18,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/render"
 )
 
 func init() {
@@ -174,7 +175,7 @@ by the generator). 4 outranks 3.`)
 	fs.Var(&f.slo, "slo", "search for the highest load that holds this threshold, e.g. 'p99<50ms' (repeatable)")
 	fs.StringVar(&f.sloResolution, "slo-resolution", "", "relative resolution of the SLO search (default 5%)")
 
-	fs.StringVar(&f.format, "format", "text", "stdout `format`: "+loadgen.FormatNames())
+	fs.StringVar(&f.format, "format", "text", "stdout `format`: "+render.FormatNames())
 	fs.StringVar(&f.output, "output", "", "write the JSON result to `file`")
 	fs.StringVar(&f.html, "html", "", "write a self-contained HTML report with plots to `file`")
 	fs.StringVar(&f.csv, "csv", "", "write one CSV row per interval to `file`")
@@ -197,7 +198,7 @@ by the generator). 4 outranks 3.`)
 	if err := f.apply(&cfg, fs); err != nil {
 		return usageError("%v", err)
 	}
-	format, err := loadgen.FormatNamed(f.format)
+	format, err := render.FormatNamed(f.format)
 	if err != nil {
 		return usageError("--format: %v", err)
 	}
@@ -498,7 +499,7 @@ var exitFor = map[loadgen.Status]int{
 // nothing about thresholds or the failed-request bound, which the merged
 // result is judged by (oipkit report). Its status says whether it ran and
 // whether its generator kept up.
-func finish(res *loadgen.Result, thresholds []string, format loadgen.Format, write func(*loadgen.Result) error) error {
+func finish(res *loadgen.Result, thresholds []string, format render.Format, write func(*loadgen.Result) error) error {
 	if res.Config.Load.Segment == nil {
 		if _, err := loadgen.EvaluateThresholds(res, thresholds); err != nil {
 			return usageError("%v", err)
@@ -527,12 +528,12 @@ func finish(res *loadgen.Result, thresholds []string, format loadgen.Format, wri
 func writeOutputs(res *loadgen.Result, f loadFlags) error {
 	for _, o := range []struct {
 		path string
-		rep  loadgen.Reporter
+		rep  render.Reporter
 	}{
-		{f.output, loadgen.NewJSONReporter(res)},
-		{f.html, loadgen.NewHTMLReporter(res)},
-		{f.csv, loadgen.NewIntervalCSVReporter(res)},
-		{f.summaryCSV, loadgen.NewSummaryCSVReporter(res)},
+		{f.output, render.NewJSONReporter(res)},
+		{f.html, render.NewHTMLReporter(res)},
+		{f.csv, render.NewIntervalCSVReporter(res)},
+		{f.summaryCSV, render.NewSummaryCSVReporter(res)},
 	} {
 		if o.path == "" {
 			continue
@@ -547,7 +548,7 @@ func writeOutputs(res *loadgen.Result, f loadFlags) error {
 // writeFile writes a rendering to path through a temporary file in the same
 // folder, renamed into place once complete: a reader (a merge collecting
 // segments from a shared volume) never sees half a file.
-func writeFile(path string, rep loadgen.Reporter) error {
+func writeFile(path string, rep render.Reporter) error {
 	w, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err

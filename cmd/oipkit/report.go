@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/render"
 )
 
 func init() {
@@ -59,7 +60,7 @@ segments are missing).`)
 	force := fs.Bool("force", false, "merge results even when their configurations differ")
 	fs.Var(&thresholds, "threshold", "CI gate such as p99<20ms (repeatable)")
 	fs.StringVar(&maxErrorRate, "max-error-rate", "", "bound on failed requests, a `fraction` or percentage (default: the run's, else 1%)")
-	fs.StringVar(&format, "format", "text", "stdout `format`: "+loadgen.FormatNames())
+	fs.StringVar(&format, "format", "text", "stdout `format`: "+render.FormatNames())
 	fs.StringVar(&output, "output", "", "write the (merged) JSON result to `file`")
 	fs.StringVar(&html, "html", "", "write an HTML report to `file` (several results: overlaid, not merged)")
 	findings := fs.String("findings", "", "read a conformance report.json instead and write its findings file (one entry per distinct defect) to `file`")
@@ -88,7 +89,7 @@ segments are missing).`)
 	if err != nil {
 		return err
 	}
-	f, err := loadgen.FormatNamed(format)
+	f, err := render.FormatNamed(format)
 	if err != nil {
 		return usageError("--format: %v", err)
 	}
@@ -126,12 +127,12 @@ segments are missing).`)
 			return usageError("report: comparing results (--compare, or --html with several files) takes neither --threshold nor --output")
 		}
 		if html != "" {
-			if err := writeFile(html, loadgen.NewComparisonHTMLReporter(results, comparisonLabels(results, files))); err != nil {
+			if err := writeFile(html, render.NewComparisonHTMLReporter(results, comparisonLabels(results, files))); err != nil {
 				return usageError("%v", err)
 			}
 			fmt.Fprintf(os.Stderr, "oipkit report: %d results overlaid in %s\n", len(results), html)
 		}
-		if err := loadgen.WriteComparison(os.Stdout, results, serverLabels(results, files)); err != nil {
+		if err := render.WriteComparison(os.Stdout, results, serverLabels(results, files)); err != nil {
 			return usageError("%v", err)
 		}
 		return nil
@@ -165,12 +166,12 @@ segments are missing).`)
 	}
 	write := func(r *loadgen.Result) error {
 		if output != "" {
-			if err := writeFile(output, loadgen.NewJSONReporter(r)); err != nil {
+			if err := writeFile(output, render.NewJSONReporter(r)); err != nil {
 				return err
 			}
 		}
 		if html != "" {
-			return writeFile(html, loadgen.NewHTMLReporter(r))
+			return writeFile(html, render.NewHTMLReporter(r))
 		}
 		return nil
 	}
@@ -184,7 +185,7 @@ func comparisonLabels(results []*loadgen.Result, files []string) []string {
 	labels := make([]string, len(results))
 	count := map[string]int{}
 	for i, r := range results {
-		labels[i] = loadgen.Label(r)
+		labels[i] = render.Label(r)
 		count[labels[i]]++
 	}
 	for i, r := range results {
@@ -203,7 +204,7 @@ func serverLabels(results []*loadgen.Result, files []string) []string {
 	labels := make([]string, len(results))
 	folders := map[string]map[string]bool{}
 	for i, r := range results {
-		labels[i] = loadgen.ServerName(r)
+		labels[i] = render.ServerName(r)
 		if folders[labels[i]] == nil {
 			folders[labels[i]] = map[string]bool{}
 		}

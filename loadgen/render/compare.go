@@ -1,7 +1,8 @@
-package loadgen
+package render
 
 import (
 	"fmt"
+	"github.com/oipkit/oipkit/loadgen"
 	"io"
 	"sort"
 	"strconv"
@@ -41,7 +42,7 @@ func protocolName(p client.Protocol) (string, int) {
 // servers, if non-nil, names the server of each result (e.g. to tell two
 // set-ups of one server apart); servers keep the order in which they first
 // appear in results.
-func WriteComparison(w io.Writer, results []*Result, servers []string) error {
+func WriteComparison(w io.Writer, results []*loadgen.Result, servers []string) error {
 	if len(results) == 0 {
 		return fmt.Errorf("no results")
 	}
@@ -49,7 +50,7 @@ func WriteComparison(w io.Writer, results []*Result, servers []string) error {
 		return fmt.Errorf("comparison: %d results, %d server names", len(results), len(servers))
 	}
 	type row struct {
-		r      *Result
+		r      *loadgen.Result
 		server string
 	}
 	rows := make([]row, len(results))
@@ -71,14 +72,14 @@ func WriteComparison(w io.Writer, results []*Result, servers []string) error {
 		}
 		return order[rows[i].server] < order[rows[j].server]
 	})
-	measured := make([]*Result, 0, len(rows))
+	measured := make([]*loadgen.Result, 0, len(rows))
 	for _, x := range rows {
 		if x.r.Counts.OK > 0 {
 			measured = append(measured, x.r)
 		}
 	}
 	if len(measured) == 0 {
-		measured = []*Result{rows[0].r}
+		measured = []*loadgen.Result{rows[0].r}
 	}
 
 	// Streaming runs add their own columns: responses/s, time to first
@@ -117,7 +118,7 @@ func WriteComparison(w io.Writer, results []*Result, servers []string) error {
 		}
 		fmt.Fprintf(&b, " %d | %d |\n", r.Counts.Completed, failed)
 		var why []string
-		if r.EndReason != EndCompleted {
+		if r.EndReason != loadgen.EndCompleted {
 			why = append(why, fmt.Sprintf("ended %s: %s", r.EndReason, r.Error))
 		}
 		if failed > 0 {
@@ -139,8 +140,8 @@ func WriteComparison(w io.Writer, results []*Result, servers []string) error {
 
 // ServerName is the result's server as tables name it: its name and
 // version, or "unknown server" for a run that never identified it.
-func ServerName(r *Result) string {
-	if s := serverOf(r); s != "" {
+func ServerName(r *loadgen.Result) string {
+	if s := loadgen.ServerOf(r); s != "" {
 		return s
 	}
 	return "unknown server"
@@ -150,8 +151,8 @@ func ServerName(r *Result) string {
 // duration, warm-up, validation; settings that differ are named as such.
 // A setting a run does not know (the inputs of a run that never reached
 // its server) differs from nothing.
-func settingsLine(rs []*Result) string {
-	describe := func(r *Result) map[string]string {
+func settingsLine(rs []*loadgen.Result) string {
+	describe := func(r *loadgen.Result) map[string]string {
 		c := r.Config
 		m := map[string]string{"model": c.Target.Model}
 		if r.Target != nil {
@@ -161,7 +162,7 @@ func settingsLine(rs []*Result) string {
 			}
 			m["inputs"] = strings.Join(ins, ", ")
 		}
-		m["load"] = describeLoad(c)
+		m["load"] = loadgen.DescribeLoad(c)
 		m["duration"] = c.Load.Duration.D().String()
 		switch {
 		case c.Load.WarmupRequests > 0:

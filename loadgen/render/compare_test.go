@@ -1,7 +1,8 @@
-package loadgen
+package render
 
 import (
 	"bytes"
+	"github.com/oipkit/oipkit/loadgen"
 	"strings"
 	"testing"
 	"time"
@@ -10,12 +11,12 @@ import (
 	"github.com/oipkit/oipkit/oip"
 )
 
-func loadResult(server string, p client.Protocol, rps float64, p50, p99 time.Duration, errors int64) *Result {
-	r := &Result{EndReason: EndCompleted, Target: &TargetInfo{Server: oip.ServerMetadata{Name: server, Version: "1.0"}}}
+func loadResult(server string, p client.Protocol, rps float64, p50, p99 time.Duration, errors int64) *loadgen.Result {
+	r := &loadgen.Result{EndReason: loadgen.EndCompleted, Target: &loadgen.TargetInfo{Server: oip.ServerMetadata{Name: server, Version: "1.0"}}}
 	r.Config.Target.Protocol = p
 	r.Config.Target.Model = "add_sub"
 	r.Config.Load.Concurrency = 4
-	r.Config.Load.Duration = Duration(10 * time.Second)
+	r.Config.Load.Duration = loadgen.Duration(10 * time.Second)
 	r.Rates.Completed = rps
 	r.Counts.Completed, r.Counts.Errors = int64(rps*10), errors
 	r.Counts.OK = r.Counts.Completed - errors
@@ -26,7 +27,7 @@ func loadResult(server string, p client.Protocol, rps float64, p50, p99 time.Dur
 // The table groups rows by protocol, keeps the caller's server order within
 // a protocol, and says which rows are not server figures.
 func TestWriteComparison(t *testing.T) {
-	rs := []*Result{
+	rs := []*loadgen.Result{
 		loadResult("mlserver", client.ProtocolGRPCRaw, 1157, 3*time.Millisecond, 6*time.Millisecond, 0),
 		loadResult("oipkit-reference", client.ProtocolHTTP, 7015, 451*time.Microsecond, 2386*time.Microsecond, 0),
 		loadResult("oipkit-reference", client.ProtocolGRPCRaw, 7971, 448*time.Microsecond, 1375*time.Microsecond, 0),
@@ -70,15 +71,15 @@ func TestWriteComparison(t *testing.T) {
 // other runs "differ".
 func TestWriteComparisonUnusableRuns(t *testing.T) {
 	failed := loadResult("kserve", client.ProtocolHTTP, 191, 0, 0, 1910)
-	never := &Result{EndReason: EndError, Error: "target not ready"}
+	never := &loadgen.Result{EndReason: loadgen.EndError, Error: "target not ready"}
 	never.Config.Target.Protocol = client.ProtocolHTTP
 	never.Config.Target.Model = "add_sub"
 	never.Config.Load.Concurrency = 4
-	never.Config.Load.Duration = Duration(10 * time.Second)
+	never.Config.Load.Duration = loadgen.Duration(10 * time.Second)
 	ok := loadResult("oipkit-reference", client.ProtocolHTTP, 7015, 451*time.Microsecond, 2386*time.Microsecond, 0)
-	ok.Target.Inputs = []TensorInfo{{Name: "INPUT0", Datatype: "INT32", Shape: []int64{1, 16}}}
+	ok.Target.Inputs = []loadgen.TensorInfo{{Name: "INPUT0", Datatype: "INT32", Shape: []int64{1, 16}}}
 	var b bytes.Buffer
-	if err := WriteComparison(&b, []*Result{ok, failed, never}, nil); err != nil {
+	if err := WriteComparison(&b, []*loadgen.Result{ok, failed, never}, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -96,7 +97,7 @@ func TestWriteComparisonUnusableRuns(t *testing.T) {
 	if strings.Contains(out, "differ in") {
 		t.Errorf("a run that never reached its server makes the others differ:\n%s", out)
 	}
-	if err := WriteComparison(&b, []*Result{ok}, []string{"a", "b"}); err == nil {
+	if err := WriteComparison(&b, []*loadgen.Result{ok}, []string{"a", "b"}); err == nil {
 		t.Error("two server names for one result: no error")
 	}
 }
@@ -106,14 +107,14 @@ func TestWriteComparisonUnusableRuns(t *testing.T) {
 func TestWriteComparisonStreaming(t *testing.T) {
 	a := loadResult("triton", client.ProtocolGRPCRaw, 321, 11*time.Millisecond, 36*time.Millisecond, 0)
 	a.Rates.Responses = 2565
-	a.Latency.FirstResponse = &LatencySummary{Count: 3210, P50: int64(8651 * time.Microsecond), P99: int64(30 * time.Millisecond)}
-	a.Latency.InterResponse = &LatencySummary{Count: 22470, P50: int64(265 * time.Microsecond), P99: int64(2099 * time.Microsecond)}
+	a.Latency.FirstResponse = &loadgen.LatencySummary{Count: 3210, P50: int64(8651 * time.Microsecond), P99: int64(30 * time.Millisecond)}
+	a.Latency.InterResponse = &loadgen.LatencySummary{Count: 22470, P50: int64(265 * time.Microsecond), P99: int64(2099 * time.Microsecond)}
 	b1 := loadResult("mlserver", client.ProtocolGRPCRaw, 242, 15*time.Millisecond, 38*time.Millisecond, 0)
 	b1.Rates.Responses = 242
-	b1.Latency.FirstResponse = &LatencySummary{Count: 2420, P50: int64(5 * time.Millisecond), P99: int64(16 * time.Millisecond)}
-	b1.Latency.InterResponse = &LatencySummary{}
+	b1.Latency.FirstResponse = &loadgen.LatencySummary{Count: 2420, P50: int64(5 * time.Millisecond), P99: int64(16 * time.Millisecond)}
+	b1.Latency.InterResponse = &loadgen.LatencySummary{}
 	var b bytes.Buffer
-	if err := WriteComparison(&b, []*Result{a, b1}, nil); err != nil {
+	if err := WriteComparison(&b, []*loadgen.Result{a, b1}, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

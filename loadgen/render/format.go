@@ -1,7 +1,8 @@
-package loadgen
+package render
 
 import (
 	"fmt"
+	"github.com/oipkit/oipkit/loadgen"
 	"strings"
 )
 
@@ -10,7 +11,7 @@ import (
 type Format struct {
 	Name string
 	Doc  string
-	New  func(*Result) Reporter
+	New  func(*loadgen.Result) Reporter
 }
 
 // Formats lists every format, the default first.

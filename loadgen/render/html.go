@@ -1,9 +1,11 @@
-package loadgen
+package render
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/oipkit/oipkit/loadgen"
 	"html/template"
 	"io"
 	"maps"
@@ -24,9 +26,9 @@ import (
 // knee and SLO line and the per-step table, the errors with their sample
 // messages, the server-side breakdown when the result carries one, and
 // the generator's self-check.
-func NewHTMLReporter(r *Result) Reporter {
+func NewHTMLReporter(r *loadgen.Result) Reporter {
 	return func(w io.Writer) error {
-		return writeHTML(w, []*Result{r}, []string{Label(r)})
+		return writeHTML(w, []*loadgen.Result{r}, []string{Label(r)})
 	}
 }
 
@@ -34,7 +36,7 @@ func NewHTMLReporter(r *Result) Reporter {
 // per result named by labels (see [Label]): a table of their headline
 // figures, their percentile spectra, their p99 over time, their sweep
 // curves when they are sweeps, and each one's details below.
-func NewComparisonHTMLReporter(results []*Result, labels []string) Reporter {
+func NewComparisonHTMLReporter(results []*loadgen.Result, labels []string) Reporter {
 	return func(w io.Writer) error {
 		if len(results) == 0 || len(labels) != len(results) {
 			return fmt.Errorf("html comparison: %d results, %d labels", len(results), len(labels))
@@ -45,9 +47,9 @@ func NewComparisonHTMLReporter(results []*Result, labels []string) Reporter {
 
 // Label names a result for a comparison: server, protocol and load, e.g.
 // "mlserver 1.7.1 · grpc-raw · c=4".
-func Label(r *Result) string {
+func Label(r *loadgen.Result) string {
 	parts := []string{}
-	if s := serverOf(r); s != "" {
+	if s := loadgen.ServerOf(r); s != "" {
 		parts = append(parts, s)
 	}
 	parts = append(parts, string(r.Config.Target.Protocol))
@@ -72,10 +74,10 @@ func Label(r *Result) string {
 
 // htmlRun is one result as the templates see it.
 type htmlRun struct {
-	R       *Result
+	R       *loadgen.Result
 	Label   string
 	Index   int
-	Verdict Verdict
+	Verdict loadgen.Verdict
 	Pct     float64
 	Knee    int
 	Cards   []card
@@ -86,7 +88,7 @@ type htmlRun struct {
 	Stream  []streamRow // the server's stream timings beside the client's
 	Config  string
 	Anchor  string
-	Gates   []ThresholdGroup
+	Gates   []loadgen.ThresholdGroup
 }
 
 type card struct{ K, V string }
@@ -133,7 +135,7 @@ type serverPart struct {
 }
 
 // writeHTML writes the page for one result or a comparison of several.
-func writeHTML(w io.Writer, results []*Result, labels []string) error {
+func writeHTML(w io.Writer, results []*loadgen.Result, labels []string) error {
 	var runs []htmlRun
 	for i, r := range results {
 		runs = append(runs, viewOf(r, labels[i], i))
@@ -161,8 +163,8 @@ func writeHTML(w io.Writer, results []*Result, labels []string) error {
 			data["StreamGap"] = htmlpage.ChartBox("stream-gap", "Inter-response gap percentile spectrum",
 				"Streaming runs: every gap between two consecutive responses of one request.")
 			charts = append(charts,
-				histogramSpectrum("stream-first", results, labels, func(h *Histograms) *Histogram { return h.FirstResponse }),
-				histogramSpectrum("stream-gap", results, labels, func(h *Histograms) *Histogram { return h.InterResponse }))
+				histogramSpectrum("stream-first", results, labels, func(h *loadgen.Histograms) *loadgen.Histogram { return h.FirstResponse }),
+				histogramSpectrum("stream-gap", results, labels, func(h *loadgen.Histograms) *loadgen.Histogram { return h.InterResponse }))
 		}
 		if anySteps(results) {
 			data["Curve"] = htmlpage.ChartBox("curve", "Throughput and latency by level",
@@ -196,7 +198,7 @@ func writeHTML(w io.Writer, results []*Result, labels []string) error {
 		if len(run.R.Steps) > 0 {
 			sec["Curve"] = htmlpage.ChartBox(id+"-curve", "Throughput / latency curve",
 				fmt.Sprintf("p50 and p%s of the response time against the completed rate, one point per %s; the knee is where throughput ÷ mean latency peaks.",
-					formatPercentile(run.Pct), stepNoun(run.R.Steps[0].Kind)))
+					loadgen.FormatPercentile(run.Pct), stepNoun(run.R.Steps[0].Kind)))
 			charts = append(charts, curveChart(id+"-curve", results[i:i+1], nil))
 		}
 		if err := pageTemplate.ExecuteTemplate(&body, "run", sec); err != nil {
@@ -211,11 +213,11 @@ func writeHTML(w io.Writer, results []*Result, labels []string) error {
 	})
 }
 
-func stepNoun(k StepKind) string {
-	return map[StepKind]string{StepLevel: "level", StepProbe: "probe", StepProfile: "rate step"}[k]
+func stepNoun(k loadgen.StepKind) string {
+	return map[loadgen.StepKind]string{loadgen.StepLevel: "level", loadgen.StepProbe: "probe", loadgen.StepProfile: "rate step"}[k]
 }
 
-func anySteps(rs []*Result) bool {
+func anySteps(rs []*loadgen.Result) bool {
 	for _, r := range rs {
 		if len(r.Steps) > 0 {
 			return true
@@ -225,10 +227,10 @@ func anySteps(rs []*Result) bool {
 }
 
 // comparisonDifferences lists what the compared runs differ in.
-func comparisonDifferences(rs []*Result) []string {
+func comparisonDifferences(rs []*loadgen.Result) []string {
 	var out []string
 	for _, r := range rs[1:] {
-		for _, d := range Differences(rs[0], r) {
+		for _, d := range loadgen.Differences(rs[0], r) {
 			name, _, _ := strings.Cut(d, " (")
 			if !slices.Contains(out, name) {
 				out = append(out, name)
@@ -238,18 +240,18 @@ func comparisonDifferences(rs []*Result) []string {
 	return out
 }
 
-func viewOf(r *Result, label string, i int) htmlRun {
+func viewOf(r *loadgen.Result, label string, i int) htmlRun {
 	pct := r.Config.Percentile
 	if pct == 0 {
-		pct = DefaultPercentile
+		pct = loadgen.DefaultPercentile
 	}
-	v := htmlRun{R: r, Label: label, Index: i, Verdict: Judge(r), Pct: pct, Knee: Knee(r.Steps), Anchor: fmt.Sprintf("run-%d", i)}
+	v := htmlRun{R: r, Label: label, Index: i, Verdict: loadgen.Judge(r), Pct: pct, Knee: loadgen.Knee(r.Steps), Anchor: fmt.Sprintf("run-%d", i)}
 	h := r.Histograms
 	v.Cards = []card{
 		{"completed/s", fmt.Sprintf("%.1f", r.Rates.Completed)},
 		{"p50", stepCell(h.Response, 50)},
 		{"p99", stepCell(h.Response, 99)},
-		{"max", formatDuration(h.Response.Max())},
+		{"max", loadgen.FormatDuration(h.Response.Max())},
 		{"error rate", fmt.Sprintf("%.3g%%", 100*r.ErrorRate())},
 		{"requests", fmt.Sprint(r.Counts.Completed)},
 	}
@@ -262,13 +264,13 @@ func viewOf(r *Result, label string, i int) htmlRun {
 	timeout := r.Config.Target.Timeout.D()
 	for _, row := range []struct {
 		name string
-		h    *Histogram
+		h    *loadgen.Histogram
 	}{{"response time", h.Response}, {"first response", h.FirstResponse}, {"inter-response", h.InterResponse},
 		{"service time", h.Service}, {"send lag", h.SendLag}, {"failed (response)", h.Failed}} {
 		if row.h == nil || (row.name != "response time" && row.name != "service time" && row.name != "send lag" && row.h.Count() == 0) {
 			continue
 		}
-		lr := latRow{Name: row.name, Max: formatDuration(row.h.Max()), Mean: formatDuration(row.h.Mean()), Count: row.h.Count()}
+		lr := latRow{Name: row.name, Max: loadgen.FormatDuration(row.h.Max()), Mean: loadgen.FormatDuration(row.h.Mean()), Count: row.h.Count()}
 		for _, q := range SummaryPercentiles {
 			lr.Cells = append(lr.Cells, percentileCell(row.h, q, timeout, row.name != "send lag" && row.name != "inter-response"))
 		}
@@ -284,7 +286,7 @@ func viewOf(r *Result, label string, i int) htmlRun {
 	for j, s := range r.Steps {
 		hh := s.Histograms.Response
 		sr := stepRow{N: j + 1, Label: s.Label(), Start: fmt.Sprintf("%.1fs", s.Start), Rate: fmt.Sprintf("%.1f", s.Rates.Completed),
-			P50: stepCell(hh, 50), P90: stepCell(hh, 90), PP: stepCell(hh, pct), Max: formatDuration(hh.Max()),
+			P50: stepCell(hh, 50), P90: stepCell(hh, 90), PP: stepCell(hh, pct), Max: loadgen.FormatDuration(hh.Max()),
 			Errors: s.Counts.Errors, Timeouts: s.Counts.Timeouts, Knee: j == v.Knee}
 		var notes []string
 		if s.Verdict != "" {
@@ -296,7 +298,7 @@ func viewOf(r *Result, label string, i int) htmlRun {
 			sr.Bad = s.Verdict == "fails" || s.Verdict == "inconclusive"
 		}
 		for _, t := range s.Thresholds {
-			if !t.Pass && s.Kind == StepLevel {
+			if !t.Pass && s.Kind == loadgen.StepLevel {
 				notes = append(notes, "FAIL "+t.Threshold+" ("+t.ActualStr+")")
 				sr.Bad = true
 			}
@@ -322,22 +324,22 @@ func viewOf(r *Result, label string, i int) htmlRun {
 		if ss := sv.Stream; ss != nil {
 			for _, x := range []struct {
 				name   string
-				server ServerComponent
-				client *Histogram
+				server loadgen.ServerComponent
+				client *loadgen.Histogram
 			}{{"time to first response", ss.FirstResponse, h.FirstResponse}, {"inter-response gap", ss.InterResponse, h.InterResponse}} {
 				if x.server.Count == 0 {
 					continue
 				}
-				row := streamRow{Name: x.name, Server: formatDuration(x.server.Mean()), Count: x.server.Count}
+				row := streamRow{Name: x.name, Server: loadgen.FormatDuration(x.server.Mean()), Count: x.server.Count}
 				if x.client != nil && x.client.Count() > 0 {
-					row.Client = formatDuration(x.client.Mean())
+					row.Client = loadgen.FormatDuration(x.client.Mean())
 					row.Diff = fmt.Sprintf("%+.3f ms", float64(x.client.Mean()-x.server.Mean())/1e6)
 				}
 				v.Stream = append(v.Stream, row)
 			}
 		}
 	}
-	v.Gates = GroupThresholds(r.Thresholds)
+	v.Gates = loadgen.GroupThresholds(r.Thresholds)
 	cfg, _ := json.MarshalIndent(r.Config, "", "  ")
 	v.Config = string(cfg)
 	return v
@@ -347,7 +349,7 @@ var serverColors = []string{"#8250df", "#0969da", "#1a7f37", "#9a6700", "#bf3989
 
 // serverViewOf lays the server's components and the remainder of the
 // client-observed service time out as a stacked bar.
-func serverViewOf(sv *ServerBreakdown, clientMean time.Duration) *serverView {
+func serverViewOf(sv *loadgen.ServerBreakdown, clientMean time.Duration) *serverView {
 	v := &serverView{Source: sv.Source, Requests: sv.Requests}
 	var sum time.Duration
 	for _, c := range sv.Components {
@@ -355,14 +357,14 @@ func serverViewOf(sv *ServerBreakdown, clientMean time.Duration) *serverView {
 	}
 	total := max(clientMean, sum)
 	for i, c := range sv.Components {
-		p := serverPart{Name: c.Name, Mean: formatDuration(c.Mean()), Color: serverColors[i%len(serverColors)]}
+		p := serverPart{Name: c.Name, Mean: loadgen.FormatDuration(c.Mean()), Color: serverColors[i%len(serverColors)]}
 		if total > 0 {
 			p.Width = 100 * float64(c.Mean()) / float64(total)
 		}
 		v.Parts = append(v.Parts, p)
 	}
 	if clientMean > sum {
-		v.Parts = append(v.Parts, serverPart{Name: "network and client", Mean: formatDuration(clientMean - sum), Color: "#d0d7de",
+		v.Parts = append(v.Parts, serverPart{Name: "network and client", Mean: loadgen.FormatDuration(clientMean - sum), Color: "#d0d7de",
 			Width: 100 * float64(clientMean-sum) / float64(total)})
 	}
 	return v
@@ -374,7 +376,7 @@ func msDur(d time.Duration) htmlpage.Num { return htmlpage.Num(float64(d) / 1e6)
 
 // latencyOverTime is the per-interval response-time chart of one run, with
 // the sweep's levels marked.
-func latencyOverTime(id string, r *Result) htmlpage.Chart {
+func latencyOverTime(id string, r *loadgen.Result) htmlpage.Chart {
 	c := htmlpage.Chart{ID: id, X: htmlpage.Axis{Label: "time (s)", Unit: htmlpage.UnitSeconds, FromZero: true},
 		Y: htmlpage.Axis{Label: "response time", Unit: htmlpage.UnitMillis, Log: true}}
 	var p50, p90, p99, mx, lag []htmlpage.Num
@@ -414,7 +416,7 @@ func latencyOverTime(id string, r *Result) htmlpage.Chart {
 }
 
 // trafficOverTime is the per-interval throughput and failures of one run.
-func trafficOverTime(id string, r *Result) htmlpage.Chart {
+func trafficOverTime(id string, r *loadgen.Result) htmlpage.Chart {
 	c := htmlpage.Chart{ID: id, Height: 220, X: htmlpage.Axis{Label: "time (s)", Unit: htmlpage.UnitSeconds, FromZero: true},
 		Y:  htmlpage.Axis{Label: "requests/s", Unit: htmlpage.UnitRate},
 		Y2: &htmlpage.Axis{Label: "failed requests", Unit: htmlpage.UnitCount}}
@@ -451,9 +453,9 @@ func trafficOverTime(id string, r *Result) htmlpage.Chart {
 // the end of a run or level shorter than half an interval, which results
 // written before the last interval absorbed the drain hold (its rate and
 // percentiles rest on a few requests).
-func chartIntervals(r *Result) []IntervalStats {
+func chartIntervals(r *loadgen.Result) []loadgen.IntervalStats {
 	half := r.Config.Load.Interval.D().Seconds() / 2
-	var out []IntervalStats
+	var out []loadgen.IntervalStats
 	for i, iv := range r.Intervals {
 		last := i == len(r.Intervals)-1 || r.Intervals[i+1].Step != iv.Step
 		if last && iv.Length < half && i > 0 && r.Intervals[i-1].Step == iv.Step {
@@ -467,7 +469,7 @@ func chartIntervals(r *Result) []IntervalStats {
 // levelGap is where to break the lines of a time chart before interval i,
 // which starts a new sweep level or search probe (each one is a run of its
 // own, with a warm-up in between); 0 for none.
-func levelGap(ivs []IntervalStats, i int) float64 {
+func levelGap(ivs []loadgen.IntervalStats, i int) float64 {
 	if i == 0 || ivs[i].Step == ivs[i-1].Step {
 		return 0
 	}
@@ -476,8 +478,8 @@ func levelGap(ivs []IntervalStats, i int) float64 {
 }
 
 // stepLines marks where each sweep level or search probe began.
-func stepLines(r *Result) []htmlpage.Line {
-	if len(r.Steps) < 2 || r.Steps[0].Kind == StepProfile {
+func stepLines(r *loadgen.Result) []htmlpage.Line {
+	if len(r.Steps) < 2 || r.Steps[0].Kind == loadgen.StepProfile {
 		return nil
 	}
 	var out []htmlpage.Line
@@ -488,15 +490,17 @@ func stepLines(r *Result) []htmlpage.Line {
 }
 
 // latencyGateLines draws the latency bounds of the SLO and thresholds.
-func latencyGateLines(r *Result) []htmlpage.Line {
+func latencyGateLines(r *loadgen.Result) []htmlpage.Line {
 	var out []htmlpage.Line
 	add := func(exprs []string, what string) {
 		for _, e := range exprs {
-			t, err := ParseThreshold(e)
-			if err != nil || t.hist != "response" || !isLatencyMetric(t.metric) || (t.op != "<" && t.op != "<=") {
+			t, err := loadgen.ParseThreshold(e)
+			if err != nil {
 				continue
 			}
-			out = append(out, htmlpage.Line{Axis: "y", Value: t.value / 1e6, Label: what + " " + t.Text, Color: "#cf222e"})
+			if bound, ok := t.ResponseTimeBound(); ok {
+				out = append(out, htmlpage.Line{Axis: "y", Value: float64(bound) / 1e6, Label: what + " " + t.Text, Color: "#cf222e"})
+			}
 		}
 	}
 	add(r.Config.SLO, "SLO")
@@ -520,8 +524,8 @@ func spectrumPoints(n int64) []float64 {
 
 // spectrumChart overlays the response-time spectra of rs (with service
 // time dashed when service is set).
-func spectrumChart(id string, rs []*Result, labels []string, service bool) htmlpage.Chart {
-	var hs []*Histogram
+func spectrumChart(id string, rs []*loadgen.Result, labels []string, service bool) htmlpage.Chart {
+	var hs []*loadgen.Histogram
 	for _, r := range rs {
 		hs = append(hs, r.Histograms.Response)
 	}
@@ -544,12 +548,12 @@ func spectrumChart(id string, rs []*Result, labels []string, service bool) htmlp
 }
 
 // streaming reports whether r recorded streamed responses.
-func streaming(r *Result) bool {
+func streaming(r *loadgen.Result) bool {
 	h := r.Histograms.FirstResponse
 	return h != nil && h.Count() > 0
 }
 
-func anyStreaming(rs []*Result) bool {
+func anyStreaming(rs []*loadgen.Result) bool {
 	for _, r := range rs {
 		if streaming(r) {
 			return true
@@ -559,7 +563,7 @@ func anyStreaming(rs []*Result) bool {
 }
 
 // spectrumXs are the spectrum's x values for histograms of up to n values.
-func spectrumXs(hs ...*Histogram) []float64 {
+func spectrumXs(hs ...*loadgen.Histogram) []float64 {
 	var n int64
 	for _, h := range hs {
 		if h != nil {
@@ -571,7 +575,7 @@ func spectrumXs(hs ...*Histogram) []float64 {
 
 // spectrumValues are h's values at xs (HdrHistogram's 1/(1−p) axis), gaps
 // where h has too few values.
-func spectrumValues(h *Histogram, xs []float64) []htmlpage.Num {
+func spectrumValues(h *loadgen.Histogram, xs []float64) []htmlpage.Num {
 	var out []htmlpage.Num
 	for _, x := range xs {
 		if h == nil || h.Count() == 0 || x > float64(h.Count()) {
@@ -602,7 +606,7 @@ func spectrumAxes(id string, xs []float64) htmlpage.Chart {
 
 // streamSpectrum is one streaming run's time-to-first-response and
 // inter-response-gap spectra.
-func streamSpectrum(id string, r *Result) htmlpage.Chart {
+func streamSpectrum(id string, r *loadgen.Result) htmlpage.Chart {
 	h := r.Histograms
 	xs := spectrumXs(h.FirstResponse, h.InterResponse)
 	c := spectrumAxes(id, xs)
@@ -616,8 +620,8 @@ func streamSpectrum(id string, r *Result) htmlpage.Chart {
 // histogramSpectrum overlays one histogram (pick) of every run; a run that
 // did not record it keeps its place (and so its colour) with an empty
 // series.
-func histogramSpectrum(id string, rs []*Result, labels []string, pick func(*Histograms) *Histogram) htmlpage.Chart {
-	var hs []*Histogram
+func histogramSpectrum(id string, rs []*loadgen.Result, labels []string, pick func(*loadgen.Histograms) *loadgen.Histogram) htmlpage.Chart {
+	var hs []*loadgen.Histogram
 	for _, r := range rs {
 		hs = append(hs, pick(&r.Histograms))
 	}
@@ -634,7 +638,7 @@ func histogramSpectrum(id string, rs []*Result, labels []string, pick func(*Hist
 }
 
 // p99OverTime overlays the runs' per-interval p99, each from its start.
-func p99OverTime(id string, rs []*Result, labels []string) htmlpage.Chart {
+func p99OverTime(id string, rs []*loadgen.Result, labels []string) htmlpage.Chart {
 	c := htmlpage.Chart{ID: id, Mode: "xy", X: htmlpage.Axis{Label: "time since the run's start (s)", Unit: htmlpage.UnitSeconds},
 		Y: htmlpage.Axis{Label: "response-time p99", Unit: htmlpage.UnitMillis, Log: true}}
 	for i, r := range rs {
@@ -656,18 +660,18 @@ func p99OverTime(id string, rs []*Result, labels []string) htmlpage.Chart {
 // curveChart plots latency against completed throughput, one point per
 // step: p50 and the chosen percentile for one result, the chosen
 // percentile per result for several; with the knee and SLO lines.
-func curveChart(id string, rs []*Result, labels []string) htmlpage.Chart {
+func curveChart(id string, rs []*loadgen.Result, labels []string) htmlpage.Chart {
 	c := htmlpage.Chart{ID: id, Mode: "xy", X: htmlpage.Axis{Label: "completed requests/s", Unit: htmlpage.UnitRate},
 		Y: htmlpage.Axis{Label: "response time", Unit: htmlpage.UnitMillis, Log: true}}
 	for i, r := range rs {
 		pct := r.Config.Percentile
 		if pct == 0 {
-			pct = DefaultPercentile
+			pct = loadgen.DefaultPercentile
 		}
 		steps := slices.Clone(r.Steps)
-		if len(steps) > 0 && steps[0].Kind == StepProbe {
-			steps = slices.DeleteFunc(steps, func(s Step) bool { return s.Verdict == "calibration" })
-			slices.SortStableFunc(steps, func(a, b Step) int {
+		if len(steps) > 0 && steps[0].Kind == loadgen.StepProbe {
+			steps = slices.DeleteFunc(steps, func(s loadgen.Step) bool { return s.Verdict == "calibration" })
+			slices.SortStableFunc(steps, func(a, b loadgen.Step) int {
 				return cmpFloat(a.Rate+float64(a.Concurrency), b.Rate+float64(b.Concurrency))
 			})
 		}
@@ -683,11 +687,11 @@ func curveChart(id string, rs []*Result, labels []string) htmlpage.Chart {
 			}
 			return s
 		}
-		pname := "p" + formatPercentile(pct)
+		pname := "p" + loadgen.FormatPercentile(pct)
 		if labels == nil {
 			c.Series = append(c.Series, series("p50", 50, ""), series(pname, pct, ""))
 			c.Series = slices.DeleteFunc(c.Series, func(s htmlpage.Series) bool { return len(s.X) == 0 })
-			if k := Knee(r.Steps); k >= 0 {
+			if k := loadgen.Knee(r.Steps); k >= 0 {
 				s := r.Steps[k]
 				c.Points = append(c.Points, htmlpage.Point{X: s.Rates.Completed, Y: float64(s.Histograms.Response.Quantile(pct)) / 1e6,
 					Label: "knee: " + s.Label()})
@@ -711,121 +715,29 @@ func cmpFloat(a, b float64) int {
 }
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"dur":       func(d Duration) string { return round(d.D()).String() },
-	"pct":       func(f float64) string { return formatPercentile(f) },
-	"percent":   func(f float64) string { return formatPercent(f) },
+	"dur":       func(d loadgen.Duration) string { return round(d.D()).String() },
+	"pct":       func(f float64) string { return loadgen.FormatPercentile(f) },
+	"percent":   func(f float64) string { return loadgen.FormatPercent(f) },
 	"est":       describeEstimate,
-	"status":    func(s Status) string { return string(s) },
-	"upper":     func(s Status) string { return strings.ToUpper(string(s)) },
-	"loadOf":    func(r *Result) string { return describeLoad(r.Config) },
-	"server":    serverOf,
+	"status":    func(s loadgen.Status) string { return string(s) },
+	"upper":     func(s loadgen.Status) string { return strings.ToUpper(string(s)) },
+	"loadOf":    func(r *loadgen.Result) string { return loadgen.DescribeLoad(r.Config) },
+	"server":    loadgen.ServerOf,
 	"time":      func(t time.Time) string { return t.Format(time.RFC3339) },
 	"cpu":       func(c float64) string { return fmt.Sprintf("%.0f%%", 100*c) },
-	"ns":        func(v int64) string { return formatDuration(time.Duration(v)) },
+	"ns":        func(v int64) string { return loadgen.FormatDuration(time.Duration(v)) },
 	"width":     func(f float64) string { return fmt.Sprintf("%.2f%%", f) },
 	"percentOf": func(f float64) float64 { return 100 * f },
-	"target": func(r *Result) string {
+	"target": func(r *loadgen.Result) string {
 		if r.Config.Target.HTTP != "" {
 			return r.Config.Target.HTTP
 		}
 		return r.Config.Target.GRPC
 	},
-}).Parse(`
-{{define "head"}}
-<header class="page">
-<h1>{{.Title}}</h1>
-<div class="sub">oipkit {{.Version}} load-generator report{{if .Compare}}: {{len .Runs}} results overlaid, one series each{{end}}</div>
-</header>
-{{if .Compare}}
-<h2>Runs</h2>
-{{if .Differ}}<p class="warn">The runs differ in: {{range $i, $d := .Differ}}{{if $i}}, {{end}}{{$d}}{{end}}. Compare them knowing that.</p>{{end}}
-<table>
-<tr><th class="l">run</th><th>verdict</th><th>completed/s</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>requests</th><th>errors / timeouts</th><th class="l">load</th></tr>
-{{range .Runs}}<tr><td class="l"><a href="#{{.Anchor}}">{{.Label}}</a></td><td><span class="badge {{status .Verdict.Status}}">{{.Verdict.Status}}</span></td>
-<td>{{printf "%.1f" .R.Rates.Completed}}</td>{{with .R.Latency.Response}}<td>{{ns .P50}}</td><td>{{ns .P90}}</td><td>{{ns .P99}}</td><td>{{ns .P999}}</td><td>{{ns .Max}}</td>{{end}}
-<td>{{.R.Counts.Completed}}</td><td>{{.R.Counts.Errors}} / {{.R.Counts.Timeouts}}</td><td class="l">{{loadOf .R}}</td></tr>
-{{end}}</table>
-{{.Spectrum}}
-{{.StreamFirst}}
-{{.StreamGap}}
-{{.OverTime}}
-{{.Curve}}
-{{end}}
-{{end}}
+}).Parse(pageTemplateText))
 
-{{define "run"}}{{with .Run}}
-<section id="{{.Anchor}}">
-{{if $.Compare}}<h2>{{.Label}}</h2>{{end}}
-<p><span class="badge {{status .Verdict.Status}}">{{.Verdict.Status}}</span>
- model <b>{{.R.Config.Target.Model}}</b>{{if .R.Config.Target.ModelVersion}} version {{.R.Config.Target.ModelVersion}}{{end}}
- over <b>{{.R.Config.Target.Protocol}}</b> at {{target .R}}{{with server .R}} ({{.}}){{end}};
- {{loadOf .R}}; started {{time .R.Start}}, window {{dur .R.Duration}}, ended {{.R.EndReason}}.</p>
-{{if .R.Error}}<p class="bad">{{.R.Error}}</p>{{end}}
-{{if .R.MergedDiffer}}<p class="warn">A forced merge of runs that differ in {{range $i, $d := .R.MergedDiffer}}{{if $i}}, {{end}}{{$d}}{{end}}: the settings shown are the first run's.</p>{{end}}
-{{if .Verdict.Reasons}}<ul class="reasons">{{range .Verdict.Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{with .R.Search}}{{if eq $.Run.Verdict.Status "pass"}}<p><b>SLO search:</b> {{.Summary}}</p>{{end}}{{end}}
-<div class="cards">{{range .Cards}}<div class="card"><div class="v">{{.V}}</div><div class="k">{{.K}}</div></div>{{end}}</div>
-{{$.Latency}}
-{{$.Traffic}}
-{{$.Curve}}
-{{if .Steps}}
-<h3>{{if eq (index .R.Steps 0).Kind "level"}}Levels{{else if eq (index .R.Steps 0).Kind "probe"}}Probes{{else}}Rate steps{{end}}</h3>
-<table>
-<tr><th>#</th><th class="l">load</th><th>start</th><th>completed/s</th><th>p50</th><th>p90</th><th>p{{pct .Pct}}</th><th>max</th><th>errors</th><th>timeouts</th><th class="l">notes</th></tr>
-{{range .Steps}}<tr class="{{if .Knee}}knee{{end}}{{if .Bad}} bad{{end}}"><td>{{.N}}</td><td class="l">{{.Label}}</td><td>{{.Start}}</td><td>{{.Rate}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.PP}}</td><td>{{.Max}}</td><td>{{.Errors}}</td><td>{{.Timeouts}}</td><td class="l">{{.Notes}}</td></tr>
-{{end}}</table>
-{{end}}
-{{$.Spectrum}}
-{{$.Stream}}
-<h3>Latency</h3>
-<table>
-<tr><th class="l"></th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>mean</th><th>count</th></tr>
-{{range .Lat}}<tr><td class="l">{{.Name}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{.Max}}</td><td>{{.Mean}}</td><td>{{.Count}}</td></tr>
-{{end}}</table>
-<p class="sub">Response time is measured from each request's intended start, service time from its actual send. ≥ marks values at or above the {{dur .R.Config.Target.Timeout}} timeout (censored); * marks fewer than 10 samples above.</p>
-{{if .Errors}}
-<h3>Failed requests</h3>
-<table>
-<tr><th class="l">class</th><th>count</th><th>of completed</th><th class="l">first messages</th></tr>
-{{range .Errors}}<tr><td class="l">{{.Class}}</td><td>{{.Count}}</td><td>{{.Share}}</td><td class="l">{{range .Samples}}<code>{{.}}</code><br>{{end}}</td></tr>
-{{end}}</table>
-{{end}}
-{{with .Server}}
-<h3>Server-side breakdown</h3>
-<p class="sub">From the server's own statistics ({{.Source}}, {{.Requests}} requests), mean per request, against the client-observed service time.</p>
-<div class="stack">{{range .Parts}}<div style="width: {{width .Width}}; background: {{.Color}}" title="{{.Name}}: {{.Mean}}"></div>{{end}}</div>
-<div class="legend-row">{{range .Parts}}<span><span class="swatch" style="background: {{.Color}}"></span>{{.Name}} {{.Mean}}</span>{{end}}</div>
-{{end}}
-{{with .Stream}}
-<h3>Stream timing: server and client</h3>
-<p class="sub">The server's own means (its /metrics, --metrics-url) beside the client's; the difference is what the network, the transports and the client add.</p>
-<table>
-<tr><th class="l"></th><th>server mean</th><th>client mean</th><th>client − server</th><th>timed by the server</th></tr>
-{{range .}}<tr><td class="l">{{.Name}}</td><td>{{.Server}}</td><td>{{.Client}}</td><td>{{.Diff}}</td><td>{{.Count}}</td></tr>
-{{end}}</table>
-{{end}}
-{{with .Gates}}
-<h3>Thresholds</h3>
-<table>
-<tr><th class="l">threshold</th><th>verdict</th><th class="l"></th></tr>
-{{range .}}<tr><td class="l">{{.Threshold}}{{if .Default}} (default bound on failed requests){{end}}</td><td class="{{if .Pass}}ok{{else}}bad{{end}}">{{if .Pass}}pass{{else}}FAIL{{end}}</td><td class="l">{{.Describe}}</td></tr>
-{{end}}</table>
-{{end}}
-{{with .R.Stability}}
-<h3>Stability</h3>
-<p class="{{if .Converged}}ok{{else}}warn{{end}}">{{.Reason}}</p>
-<p>Throughput {{est .Throughput false}}; p{{pct .Percentile}} {{est .Latency true}}; {{.Samples}} samples ({{.TailSamples}} beyond p{{pct .Percentile}}) in {{.Windows}} windows.</p>
-<p class="sub">Rule: {{.Rule}}.</p>
-{{end}}
-<h3>Generator</h3>
-{{with .R.Checks}}
-<p>{{if .GeneratorBound}}<span class="bad">GENERATOR-BOUND: these figures measure the load generator, not the server.</span>{{else}}<span class="ok">The generator kept up.</span>{{end}}
- Send-lag p99 {{ns .SendLagP99}} (tolerance {{.LagTolerance}}), dispatched {{printf "%.2f" (percentOf .DispatchRatio)}}% of the schedule,
- CPU {{printf "%.2f" .CPUSeconds}}s ({{cpu .CPUUtilization}} of {{.GOMAXPROCS}} cores), GC pauses {{.GCPauses.Count}} (max {{ns .GCPauses.Max}}), hiccup p99 {{ns .HiccupP99}}.</p>
-{{if .Reasons}}<ul class="reasons">{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{if .Warnings}}<ul class="reasons">{{range .Warnings}}<li class="warn">{{.}}</li>{{end}}</ul>{{end}}
-{{end}}
-<details><summary>Configuration</summary><pre>{{.Config}}</pre></details>
-</section>
-{{end}}{{end}}
-`))
+// pageTemplateText is the page's template: Go html/template text, kept in
+// its own file so that it reads (and diffs) as HTML.
+//
+//go:embed report.html.tmpl
+var pageTemplateText string

@@ -1,8 +1,9 @@
-package loadgen
+package render
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/oipkit/oipkit/loadgen"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,36 +14,36 @@ import (
 
 // syntheticSweep is a three-level sweep result with errors, built without
 // a server.
-func syntheticSweep() *Result {
-	cfg := Config{Target: TargetConfig{GRPC: "127.0.0.1:1", Protocol: client.ProtocolGRPCRaw, Model: "m", Timeout: Duration(time.Second)},
-		Load: LoadConfig{ConcurrencyRange: "1:4:x2", Duration: Duration(time.Second), Interval: Duration(time.Second)},
+func syntheticSweep() *loadgen.Result {
+	cfg := loadgen.Config{Target: loadgen.TargetConfig{GRPC: "127.0.0.1:1", Protocol: client.ProtocolGRPCRaw, Model: "m", Timeout: loadgen.Duration(time.Second)},
+		Load: loadgen.LoadConfig{ConcurrencyRange: "1:4:x2", Duration: loadgen.Duration(time.Second), Interval: loadgen.Duration(time.Second)},
 		SLO:  nil, Thresholds: []string{"p99<3ms"}, Percentile: 99}
-	r := newResult(cfg)
-	r.EndReason = EndCompleted
+	r := loadgen.NewResult(cfg)
+	r.EndReason = loadgen.EndCompleted
 	for i, c := range []int{1, 2, 4} {
-		s := Step{Kind: StepLevel, Concurrency: c, Start: float64(i), Duration: Duration(time.Second), Elapsed: Duration(time.Second),
-			Histograms: Histograms{Response: NewHistogram(), Service: NewHistogram(), SendLag: NewHistogram(), Failed: NewHistogram()}}
+		s := loadgen.Step{Kind: loadgen.StepLevel, Concurrency: c, Start: float64(i), Duration: loadgen.Duration(time.Second), Elapsed: loadgen.Duration(time.Second),
+			Histograms: loadgen.Histograms{Response: loadgen.NewHistogram(), Service: loadgen.NewHistogram(), SendLag: loadgen.NewHistogram(), Failed: loadgen.NewHistogram()}}
 		for v := int64(1); v <= 1000; v++ {
 			lat := v * int64(c) * int64(time.Microsecond)
-			s.Histograms.Response.record(lat)
-			s.Histograms.Service.record(lat)
-			r.Histograms.Response.record(lat)
-			r.Histograms.Service.record(lat)
+			s.Histograms.Response.Record(lat)
+			s.Histograms.Service.Record(lat)
+			r.Histograms.Response.Record(lat)
+			r.Histograms.Service.Record(lat)
 		}
-		s.Counts = Counts{Sent: 1000, Completed: 1000, OK: 1000}
+		s.Counts = loadgen.Counts{Sent: 1000, Completed: 1000, OK: 1000}
 		s.Rates.Completed = float64(1000 * c)
-		s.Latency = summarizeAll(s.Histograms)
+		s.Latency = loadgen.SummarizeAll(s.Histograms)
 		r.Steps = append(r.Steps, s)
-		r.Intervals = append(r.Intervals, IntervalStats{Start: float64(i), Length: 1, Step: i, Completed: 1000, OK: 1000,
+		r.Intervals = append(r.Intervals, loadgen.IntervalStats{Start: float64(i), Length: 1, Step: i, Completed: 1000, OK: 1000,
 			Rate: float64(1000 * c), ResponseP50: 500 * int64(c) * 1000, ResponseP90: 900 * int64(c) * 1000,
 			ResponseP99: 990 * int64(c) * 1000, ResponseMax: 1000 * int64(c) * 1000})
 	}
-	r.Counts = Counts{Sent: 3002, Completed: 3002, OK: 3000, Errors: 2}
+	r.Counts = loadgen.Counts{Sent: 3002, Completed: 3002, OK: 3000, Errors: 2}
 	r.Errors = map[string]int64{"http_503": 2}
 	r.ErrorSamples = map[string][]string{"http_503": {"<script>alert(1)</script> overloaded"}}
-	r.Duration, r.Elapsed = Duration(3*time.Second), Duration(3*time.Second)
+	r.Duration, r.Elapsed = loadgen.Duration(3*time.Second), loadgen.Duration(3*time.Second)
 	r.Rates.Completed = 1000
-	r.summarize()
+	r.Summarize()
 	return r
 }
 
@@ -62,7 +63,7 @@ func chartsOf(t *testing.T, page string) []map[string]any {
 
 func TestHTMLReport(t *testing.T) {
 	r := syntheticSweep()
-	if _, err := EvaluateThresholds(r, r.Config.Thresholds); err != nil {
+	if _, err := loadgen.EvaluateThresholds(r, r.Config.Thresholds); err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
@@ -112,7 +113,7 @@ func TestHTMLReport(t *testing.T) {
 // adds: a result that carries one shows it, beside the client's time.
 func TestHTMLServerBreakdown(t *testing.T) {
 	r := syntheticSweep()
-	r.Server = &ServerBreakdown{Source: "statistics extension", Requests: 3000, Components: []ServerComponent{
+	r.Server = &loadgen.ServerBreakdown{Source: "statistics extension", Requests: 3000, Components: []loadgen.ServerComponent{
 		{Name: "queue", Count: 3000, TotalNs: 3000 * 100_000}, {Name: "compute_infer", Count: 3000, TotalNs: 3000 * 400_000}}}
 	var b, txt bytes.Buffer
 	if err := NewHTMLReporter(r)(&b); err != nil {
@@ -131,7 +132,7 @@ func TestHTMLServerBreakdown(t *testing.T) {
 	if err := r.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadResult(&js)
+	back, err := loadgen.ReadResult(&js)
 	if err != nil || back.Server == nil || back.Server.Components[1].Mean() != 400*time.Microsecond {
 		t.Errorf("the breakdown does not survive JSON: %v %+v", err, back.Server)
 	}
@@ -141,7 +142,7 @@ func TestHTMLComparison(t *testing.T) {
 	a, b := syntheticSweep(), syntheticSweep()
 	b.Config.Target.Protocol = client.ProtocolHTTP
 	var out bytes.Buffer
-	if err := NewComparisonHTMLReporter([]*Result{a, b}, []string{"A run", "B run"})(&out); err != nil {
+	if err := NewComparisonHTMLReporter([]*loadgen.Result{a, b}, []string{"A run", "B run"})(&out); err != nil {
 		t.Fatal(err)
 	}
 	page := out.String()
@@ -155,7 +156,7 @@ func TestHTMLComparison(t *testing.T) {
 			t.Errorf("spectrum overlays %d series, want one per run", len(c["series"].([]any)))
 		}
 	}
-	if err := NewComparisonHTMLReporter([]*Result{a}, nil)(&out); err == nil {
+	if err := NewComparisonHTMLReporter([]*loadgen.Result{a}, nil)(&out); err == nil {
 		t.Error("labels missing: no error")
 	}
 }
@@ -183,20 +184,20 @@ func TestFormatsAreDefinedOnce(t *testing.T) {
 
 // syntheticStream adds streaming histograms (and the server's stream
 // timings) to a synthetic result.
-func syntheticStream(r *Result, scale int64) *Result {
+func syntheticStream(r *loadgen.Result, scale int64) *loadgen.Result {
 	h := &r.Histograms
-	h.FirstResponse, h.InterResponse, h.ResponsesPerRequest = NewHistogram(), NewHistogram(), NewHistogram()
+	h.FirstResponse, h.InterResponse, h.ResponsesPerRequest = loadgen.NewHistogram(), loadgen.NewHistogram(), loadgen.NewHistogram()
 	for v := int64(1); v <= 500; v++ {
-		h.FirstResponse.record(scale * (5_000_000 + v*1000))
+		h.FirstResponse.Record(scale * (5_000_000 + v*1000))
 		for range 15 {
-			h.InterResponse.record(scale * (4_900_000 + v*400))
+			h.InterResponse.Record(scale * (4_900_000 + v*400))
 		}
-		h.ResponsesPerRequest.record(16)
+		h.ResponsesPerRequest.Record(16)
 	}
-	r.Server = &ServerBreakdown{Source: "statistics extension", Requests: 500, Stream: &ServerStream{
-		FirstResponse: ServerComponent{Name: "first_response", Count: 500, TotalNs: 500 * scale * 5_100_000},
-		InterResponse: ServerComponent{Name: "inter_response", Count: 7500, TotalNs: 7500 * scale * 5_000_000}}}
-	r.summarize()
+	r.Server = &loadgen.ServerBreakdown{Source: "statistics extension", Requests: 500, Stream: &loadgen.ServerStream{
+		FirstResponse: loadgen.ServerComponent{Name: "first_response", Count: 500, TotalNs: 500 * scale * 5_100_000},
+		InterResponse: loadgen.ServerComponent{Name: "inter_response", Count: 7500, TotalNs: 7500 * scale * 5_000_000}}}
+	r.Summarize()
 	return r
 }
 
@@ -230,7 +231,7 @@ func TestHTMLStreaming(t *testing.T) {
 
 	plain := syntheticSweep()
 	var cmp bytes.Buffer
-	if err := NewComparisonHTMLReporter([]*Result{r, syntheticStream(syntheticSweep(), 2), plain}, []string{"A", "B", "C"})(&cmp); err != nil {
+	if err := NewComparisonHTMLReporter([]*loadgen.Result{r, syntheticStream(syntheticSweep(), 2), plain}, []string{"A", "B", "C"})(&cmp); err != nil {
 		t.Fatal(err)
 	}
 	n := 0

@@ -1,8 +1,9 @@
-package loadgen
+package render
 
 import (
 	"encoding/csv"
 	"fmt"
+	"github.com/oipkit/oipkit/loadgen"
 	"io"
 	"maps"
 	"math"
@@ -21,7 +22,7 @@ type Reporter func(io.Writer) error
 var SummaryPercentiles = []float64{50, 90, 99, 99.9, 99.99}
 
 // NewJSONReporter renders r as indented JSON.
-func NewJSONReporter(r *Result) Reporter { return r.WriteJSON }
+func NewJSONReporter(r *loadgen.Result) Reporter { return r.WriteJSON }
 
 // NewTextReporter renders a human summary: what ran, counts and rates, the
 // percentile table of the three histograms, errors by code with sample
@@ -33,7 +34,7 @@ func NewJSONReporter(r *Result) Reporter { return r.WriteJSON }
 // requests are in the histogram at their elapsed time, which is only a
 // lower bound. A "*" marks a percentile with fewer than 10 samples above
 // it, so its value rests on very few requests.
-func NewTextReporter(r *Result) Reporter {
+func NewTextReporter(r *loadgen.Result) Reporter {
 	return func(w io.Writer) error {
 		p := &printer{w: w}
 		c := r.Config
@@ -61,11 +62,11 @@ func NewTextReporter(r *Result) Reporter {
 			p.f(" version %s", c.Target.ModelVersion)
 		}
 		p.f(" over %s at %s", c.Target.Protocol, target)
-		if s := serverOf(r); s != "" {
+		if s := loadgen.ServerOf(r); s != "" {
 			p.f(" (%s)", s)
 		}
 		p.f("\n")
-		p.f("load:     %s\n", describeLoad(c))
+		p.f("load:     %s\n", loadgen.DescribeLoad(c))
 		writeSegmentText(p, r)
 		p.f("run:      started %s, %s, window %s, elapsed %s", r.Start.Format(time.RFC3339), r.EndReason,
 			round(r.Duration.D()), round(r.Elapsed.D()))
@@ -76,7 +77,7 @@ func NewTextReporter(r *Result) Reporter {
 		if r.Error != "" {
 			p.f("error:    %s\n", r.Error)
 		}
-		if len(r.Steps) > 0 && r.Steps[0].Kind == StepLevel {
+		if len(r.Steps) > 0 && r.Steps[0].Kind == loadgen.StepLevel {
 			p.f("totals:   every level together (per-level figures in the table below)\n")
 		}
 		if r.Search != nil {
@@ -111,7 +112,7 @@ func NewTextReporter(r *Result) Reporter {
 		timeout := c.Target.Timeout.D()
 		for _, row := range []struct {
 			name string
-			h    *Histogram
+			h    *loadgen.Histogram
 		}{
 			{"response time", r.Histograms.Response},
 			{"first response", r.Histograms.FirstResponse},
@@ -127,7 +128,7 @@ func NewTextReporter(r *Result) Reporter {
 			for _, q := range SummaryPercentiles {
 				fmt.Fprintf(tw, "%s\t", percentileCell(row.h, q, timeout, row.name != "send lag"))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t\n", formatDuration(row.h.Max()), formatDuration(row.h.Mean()), row.h.Count())
+			fmt.Fprintf(tw, "%s\t%s\t%d\t\n", loadgen.FormatDuration(row.h.Max()), loadgen.FormatDuration(row.h.Mean()), row.h.Count())
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -153,8 +154,8 @@ func NewTextReporter(r *Result) Reporter {
 		if s := r.Stability; s != nil {
 			p.f("\nstability: %s\n", s.Reason)
 			p.f("  throughput %s, p%s %s, %d samples (%d beyond p%s) in %d windows\n",
-				describeEstimate(s.Throughput, false), formatPercentile(s.Percentile), describeEstimate(s.Latency, true),
-				s.Samples, s.TailSamples, formatPercentile(s.Percentile), s.Windows)
+				describeEstimate(s.Throughput, false), loadgen.FormatPercentile(s.Percentile), describeEstimate(s.Latency, true),
+				s.Samples, s.TailSamples, loadgen.FormatPercentile(s.Percentile), s.Windows)
 			p.f("  rule: %s\n", s.Rule)
 		}
 		if sv := r.Server; sv != nil {
@@ -181,9 +182,9 @@ func NewTextReporter(r *Result) Reporter {
 			p.f("ok\n")
 		}
 		p.f("  send-lag p99 %s (tolerance %s), dispatched %.2f%% of schedule, GC pauses %d (max %s), hiccup p99 %s (max %s), CPU %.2fs",
-			formatDuration(time.Duration(ck.SendLagP99)), ck.LagTolerance, 100*ck.DispatchRatio, ck.GCPauses.Count,
-			formatDuration(time.Duration(ck.GCPauses.Max)), formatDuration(time.Duration(ck.HiccupP99)),
-			formatDuration(time.Duration(ck.HiccupMax)), ck.CPUSeconds)
+			loadgen.FormatDuration(time.Duration(ck.SendLagP99)), ck.LagTolerance, 100*ck.DispatchRatio, ck.GCPauses.Count,
+			loadgen.FormatDuration(time.Duration(ck.GCPauses.Max)), loadgen.FormatDuration(time.Duration(ck.HiccupP99)),
+			loadgen.FormatDuration(time.Duration(ck.HiccupMax)), ck.CPUSeconds)
 		if ck.CPUUtilization > 0 {
 			p.f(" (%.0f%% of %d cores)", 100*ck.CPUUtilization, ck.GOMAXPROCS)
 		}
@@ -197,7 +198,7 @@ func NewTextReporter(r *Result) Reporter {
 
 		if len(r.Thresholds) > 0 {
 			p.f("\nthresholds:\n")
-			for _, g := range GroupThresholds(r.Thresholds) {
+			for _, g := range loadgen.GroupThresholds(r.Thresholds) {
 				verdict := "PASS"
 				if !g.Pass() {
 					verdict = "FAIL"
@@ -209,7 +210,7 @@ func NewTextReporter(r *Result) Reporter {
 				p.f("  %s  %-20s %s%s\n", verdict, g.Threshold, g.Describe(), note)
 			}
 		}
-		v := Judge(r)
+		v := loadgen.Judge(r)
 		p.f("\nverdict:  %s\n", strings.ToUpper(string(v.Status)))
 		for _, why := range v.Reasons {
 			p.f("  - %s\n", why)
@@ -218,74 +219,74 @@ func NewTextReporter(r *Result) Reporter {
 	}
 }
 
-func describeEstimate(e Estimate, latency bool) string {
+func describeEstimate(e loadgen.Estimate, latency bool) string {
 	val := func(v float64) string {
 		if latency {
-			return formatDuration(time.Duration(v))
+			return loadgen.FormatDuration(time.Duration(v))
 		}
 		return fmt.Sprintf("%.1f/s", v)
 	}
 	if math.IsInf(e.High, 1) {
 		return val(e.Value) + " (no interval yet)"
 	}
-	return fmt.Sprintf("%s ±%s [%s, %s]", val(e.Value), formatPercent(e.RelHalfWidth()), val(e.Low), val(e.High))
+	return fmt.Sprintf("%s ±%s [%s, %s]", val(e.Value), loadgen.FormatPercent(e.RelHalfWidth()), val(e.Low), val(e.High))
 }
 
 // writeServerText prints the server-side breakdown beside the client's
 // mean service time.
-func writeServerText(p *printer, sv *ServerBreakdown, clientMean time.Duration) {
+func writeServerText(p *printer, sv *loadgen.ServerBreakdown, clientMean time.Duration) {
 	p.f("\nserver-side breakdown (%s, %d requests), mean per request:\n", sv.Source, sv.Requests)
 	var sum time.Duration
 	for _, c := range sv.Components {
-		p.f("  %-16s %s\n", c.Name, formatDuration(c.Mean()))
+		p.f("  %-16s %s\n", c.Name, loadgen.FormatDuration(c.Mean()))
 		sum += c.Mean()
 	}
 	if clientMean > 0 {
-		p.f("  %-16s %s (client-observed service time %s minus the server's %s)\n", "network+client", formatDuration(max(0, clientMean-sum)),
-			formatDuration(clientMean), formatDuration(sum))
+		p.f("  %-16s %s (client-observed service time %s minus the server's %s)\n", "network+client", loadgen.FormatDuration(max(0, clientMean-sum)),
+			loadgen.FormatDuration(clientMean), loadgen.FormatDuration(sum))
 	}
 }
 
 // writeServerStreamText prints the server's stream timings beside the
 // client's means and their differences (what the network, the transport's
 // buffering and the client add).
-func writeServerStreamText(p *printer, ss *ServerStream, h *Histograms) {
+func writeServerStreamText(p *printer, ss *loadgen.ServerStream, h *loadgen.Histograms) {
 	if ss == nil {
 		return
 	}
 	p.f("\nserver-side stream timing (metrics), means:\n")
 	for _, row := range []struct {
 		name   string
-		server ServerComponent
-		client *Histogram
+		server loadgen.ServerComponent
+		client *loadgen.Histogram
 	}{{"first response", ss.FirstResponse, h.FirstResponse}, {"inter-response", ss.InterResponse, h.InterResponse}} {
 		if row.server.Count == 0 {
 			continue
 		}
-		p.f("  %-16s server %s", row.name, formatDuration(row.server.Mean()))
+		p.f("  %-16s server %s", row.name, loadgen.FormatDuration(row.server.Mean()))
 		if row.client != nil && row.client.Count() > 0 {
 			c := row.client.Mean()
-			p.f(", client %s (client − server %+.3f ms)", formatDuration(c), float64(c-row.server.Mean())/1e6)
+			p.f(", client %s (client − server %+.3f ms)", loadgen.FormatDuration(c), float64(c-row.server.Mean())/1e6)
 		}
 		p.f(", %d timed by the server\n", row.server.Count)
 	}
 }
 
 // writeStepsText prints one row per step.
-func writeStepsText(p *printer, w io.Writer, r *Result) error {
+func writeStepsText(p *printer, w io.Writer, r *loadgen.Result) error {
 	pct := r.Config.Percentile
 	if pct == 0 {
-		pct = DefaultPercentile
+		pct = loadgen.DefaultPercentile
 	}
-	title := map[StepKind]string{StepLevel: "levels", StepProbe: "probes", StepProfile: "rate steps"}[r.Steps[0].Kind]
+	title := map[loadgen.StepKind]string{loadgen.StepLevel: "levels", loadgen.StepProbe: "probes", loadgen.StepProfile: "rate steps"}[r.Steps[0].Kind]
 	p.f("\n%s (each with its own histograms; latency is the response time):\n", title)
 	if p.err != nil {
 		return p.err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	ps := "p" + formatPercentile(pct)
+	ps := "p" + loadgen.FormatPercentile(pct)
 	fmt.Fprintf(tw, "#\tload\tstart\tcompleted/s\tp50\tp90\t%s\tmax\terrors\ttimeouts\tnotes\t\n", ps)
-	knee := Knee(r.Steps)
+	knee := loadgen.Knee(r.Steps)
 	for i, s := range r.Steps {
 		h := s.Histograms.Response
 		var notes []string
@@ -300,7 +301,7 @@ func writeStepsText(p *printer, w io.Writer, r *Result) error {
 			notes = append(notes, "knee")
 		}
 		for _, t := range s.Thresholds {
-			if !t.Pass && s.Kind == StepLevel {
+			if !t.Pass && s.Kind == loadgen.StepLevel {
 				notes = append(notes, "FAIL "+t.Threshold)
 			}
 		}
@@ -318,25 +319,25 @@ func writeStepsText(p *printer, w io.Writer, r *Result) error {
 			notes = append(notes, string(s.EndReason))
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%.1fs\t%.1f\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", i+1, s.Label(), s.Start, s.Rates.Completed,
-			stepCell(h, 50), stepCell(h, 90), stepCell(h, pct), formatDuration(h.Max()), s.Counts.Errors, s.Counts.Timeouts,
+			stepCell(h, 50), stepCell(h, 90), stepCell(h, pct), loadgen.FormatDuration(h.Max()), s.Counts.Errors, s.Counts.Timeouts,
 			strings.Join(notes, "; "))
 	}
 	return tw.Flush()
 }
 
-func stepCell(h *Histogram, q float64) string {
+func stepCell(h *loadgen.Histogram, q float64) string {
 	if h.Count() == 0 {
 		return "-"
 	}
-	return formatDuration(h.Quantile(q))
+	return loadgen.FormatDuration(h.Quantile(q))
 }
 
-func percentileCell(h *Histogram, q float64, timeout time.Duration, censorable bool) string {
+func percentileCell(h *loadgen.Histogram, q float64, timeout time.Duration, censorable bool) string {
 	if h.Count() == 0 {
 		return "-"
 	}
 	v := h.Quantile(q)
-	s := formatDuration(v)
+	s := loadgen.FormatDuration(v)
 	if censorable && timeout > 0 && v >= timeout {
 		s = "≥" + s
 	}
@@ -356,7 +357,7 @@ func percentileCell(h *Histogram, q float64, timeout time.Duration, censorable b
 //
 // A streaming run adds responses,first_response_p50_us,
 // first_response_p99_us,inter_response_p50_us,inter_response_p99_us.
-func NewIntervalCSVReporter(r *Result) Reporter {
+func NewIntervalCSVReporter(r *loadgen.Result) Reporter {
 	return func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		streaming := r.Config.Streaming != nil
@@ -396,7 +397,7 @@ func NewIntervalCSVReporter(r *Result) Reporter {
 // streaming run adds Responses/Second, the time to first response and the
 // inter-response gap (p50, p99, in microseconds) and Responses/Request
 // (mean); its latency columns are then the time to the last response.
-func NewSummaryCSVReporter(r *Result) Reporter {
+func NewSummaryCSVReporter(r *loadgen.Result) Reporter {
 	return func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		head := []string{"Concurrency", "Request Rate", "Inferences/Second", "p50 latency", "p90 latency", "p95 latency",
@@ -406,7 +407,7 @@ func NewSummaryCSVReporter(r *Result) Reporter {
 			head = append(head, "Responses/Second", "First Response p50", "First Response p99", "Inter-Response p50", "Inter-Response p99", "Responses/Request")
 		}
 		_ = cw.Write(head)
-		row := func(conc int, rate float64, h Histograms, rates Rates, c Counts) {
+		row := func(conc int, rate float64, h loadgen.Histograms, rates loadgen.Rates, c loadgen.Counts) {
 			cs := ""
 			if conc > 0 {
 				cs = strconv.Itoa(conc)
@@ -417,7 +418,7 @@ func NewSummaryCSVReporter(r *Result) Reporter {
 				us(int64(h.Service.Quantile(50))), us(int64(h.Service.Quantile(99))), us(int64(h.SendLag.Quantile(99))),
 				fi(c.Errors), fi(c.Timeouts), fi(c.Dropped)}
 			if streaming {
-				q := func(h *Histogram, p float64) string {
+				q := func(h *loadgen.Histogram, p float64) string {
 					if h == nil {
 						return ""
 					}
@@ -451,7 +452,7 @@ func NewSummaryCSVReporter(r *Result) Reporter {
 // NewPercentilesReporter writes the full percentile spectrum of the
 // response-time histogram in HdrHistogram's .hgrm text form (values in
 // milliseconds), which HdrHistogram's plotFiles page reads.
-func NewPercentilesReporter(r *Result) Reporter {
+func NewPercentilesReporter(r *loadgen.Result) Reporter {
 	return func(w io.Writer) error {
 		_, err := r.Histograms.Response.HDR().PercentilesPrint(w, 5, 1e6)
 		return err
@@ -469,31 +470,6 @@ func (p *printer) f(format string, args ...any) {
 	}
 }
 
-// formatDuration prints d with three significant digits in a fitting unit.
-func formatDuration(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0"
-	case d < time.Microsecond:
-		return fmt.Sprintf("%dns", d)
-	case d < time.Millisecond:
-		return sig3(float64(d)/1e3) + "µs"
-	case d < time.Second:
-		return sig3(float64(d)/1e6) + "ms"
-	}
-	return sig3(d.Seconds()) + "s"
-}
-
-func sig3(v float64) string {
-	switch {
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
-}
-
 func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 func ff(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
@@ -504,9 +480,9 @@ func us(ns int64) string            { return strconv.FormatFloat(float64(ns)/1e3
 // (what share it sent, the test's identity, the shared start, the clock
 // estimate), or a merge of segments (which were merged, which are
 // missing, how far apart the segments started and their clocks were).
-func writeSegmentText(p *printer, r *Result) {
+func writeSegmentText(p *printer, r *loadgen.Result) {
 	if seg := r.Config.Load.Segment; seg != nil {
-		p.f("segment:  %s of test %s: ", seg, ShortID(r.TestID))
+		p.f("segment:  %s of test %s: ", seg, loadgen.ShortID(r.TestID))
 		switch {
 		case seg.Count == 1:
 			p.f("the whole test")
@@ -531,7 +507,7 @@ func writeSegmentText(p *printer, r *Result) {
 	if s == nil {
 		return
 	}
-	p.f("segments: %d of %d merged (test %s)", len(s.Merged), s.Count, ShortID(s.TestID))
+	p.f("segments: %d of %d merged (test %s)", len(s.Merged), s.Count, loadgen.ShortID(s.TestID))
 	if !s.StartAt.IsZero() {
 		p.f(", shared start %s", s.StartAt.Format(time.RFC3339Nano))
 	} else {
