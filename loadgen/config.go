@@ -541,9 +541,9 @@ func (l *LoadConfig) normalize(search bool) error {
 	return nil
 }
 
-// gates are the thresholds a run is judged by: Thresholds, and the
+// Gates are the thresholds a run is judged by: Thresholds, and the
 // default failed-request bound unless a threshold bounds failures itself.
-func (c *Config) gates() []string {
+func (c *Config) Gates() []string {
 	g := append([]string(nil), c.Thresholds...)
 	for _, s := range c.Thresholds {
 		if t, err := ParseThreshold(s); err == nil && t.boundsFailures() {

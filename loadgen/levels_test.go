@@ -177,16 +177,16 @@ func TestThresholdSpellingsAndDefaultBound(t *testing.T) {
 		t.Errorf("p(95)<500 bounds %v, want 500ms (k6's unit)", time.Duration(th.value))
 	}
 	cfg := Config{}
-	if g := cfg.gates(); !slices.Equal(g, []string{"error_rate<=1%"}) {
+	if g := cfg.Gates(); !slices.Equal(g, []string{"error_rate<=1%"}) {
 		t.Errorf("default gates %v", g)
 	}
 	cfg.Thresholds = []string{"p99<1s", "timeouts==0"}
-	if g := cfg.gates(); len(g) != 2 {
+	if g := cfg.Gates(); len(g) != 2 {
 		t.Errorf("a threshold on timeouts should replace the default bound: %v", g)
 	}
 	off := 1.0
 	cfg = Config{Checks: CheckConfig{MaxErrorRate: &off}}
-	if g := cfg.gates(); len(g) != 0 {
+	if g := cfg.Gates(); len(g) != 0 {
 		t.Errorf("--max-error-rate 100%% should turn the bound off: %v", g)
 	}
 }
@@ -219,119 +219,6 @@ func TestErrorSamplesAreBounded(t *testing.T) {
 
 // A sweep measures every level on its own; the levels add up to the
 // totals, and thresholds are judged per level.
-func TestSweepMeasuresEachLevel(t *testing.T) {
-	cfg := fakeConfig(LoadConfig{ConcurrencyRange: "1:4:x2", Duration: Duration(400 * time.Millisecond), WarmupRequests: 5})
-	cfg.Thresholds = []string{"p99<1h"}
-	var seen []string
-	cfg.StepDone = func(s Step) { seen = append(seen, s.Label()) }
-	res := mustRun(t, &queueTarget{service: time.Millisecond}, cfg)
-	if len(res.Steps) != 3 || !slices.Equal(seen, []string{"c=1", "c=2", "c=4"}) {
-		t.Fatalf("steps %d, seen %v", len(res.Steps), seen)
-	}
-	var ok int64
-	for i, s := range res.Steps {
-		if s.Kind != StepLevel || s.Concurrency != []int{1, 2, 4}[i] || s.Counts.OK == 0 || s.Histograms.Response.Count() != s.Counts.OK {
-			t.Errorf("level %d: %+v", i, s.Counts)
-		}
-		if s.Warmup.Requests != 5 {
-			t.Errorf("level %d: warm-up %d requests, want 5 (each level warms up)", i, s.Warmup.Requests)
-		}
-		ok += s.Counts.OK
-	}
-	if ok != res.Counts.OK || res.Histograms.Response.Count() != ok {
-		t.Errorf("levels hold %d requests, the totals %d (histogram %d)", ok, res.Counts.OK, res.Histograms.Response.Count())
-	}
-	// One worker with 1ms of service: latency grows with the concurrency.
-	p50 := func(i int) time.Duration { return res.Steps[i].Histograms.Response.Quantile(50) }
-	if !(p50(0) < p50(2)) || p50(2) < 3*time.Millisecond {
-		t.Errorf("p50 per level %v %v %v: want the queue to show at c=4", p50(0), p50(1), p50(2))
-	}
-	steps := map[int]bool{}
-	for _, iv := range res.Intervals {
-		steps[iv.Step] = true
-	}
-	if len(steps) != 3 {
-		t.Errorf("intervals belong to levels %v, want all three", steps)
-	}
-	if pass, err := EvaluateThresholds(res, cfg.Thresholds); err != nil || !pass || len(res.Thresholds) != 6 || res.Thresholds[0].Level != "c=1" {
-		t.Errorf("per-level thresholds: %v %v %+v", pass, err, res.Thresholds)
-	}
-	if pass, _ := EvaluateThresholds(res, []string{"p50<2500us"}); pass {
-		t.Error("p50<2.5ms passed although c=4 queues for about 4ms")
-	}
-	if v := Judge(res); v.Status != StatusFailed || !strings.Contains(strings.Join(v.Reasons, " "), "c=4: p50<2500us") {
-		t.Errorf("verdict %+v", v)
-	}
-}
-
-// The SLO search brackets and bisects to the stated resolution: with one
-// worker of 2ms, the closed loop holds p90<9ms at most up to concurrency 4
-// (5 queues for 10ms), and the open loop holds p90<30ms at most up to
-// about its capacity of 500/s (above it the queue grows by the excess every
-// second). Where exactly below those limits a loaded machine's late
-// wake-ups put the answer is not the point; the bracket is.
-func TestSearchBracketsTheLimit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a dozen measurements")
-	}
-	t.Run("closed loop", func(t *testing.T) {
-		cfg := fakeConfig(LoadConfig{Concurrency: 1, Duration: Duration(500 * time.Millisecond)})
-		cfg.SLO = []string{"p90<9ms"} // p90: a 0.5s probe has enough samples for it
-		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
-		s := res.Search
-		if s == nil || !s.Found || s.Mode != "concurrency" || s.Holds > 4 || s.Fails != s.Holds+1 {
-			t.Fatalf("search %+v", s)
-		}
-		if res.Steps[s.Step].Concurrency != int(s.Holds) || res.Steps[s.Step].Verdict != "holds" {
-			t.Errorf("the best step %+v", res.Steps[s.Step])
-		}
-		if res.Config.Load.Concurrency != 1 || res.Counts.OK != res.Steps[s.Step].Counts.OK {
-			t.Errorf("the top-level figures are not the best level's")
-		}
-	})
-	t.Run("open loop", func(t *testing.T) {
-		cfg := fakeConfig(LoadConfig{Rate: "200", Duration: Duration(time.Second)})
-		cfg.SLO = []string{"p90<30ms"}
-		cfg.SLOResolution = 0.05
-		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
-		// A generator that could not keep the schedule measured the
-		// machine, not the fake server's queue (the self-check itself is
-		// TestGeneratorBoundNeedsLateRequests): where the limit lies is
-		// then not this run's to tell.
-		for _, st := range res.Steps {
-			if st.GeneratorBound {
-				t.Skipf("probe at %v/s generator-bound on this machine (%v): the limit is not measurable here", st.Rate, st.Reasons)
-			}
-		}
-		s := res.Search
-		if s == nil || !s.Found || s.Mode != "rate" || s.Holds > 560 || s.Fails > s.Holds*1.05 || s.Fails <= s.Holds {
-			t.Fatalf("search %+v", s)
-		}
-		var rates []float64
-		for _, st := range res.Steps {
-			rates = append(rates, st.Rate)
-		}
-		if rates[0] != 200 || (rates[1] != 400 && rates[1] != 100) {
-			t.Errorf("probes %v: want the start rate, then double or half of it", rates)
-		}
-		if Judge(res).Status != StatusPass {
-			t.Errorf("verdict %+v", Judge(res))
-		}
-	})
-	t.Run("nothing holds", func(t *testing.T) {
-		// 1s: enough samples for p90 at c=1 even on a loaded machine.
-		cfg := fakeConfig(LoadConfig{Concurrency: 2, Duration: Duration(time.Second)})
-		cfg.SLO = []string{"p90<1ms"}
-		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
-		if s := res.Search; s.Found || s.Fails != 1 || len(res.Steps) != 2 || res.Steps[1].Verdict != "fails" {
-			t.Fatalf("search %+v over %d probes", s, len(res.Steps))
-		}
-		if v := Judge(res); v.Status != StatusFailed {
-			t.Errorf("verdict %+v", v)
-		}
-	})
-}
-
 func TestStabilityRule(t *testing.T) {
 	steady := func(k int, rate float64, scale int64) *stabilityJudge {
 		j := &stabilityJudge{tol: 0.05, pct: 99}
@@ -471,48 +358,5 @@ func TestGeneratorBoundNeedsLateRequests(t *testing.T) {
 	}
 	if n := h.countAbove(10); n != 2 {
 		t.Errorf("countAbove(10) = %d, want 2", n)
-	}
-}
-
-// A search whose first probe has too few samples for the SLO's percentile
-// stops there, inconclusive: lower levels would have fewer still.
-func TestSearchTooFewSamples(t *testing.T) {
-	// Closed loop: rate probes are lengthened for samples (TestProbeDuration).
-	cfg := fakeConfig(LoadConfig{Concurrency: 1, Duration: Duration(300 * time.Millisecond)})
-	cfg.SLO = []string{"p99<1s"}
-	res := mustRun(t, fixedTarget{delay: 20 * time.Millisecond}, cfg)
-	s := res.Search
-	if s == nil || s.Found || !s.Unjudged || len(res.Steps) != 1 || !strings.Contains(s.Summary, "too few samples") {
-		t.Fatalf("search %+v over %d probes", s, len(res.Steps))
-	}
-	if v := Judge(res); v.Status != StatusInconclusive {
-		t.Errorf("verdict %+v", v)
-	}
-}
-
-func TestGridFloor(t *testing.T) {
-	for in, want := range map[float64]float64{0.3: 1, 1.5: 1, 2: 2, 4.9: 2, 99: 50, 307: 200, 450: 200, 520: 500, 1999: 1000} {
-		if got := gridFloor(in); got != want {
-			t.Errorf("gridFloor(%v) = %v, want %v", in, got, want)
-		}
-	}
-}
-
-// A rate probe lasts long enough to judge the SLO's percentile: p99 needs
-// 1,000 samples, so 100/s probes for 11 s where --duration says 5 s.
-func TestProbeDuration(t *testing.T) {
-	cfg := Config{SLO: []string{"p99<20ms", "error_rate<1%"}, Load: LoadConfig{Duration: Duration(5 * time.Second)}}
-	for rate, want := range map[float64]time.Duration{1000: 5 * time.Second, 100: 11 * time.Second, 1: time.Minute} {
-		if got := probeDuration(cfg, rate).D(); got != want {
-			t.Errorf("probe at %v/s: %v, want %v", rate, got, want)
-		}
-	}
-}
-
-func TestRoundLevel(t *testing.T) {
-	for in, want := range map[float64]float64{29.6875: 29.7, 212.5: 213, 0.4: 1, 1234.5: 1230} {
-		if got := roundLevel(in, false); got != want {
-			t.Errorf("roundLevel(%v) = %v, want %v", in, got, want)
-		}
 	}
 }

@@ -280,7 +280,7 @@ func (r *Result) measures() measures { return measures{r.Histograms, r.Counts, r
 func (s *Step) measures() measures   { return measures{s.Histograms, s.Counts, s.Rates} }
 
 // redacted is c as a result records it: header values hidden.
-func redacted(c Config) Config {
+func Redacted(c Config) Config {
 	c.Target.Headers = redactHeaders(c.Target.Headers)
 	return c
 }
@@ -292,7 +292,7 @@ func NewResult(cfg Config) *Result {
 		APIVersion: APIVersion,
 		Kind:       ResultKind,
 		Tool:       Tool{Name: "oipkit", Version: version.Version},
-		Config:     redacted(cfg),
+		Config:     Redacted(cfg),
 		TestID:     TestID(cfg),
 		Errors:     map[string]int64{},
 		Histograms: Histograms{Response: NewHistogram(), Service: NewHistogram(), SendLag: NewHistogram(), Failed: NewHistogram()},
@@ -500,4 +500,31 @@ func describeInputs(r *Result) string {
 		parts = append(parts, "validated")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// SearchOutcome is the result of an SLO search: the highest load found to
+// hold every SLO, within the stated resolution, and how it was bracketed.
+type SearchOutcome struct {
+	// Mode is "rate" (open loop: requests per second) or "concurrency"
+	// (closed loop: workers).
+	Mode       string   `json:"mode"`
+	SLO        []string `json:"slo"`
+	Resolution float64  `json:"resolution"`
+	// Found says a level held; Holds is the highest that did and Step its
+	// index in Result.Steps.
+	Found bool    `json:"found"`
+	Holds float64 `json:"holds,omitempty"`
+	Step  int     `json:"step"`
+	// Fails is the lowest level that failed (0: none did up to Max).
+	Fails float64 `json:"fails,omitempty"`
+	// Limited says the upper bracket is a level the generator could not
+	// produce (generator-bound), so the server's limit is only known to be
+	// at least Holds.
+	Limited bool `json:"limited,omitempty"`
+	// Unjudged says no probe could be judged: the highest level probed
+	// gave too few samples for the SLO's percentile.
+	Unjudged bool    `json:"unjudged,omitempty"`
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+	Summary  string  `json:"summary"`
 }

@@ -25,9 +25,9 @@ type Target interface {
 }
 
 // Run executes the load described by cfg against t and returns its result:
-// one measurement, a sweep (Load.ConcurrencyRange or Load.RateRange: one
-// measurement per level, see [ParseLevels]) or an SLO search (SLO, see
-// [SearchOutcome]). It returns an error wrapping ErrConfig for an invalid
+// one measurement, of a single level or of a rate profile. Sweeps and SLO
+// searches, which run one measurement per level, are package
+// loadgen/search's. It returns an error wrapping ErrConfig for an invalid
 // configuration; failures of individual requests are counted in the
 // result, never returned. Cancelling ctx ends the run early with EndReason
 // canceled (or deadline when ctx's deadline expired) and a result covering
@@ -36,23 +36,29 @@ func Run(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if err := cfg.Normalize(); err != nil {
 		return nil, err
 	}
+	if err := CheckTarget(t, cfg); err != nil {
+		return nil, err
+	}
+	if cfg.SLO != nil || cfg.Sweep() {
+		return nil, configErr("a sweep or an SLO search runs one measurement per level: run it with package loadgen/search")
+	}
+	return runOnce(ctx, t, cfg), nil
+}
+
+// CheckTarget refuses a target that cannot do what cfg asks: stream, or
+// send sequences.
+func CheckTarget(t Target, cfg Config) error {
 	if cfg.Streaming != nil {
 		if _, ok := t.(StreamTarget); !ok {
-			return nil, configErr("--streaming: the target %T does not stream", t)
+			return configErr("--streaming: the target %T does not stream", t)
 		}
 	}
 	if cfg.Sequence != nil {
 		if _, ok := t.(SequenceTarget); !ok {
-			return nil, configErr("--sequence-length: the target %T does not send sequences", t)
+			return configErr("--sequence-length: the target %T does not send sequences", t)
 		}
 	}
-	switch {
-	case cfg.SLO != nil:
-		return search(ctx, t, cfg), nil
-	case cfg.Sweep():
-		return sweep(ctx, t, cfg), nil
-	}
-	return runOnce(ctx, t, cfg), nil
+	return nil
 }
 
 // runOnce runs one measurement of a normalized single-level configuration.

@@ -63,13 +63,13 @@ func (s *Step) Label() string {
 	if s.Concurrency > 0 {
 		return "c=" + strconv.Itoa(s.Concurrency)
 	}
-	return formatRate(s.Rate) + "/s"
+	return FormatRate(s.Rate) + "/s"
 }
 
 // ErrorRate is the fraction of the step's completed requests that failed.
 func (s *Step) ErrorRate() float64 { return errorRate(s.Counts) }
 
-func formatRate(r float64) string {
+func FormatRate(r float64) string {
 	switch {
 	case r == math.Trunc(r):
 		return strconv.FormatFloat(r, 'f', 0, 64)
@@ -82,7 +82,7 @@ func formatRate(r float64) string {
 }
 
 // stepOf summarizes a whole run as a step starting at start seconds.
-func stepOf(r *Result, kind StepKind, start float64) Step {
+func StepOf(r *Result, kind StepKind, start float64) Step {
 	s := Step{
 		Kind: kind, Start: start, Duration: r.Duration, Elapsed: r.Elapsed, Warmup: r.Warmup,
 		Counts: r.Counts, Rates: r.Rates, Errors: r.Errors, ErrorSamples: r.ErrorSamples,
@@ -159,11 +159,11 @@ func (p RateProfile) constant() bool {
 }
 
 // describeLevel is a level for messages: "concurrency 8", "rate 500/s".
-func describeLevel(concurrency int, rate float64) string {
+func DescribeLevel(concurrency int, rate float64) string {
 	if concurrency > 0 {
 		return fmt.Sprintf("concurrency %d", concurrency)
 	}
-	return fmt.Sprintf("rate %s/s", formatRate(rate))
+	return fmt.Sprintf("rate %s/s", FormatRate(rate))
 }
 
 // Knee returns the index of the sweep level or profile step at the knee of

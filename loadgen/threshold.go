@@ -41,6 +41,14 @@ func (t Threshold) ResponseTimeBound() (time.Duration, bool) {
 	return time.Duration(t.value), true
 }
 
+// Percentile returns the percentile a latency threshold bounds (99.9 for
+// p99.9<20ms); false for other metrics.
+func (t Threshold) Percentile() (float64, bool) { return percentileOf(t.metric) }
+
+// HistogramIn returns the histogram of h the threshold reads, nil for
+// one on counts or rates.
+func (t Threshold) HistogramIn(h Histograms) *Histogram { return h.named(t.hist) }
+
 // ThresholdResult is a threshold's verdict on a result.
 type ThresholdResult struct {
 	Threshold string  `json:"threshold"`
@@ -270,7 +278,7 @@ func (t Threshold) evalOn(r measures) ThresholdResult {
 // (for an SLO search, the level that held).
 func EvaluateThresholds(r *Result, exprs []string) (bool, error) {
 	cfg := Config{Thresholds: exprs, Checks: r.Config.Checks}
-	gates := cfg.gates()
+	gates := cfg.Gates()
 	for _, e := range gates {
 		if _, err := ParseThreshold(e); err != nil {
 			return false, err
@@ -285,7 +293,7 @@ func EvaluateThresholds(r *Result, exprs []string) (bool, error) {
 			continue
 		}
 		levels = true
-		all = s.judge(exprs, gates) && all
+		all = s.Judge(exprs, gates) && all
 		for _, v := range s.Thresholds {
 			v.Level = s.Label()
 			r.Thresholds = append(r.Thresholds, v)
@@ -355,4 +363,22 @@ func (g ThresholdGroup) Describe() string {
 		return fmt.Sprintf("at all %d levels", g.Levels)
 	}
 	return fmt.Sprintf("failed at %s; passed at %d of %d levels", strings.Join(g.Failed, ", "), g.Levels-len(g.Failed), g.Levels)
+}
+
+// Judge evaluates gates on the step, stores the verdicts and reports
+// whether all passed; gates not among user are the defaults.
+func (s *Step) Judge(user, gates []string) bool {
+	s.Thresholds = nil
+	pass := true
+	for _, g := range gates {
+		th, err := ParseThreshold(g)
+		if err != nil {
+			continue // checked by Normalize
+		}
+		v := th.evalOn(s.measures())
+		v.Default = !slices.Contains(user, g)
+		s.Thresholds = append(s.Thresholds, v)
+		pass = pass && v.Pass
+	}
+	return pass
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/loadgen"
 	"github.com/oipkit/oipkit/loadgen/render"
+	"github.com/oipkit/oipkit/loadgen/search"
 )
 
 func init() {
@@ -280,7 +281,7 @@ by the generator). 4 outranks 3.`)
 	if !startAt.IsZero() && f.progress != "never" {
 		fmt.Fprintf(os.Stderr, "oipkit load: starting at %s (in %v)\n", startAt.Format(time.RFC3339Nano), time.Until(startAt).Round(time.Millisecond))
 	}
-	res, err := loadgen.Run(ctx, target, cfg)
+	res, err := search.Run(ctx, target, cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "oipkit load: %v\n", err)
 		return exitError{exitUsage}

@@ -1,40 +1,14 @@
-package loadgen
+package search
 
 import (
 	"context"
 	"fmt"
+	"github.com/oipkit/oipkit/loadgen"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// SearchOutcome is the result of an SLO search: the highest load found to
-// hold every SLO, within the stated resolution, and how it was bracketed.
-type SearchOutcome struct {
-	// Mode is "rate" (open loop: requests per second) or "concurrency"
-	// (closed loop: workers).
-	Mode       string   `json:"mode"`
-	SLO        []string `json:"slo"`
-	Resolution float64  `json:"resolution"`
-	// Found says a level held; Holds is the highest that did and Step its
-	// index in Result.Steps.
-	Found bool    `json:"found"`
-	Holds float64 `json:"holds,omitempty"`
-	Step  int     `json:"step"`
-	// Fails is the lowest level that failed (0: none did up to Max).
-	Fails float64 `json:"fails,omitempty"`
-	// Limited says the upper bracket is a level the generator could not
-	// produce (generator-bound), so the server's limit is only known to be
-	// at least Holds.
-	Limited bool `json:"limited,omitempty"`
-	// Unjudged says no probe could be judged: the highest level probed
-	// gave too few samples for the SLO's percentile.
-	Unjudged bool    `json:"unjudged,omitempty"`
-	Min      float64 `json:"min"`
-	Max      float64 `json:"max"`
-	Summary  string  `json:"summary"`
-}
 
 // Search bounds.
 const (
@@ -59,40 +33,40 @@ const (
 // (--concurrency as the start or --concurrency-range as the bounds). An
 // open-loop search without a start rate first measures one closed-loop
 // worker and starts at that throughput.
-func search(ctx context.Context, t Target, cfg Config) *Result {
-	out := &SearchOutcome{SLO: cfg.SLO, Resolution: cfg.SLOResolution}
+func search(ctx context.Context, t loadgen.Target, cfg loadgen.Config) *loadgen.Result {
+	out := &loadgen.SearchOutcome{SLO: cfg.SLO, Resolution: cfg.SLOResolution}
 	closed := cfg.Load.Concurrency > 0 || cfg.Load.ConcurrencyRange != ""
 	var lo, hi float64 // the search bounds
 	start := 0.0
 	if closed {
 		out.Mode, lo, hi = "concurrency", 1, defaultMaxWorkers
-		if l, err := ParseLevels(cfg.Load.ConcurrencyRange, true); err == nil {
+		if l, err := loadgen.ParseLevels(cfg.Load.ConcurrencyRange, true); err == nil {
 			lo, hi = l[0], l[len(l)-1]
 		}
 		start = max(lo, float64(cfg.Load.Concurrency))
 	} else {
 		out.Mode, lo, hi = "rate", minRateSearchStart, defaultMaxRate
-		if l, err := ParseLevels(cfg.Load.RateRange, false); err == nil {
+		if l, err := loadgen.ParseLevels(cfg.Load.RateRange, false); err == nil {
 			lo, hi = l[0], l[len(l)-1]
 			start = lo
 		}
 		if cfg.Load.Rate != "" {
-			if p, err := ParseRate(cfg.Load.Rate); err == nil {
+			if p, err := loadgen.ParseRate(cfg.Load.Rate); err == nil {
 				start = p.Rate(0)
 			}
 		}
 	}
 	out.Min, out.Max = lo, hi
 	gates := append([]string(nil), cfg.SLO...)
-	if g := (&Config{Thresholds: cfg.SLO, Checks: cfg.Checks}).gates(); len(g) > len(gates) {
+	if g := (&loadgen.Config{Thresholds: cfg.SLO, Checks: cfg.Checks}).Gates(); len(g) > len(gates) {
 		gates = g
 	}
 
-	var runs []*Result
-	var steps []Step
-	var intervals []IntervalStats
-	var first *Result
-	probe := func(level float64, calibration bool) (*Step, *Result) {
+	var runs []*loadgen.Result
+	var steps []loadgen.Step
+	var intervals []loadgen.IntervalStats
+	var first *loadgen.Result
+	probe := func(level float64, calibration bool) (*loadgen.Step, *loadgen.Result) {
 		c, rate := 0, level
 		if closed || calibration {
 			c, rate = int(level), 0
@@ -105,17 +79,17 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		if first == nil {
 			first = r
 		}
-		s := stepOf(r, StepProbe, r.Start.Sub(first.Start).Seconds())
+		s := loadgen.StepOf(r, loadgen.StepProbe, r.Start.Sub(first.Start).Seconds())
 		for _, iv := range r.Intervals {
 			iv.Start += s.Start
 			iv.Step = len(steps)
 			intervals = append(intervals, iv)
 		}
-		switch pass := s.judge(cfg.SLO, gates); {
+		switch pass := s.Judge(cfg.SLO, gates); {
 		case calibration:
 			s.Verdict = "calibration"
 			s.Why = fmt.Sprintf("one closed-loop worker: the rate search starts at its throughput, %.0f/s, rounded down to 1, 2 or 5 times a power of ten", r.Rates.Completed)
-		case r.EndReason != EndCompleted:
+		case r.EndReason != loadgen.EndCompleted:
 			s.Verdict, s.Why = "inconclusive", fmt.Sprintf("ended %s: %s", r.EndReason, r.Error)
 		case s.GeneratorBound:
 			s.Verdict, s.Why = "inconclusive", "generator-bound: "+strings.Join(s.Reasons, "; ")
@@ -138,7 +112,7 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 	// The search stops when interrupted or when a probe could not go on
 	// (the server stopped answering): later probes would say nothing.
 	stopped := func() bool {
-		return ctx.Err() != nil || (len(runs) > 0 && runs[len(runs)-1].EndReason == EndError)
+		return ctx.Err() != nil || (len(runs) > 0 && runs[len(runs)-1].EndReason == loadgen.EndError)
 	}
 
 	if !closed && start == 0 {
@@ -212,7 +186,7 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		if closed {
 			return unit + strconv.Itoa(int(v))
 		}
-		return formatRate(v) + "/s"
+		return loadgen.FormatRate(v) + "/s"
 	}
 	bracket := func() string {
 		switch {
@@ -223,7 +197,7 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		case out.Limited:
 			return fmt.Sprintf("the generator could not produce %s, so the server's limit is at least that", level(fail))
 		}
-		return fmt.Sprintf("%s failed; resolution %s", level(fail), FormatPercent(cfg.SLOResolution))
+		return fmt.Sprintf("%s failed; resolution %s", level(fail), loadgen.FormatPercent(cfg.SLOResolution))
 	}
 	switch {
 	case out.Found:
@@ -251,18 +225,18 @@ func search(ctx context.Context, t Target, cfg Config) *Result {
 		out.Step = passIdx
 	}
 	res := *best
-	res.Config = redacted(cfg)
+	res.Config = loadgen.Redacted(cfg)
 	res.Steps = steps
 	res.Intervals = intervals
 	res.Search = out
 	res.Start = first.Start
-	if last := runs[len(runs)-1]; last.EndReason == EndError {
-		res.EndReason, res.Error = EndError, fmt.Sprintf("probe %d: %s", countProbes(steps), last.Error)
+	if last := runs[len(runs)-1]; last.EndReason == loadgen.EndError {
+		res.EndReason, res.Error = loadgen.EndError, fmt.Sprintf("probe %d: %s", countProbes(steps), last.Error)
 	}
 	if ctx.Err() != nil {
-		res.EndReason, res.Error = EndCanceled, "the search was interrupted"
+		res.EndReason, res.Error = loadgen.EndCanceled, "the search was interrupted"
 		if ctx.Err() == context.DeadlineExceeded {
-			res.EndReason = EndDeadline
+			res.EndReason = loadgen.EndDeadline
 		}
 	}
 	return &res
@@ -276,21 +250,21 @@ const maxProbeDuration = time.Minute
 // percentiles (10% over the count they need, for the Poisson count's
 // spread), up to a minute — a search must not be too short to judge the
 // levels it descends to.
-func probeDuration(cfg Config, rate float64) Duration {
+func probeDuration(cfg loadgen.Config, rate float64) loadgen.Duration {
 	d := cfg.Load.Duration.D()
 	if cfg.Load.Requests > 0 {
 		return cfg.Load.Duration // -n decides the sample count
 	}
 	need := 0.0
 	for _, e := range cfg.SLO {
-		if t, err := ParseThreshold(e); err == nil {
-			if q, ok := percentileOf(t.metric); ok {
+		if t, err := loadgen.ParseThreshold(e); err == nil {
+			if q, ok := t.Percentile(); ok {
 				need = max(need, math.Ceil(minTailSamples*100/(100-q)-1e-9))
 			}
 		}
 	}
 	want := time.Duration(1.1 * need / rate * float64(time.Second)).Round(time.Second)
-	return Duration(max(d, min(want, maxProbeDuration)))
+	return loadgen.Duration(max(d, min(want, maxProbeDuration)))
 }
 
 // minTailSamples is how many samples a probe needs beyond an SLO's
@@ -300,17 +274,17 @@ const minTailSamples = 10
 
 // tooFewSamples says which percentile SLO the probe has too few samples to
 // judge, or "".
-func tooFewSamples(s *Step, slo []string) string {
+func tooFewSamples(s *loadgen.Step, slo []string) string {
 	for _, e := range slo {
-		t, err := ParseThreshold(e)
+		t, err := loadgen.ParseThreshold(e)
 		if err != nil {
 			continue
 		}
-		q, ok := percentileOf(t.metric)
+		q, ok := t.Percentile()
 		if !ok {
 			continue
 		}
-		h := s.Histograms.named(t.hist)
+		h := t.HistogramIn(s.Histograms)
 		if h == nil {
 			continue
 		}
@@ -351,7 +325,7 @@ func roundLevel(v float64, integer bool) float64 {
 	return r
 }
 
-func countProbes(steps []Step) int {
+func countProbes(steps []loadgen.Step) int {
 	n := 0
 	for _, s := range steps {
 		if s.Verdict != "calibration" {
@@ -362,7 +336,7 @@ func countProbes(steps []Step) int {
 }
 
 // failedGates lists the failed verdicts: "p99 6.1ms (p99<5ms)".
-func failedGates(vs []ThresholdResult) string {
+func failedGates(vs []loadgen.ThresholdResult) string {
 	var out []string
 	for _, v := range vs {
 		if !v.Pass {
