@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/conformance/report"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 func sampleReport() *report.ConformanceReport {
@@ -26,7 +27,7 @@ func sampleReport() *report.ConformanceReport {
 	}
 	return &report.ConformanceReport{APIVersion: report.APIVersion, Kind: report.Kind,
 		Implementation: report.Implementation{Name: "srv", Version: "1"}, Date: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Requirements: rs, Counts: report.Count(rs), Profiles: []report.ProfileResult{{Name: "OIP-REST-CORE", Verdict: report.VerdictFail, Summary: "s"}}}
+		Requirements: rs, Counts: report.Count(rs), Profiles: []report.ProfileResult{{Name: "OIP-REST-CORE", Verdict: verdict.Failed, Summary: "s"}}}
 }
 
 type parsedJUnit struct {
@@ -120,7 +121,7 @@ func TestStepSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"## OIP conformance: srv 1 — FAIL", "| OIP-REST-CORE | **fail** |", "<details open><summary>1 failed</summary>",
+	for _, want := range []string{"## OIP conformance: srv 1 — FAILED", "| OIP-REST-CORE | **failed** |", "<details open><summary>1 failed</summary>",
 		"- **OIP-REST-INFER-006** (MUST): the id is echoed — id is \"\", want \"42\"", "<summary>1 lenient</summary>", "1 not-run"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("step summary lacks %q:\n%s", want, out)

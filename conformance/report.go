@@ -12,6 +12,7 @@ import (
 	"github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/specs"
+	"github.com/oipkit/oipkit/verdict"
 	"github.com/oipkit/oipkit/version"
 )
 
@@ -198,7 +199,7 @@ func causeRank(id string) int {
 type skipKind int
 
 const (
-	skipped      skipKind = iota // applicable, not checked: partial
+	skipped      skipKind = iota // applicable, not checked: inconclusive
 	notRun                       // not run: incomplete
 	notSupported                 // does not apply
 )
@@ -307,8 +308,8 @@ func sorted(s []string) []string {
 	return s
 }
 
-// profileResults computes the verdict of every selected profile: fail when
-// a requirement failed (or, under --strict, was lenient or warned); partial
+// profileResults computes the verdict of every selected profile: failed when
+// a requirement failed (or, under --strict, was lenient or warned); inconclusive
 // when nothing failed but the run is incomplete or requirements were
 // skipped or not run; pass otherwise.
 func profileResults(rep *report.ConformanceReport, t *engine.Target, opts Options) []report.ProfileResult {
@@ -330,11 +331,11 @@ func profileResults(rep *report.ConformanceReport, t *engine.Target, opts Option
 		}
 		switch {
 		case !slices.Contains(opts.transports(), p.Transport):
-			pr.Verdict, pr.Summary = report.VerdictNotSupported, "transport "+string(p.Transport)+" not targeted"
+			pr.Verdict, pr.Summary = verdict.NotSupported, "transport "+string(p.Transport)+" not targeted"
 			out = append(out, pr)
 			continue
 		case len(missing) > 0:
-			pr.Verdict, pr.Summary = report.VerdictNotSupported, "feature not supported: "+strings.Join(missing, ", ")
+			pr.Verdict, pr.Summary = verdict.NotSupported, "feature not supported: "+strings.Join(missing, ", ")
 			out = append(out, pr)
 			continue
 		}
@@ -363,11 +364,11 @@ func profileResults(rep *report.ConformanceReport, t *engine.Target, opts Option
 		}
 		switch {
 		case len(pr.Failed) > 0, opts.Strict && len(pr.Lenient)+len(pr.Warnings) > 0:
-			pr.Verdict = report.VerdictFail
+			pr.Verdict = verdict.Failed
 		case rep.Incomplete, len(pr.Skipped) > 0, len(pr.NotRun) > 0, len(pr.Blocked) > 0:
-			pr.Verdict = report.VerdictPartial
+			pr.Verdict = verdict.Inconclusive
 		default:
-			pr.Verdict = report.VerdictPass
+			pr.Verdict = verdict.Pass
 		}
 		pr.Summary = fmt.Sprintf("%d requirements: %d passed, %d failed, %d blocked, %d lenient, %d warnings, %d skipped, %d not run, %d not covered",
 			len(included), pr.Counts[report.StatusPassed], len(pr.Failed), len(pr.Blocked), len(pr.Lenient), len(pr.Warnings),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/conformance/report"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // A requirement that warned in one spec and was skipped in another was only
@@ -60,7 +61,7 @@ func TestProfileVerdicts(t *testing.T) {
 		}
 		return rep
 	}
-	verdict := func(rep *report.ConformanceReport, strict bool) report.ProfileResult {
+	profileOf := func(rep *report.ConformanceReport, strict bool) report.ProfileResult {
 		for _, p := range profileResults(rep, tg, Options{HTTPURL: "http://x", Strict: strict}) {
 			if p.Name == "OIP-REST-CORE" {
 				return p
@@ -70,18 +71,18 @@ func TestProfileVerdicts(t *testing.T) {
 		return report.ProfileResult{}
 	}
 	failed := build(map[string]report.Status{"OIP-REST-ERR-003": report.StatusFailed}) // SHOULD; failed by a 5xx (hard)
-	if p := verdict(failed, false); p.Verdict != report.VerdictFail || len(p.Failed) != 1 {
+	if p := profileOf(failed, false); p.Verdict != verdict.Failed || len(p.Failed) != 1 {
 		t.Errorf("OIP-REST-CORE: %s, failed %v; want fail on OIP-REST-ERR-003", p.Verdict, p.Failed)
 	}
 	lenient := build(map[string]report.Status{"OIP-REST-INFER-010": report.StatusLenient})
-	if p := verdict(lenient, false); p.Verdict != report.VerdictPass || len(p.Lenient) != 1 {
+	if p := profileOf(lenient, false); p.Verdict != verdict.Pass || len(p.Lenient) != 1 {
 		t.Errorf("lenient: %s (lenient %v), want pass listing it", p.Verdict, p.Lenient)
 	}
-	if p := verdict(lenient, true); p.Verdict != report.VerdictFail {
+	if p := profileOf(lenient, true); p.Verdict != verdict.Failed {
 		t.Errorf("lenient under --strict: %s, want fail", p.Verdict)
 	}
 	notRun := build(map[string]report.Status{"OIP-REST-INFER-001": report.StatusNotRun})
-	if p := verdict(notRun, false); p.Verdict != report.VerdictPartial || len(p.NotRun) != 1 {
+	if p := profileOf(notRun, false); p.Verdict != verdict.Inconclusive || len(p.NotRun) != 1 {
 		t.Errorf("not run: %s, want partial", p.Verdict)
 	}
 }

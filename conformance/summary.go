@@ -14,8 +14,7 @@ import (
 // requirement with its statement and first finding.
 func WriteStepSummary(w io.Writer, r *report.ConformanceReport) error {
 	var b strings.Builder
-	result := map[int]string{0: "pass", 2: "incomplete", 3: "fail", 4: "partial"}[r.ExitCode()]
-	fmt.Fprintf(&b, "## OIP conformance: %s %s — %s\n\n", mdCell(r.Implementation.Name), mdCell(r.Implementation.Version), strings.ToUpper(result))
+	fmt.Fprintf(&b, "## OIP conformance: %s %s — %s\n\n", mdCell(r.Implementation.Name), mdCell(r.Implementation.Version), strings.ToUpper(string(r.Verdict())))
 	fmt.Fprintf(&b, "Targets: http=%s grpc=%s · features (%s): %s · strict=%v · oipkit %s · %s\n\n",
 		orDash(r.Targets.HTTP), orDash(r.Targets.GRPC), r.FeatureSource, orDash(strings.Join(r.Features, ", ")), r.Strict, r.OIPKitVersion, r.Duration)
 	if r.Incomplete {

@@ -24,6 +24,7 @@ import (
 	"github.com/oipkit/oipkit/conformance/report"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // breakages are the broken servers. Each breaks one rule of the catalog;
@@ -974,9 +975,9 @@ func testMissingFixture(t *testing.T, hidden string, wantSkipped, partial []stri
 		}
 	}
 	for _, p := range run.report.Profiles {
-		want := report.VerdictPass
+		want := verdict.Pass
 		if slices.Contains(partial, p.Name) {
-			want = report.VerdictPartial
+			want = verdict.Inconclusive
 		}
 		if p.Verdict != want {
 			t.Errorf("profile %s: %s, want %s", p.Name, p.Verdict, want)

@@ -17,6 +17,7 @@ import (
 	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 func extension(r *report.ConformanceReport, name string) report.ExtensionResult {
@@ -179,7 +180,7 @@ func TestLenientPassesUnlessStrict(t *testing.T) {
 	if strict.exit != 3 || strict.report == nil {
 		t.Fatalf("--strict: exit %d, want 3\n%s", strict.exit, lastLines(strict.output, 30))
 	}
-	if v := verdicts(strict.report)["OIP-REST-CORE"]; v != report.VerdictFail {
+	if v := verdicts(strict.report)["OIP-REST-CORE"]; v != verdict.Failed {
 		t.Errorf("--strict: OIP-REST-CORE %s, want fail", v)
 	}
 	if c := readJUnit(t, filepath.Join(strict.dir, "junit.xml"))["OIP-REST-INFER-010"]; c.Failure == nil || c.Failure.Type != "lenient" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/reference/referencetest"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // TestReferenceConforms: the reference server passes every profile over
@@ -20,7 +21,7 @@ func TestReferenceConforms(t *testing.T) {
 		t.Fatalf("oipkit conform exit %d, want 0\n%s", run.exit, run.output)
 	}
 	for _, p := range run.report.Profiles {
-		if p.Verdict != report.VerdictPass {
+		if p.Verdict != verdict.Pass {
 			t.Errorf("profile %s: %s (%s), want pass", p.Name, p.Verdict, p.Summary)
 		}
 	}

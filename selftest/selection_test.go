@@ -14,11 +14,12 @@ import (
 
 	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/reference/referencetest"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // verdicts maps profile name → verdict.
-func verdicts(r *report.ConformanceReport) map[string]report.Verdict {
-	m := map[string]report.Verdict{}
+func verdicts(r *report.ConformanceReport) map[string]verdict.Status {
+	m := map[string]verdict.Status{}
 	for _, p := range r.Profiles {
 		m[p.Name] = p.Verdict
 	}
@@ -32,12 +33,12 @@ func TestSelection(t *testing.T) {
 	cases := []struct {
 		name string
 		args []string
-		want map[string]report.Verdict
+		want map[string]verdict.Status
 		// notSupported must all be not-supported.
 		notSupported []string
 	}{
 		{"rest-only", []string{"--http", srv.HTTPURL()},
-			map[string]report.Verdict{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "not-supported", "OIP-REST-BINARY": "pass",
+			map[string]verdict.Status{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "not-supported", "OIP-REST-BINARY": "pass",
 				"OIP-REST-MODEL-CONFIG": "pass", "OIP-GRPC-MODEL-CONFIG": "not-supported",
 				"OIP-REST-STATISTICS": "pass", "OIP-GRPC-STATISTICS": "not-supported",
 				"OIP-REST-MODEL-REPOSITORY": "pass", "OIP-GRPC-MODEL-REPOSITORY": "not-supported",
@@ -50,7 +51,7 @@ func TestSelection(t *testing.T) {
 				"OIP-REST-SCHEDULE-POLICY": "pass", "OIP-GRPC-SCHEDULE-POLICY": "not-supported"},
 			[]string{"OIP-GRPC-HEALTH-001", "OIP-GRPC-INFER-001", "OIP-GRPC-RAW-007", "OIP-GEN-007"}},
 		{"grpc-only", []string{"--grpc", srv.GRPCAddr()},
-			map[string]report.Verdict{"OIP-REST-CORE": "not-supported", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
+			map[string]verdict.Status{"OIP-REST-CORE": "not-supported", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
 				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "pass",
 				"OIP-REST-STATISTICS": "not-supported", "OIP-GRPC-STATISTICS": "pass",
 				"OIP-REST-MODEL-REPOSITORY": "not-supported", "OIP-GRPC-MODEL-REPOSITORY": "pass",
@@ -63,7 +64,7 @@ func TestSelection(t *testing.T) {
 				"OIP-REST-SCHEDULE-POLICY": "not-supported", "OIP-GRPC-SCHEDULE-POLICY": "pass"},
 			[]string{"OIP-REST-HEALTH-001", "OIP-REST-INFER-001", "OIP-EXT-BIN-002", "OIP-REST-DATA-012"}},
 		{"features-none", []string{"--http", srv.HTTPURL(), "--grpc", srv.GRPCAddr(), "--features", "none"},
-			map[string]report.Verdict{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
+			map[string]verdict.Status{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
 				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "not-supported",
 				"OIP-REST-STATISTICS": "not-supported", "OIP-GRPC-STATISTICS": "not-supported",
 				"OIP-REST-MODEL-REPOSITORY": "not-supported", "OIP-GRPC-MODEL-REPOSITORY": "not-supported",
@@ -100,7 +101,7 @@ func TestSelection(t *testing.T) {
 	}
 }
 
-func mapsEqual(a, b map[string]report.Verdict) bool {
+func mapsEqual(a, b map[string]verdict.Status) bool {
 	if len(a) != len(b) {
 		return false
 	}

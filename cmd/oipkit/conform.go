@@ -14,6 +14,7 @@ import (
 	"github.com/oipkit/oipkit/conformance"
 	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/reference"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 func init() {
@@ -74,7 +75,7 @@ run that wrote it.
 Exit status: 0 every selected profile passed; 1 usage error; 2 the run
 could not start or complete (unreachable target, not an OIP server, server
 stopped answering, a route never answered); 3 a requirement failed (with
---strict also: a lenient or warning one); 4 partial (specs were skipped,
+--strict also: a lenient or warning one); 4 inconclusive (specs were skipped,
 e.g. a fixture model is not deployed).`)
 	var opts conformance.Options
 	var headers, profiles multiFlag
@@ -168,7 +169,7 @@ e.g. a fixture model is not deployed).`)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "oipkit conform: %v\n", err)
 		if rep == nil {
-			return exitError{exitNotRun}
+			return exitError{verdict.ExitNotRun}
 		}
 	}
 	fmt.Println()
@@ -182,7 +183,7 @@ e.g. a fixture model is not deployed).`)
 	if opts.ReportDir != "" {
 		fmt.Printf("reports written to %s (report.json, report.md, report.html, junit.xml)\n", opts.ReportDir)
 	}
-	if code := rep.ExitCode(); code != exitPass {
+	if code := rep.ExitCode(); code != verdict.ExitPass {
 		return exitError{code}
 	}
 	return nil
@@ -224,7 +225,7 @@ func renderConformReport(fs *flag.FlagSet, path, dir string) error {
 	if dir != "" {
 		fmt.Printf("reports written to %s (report.json, report.md, report.html, junit.xml)\n", dir)
 	}
-	if code := rep.ExitCode(); code != exitPass {
+	if code := rep.ExitCode(); code != verdict.ExitPass {
 		return exitError{code}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/htmlpage/browser"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // committedRuntimes are the runtimes with committed conformance reports, in
@@ -100,7 +101,7 @@ func checkReportPage(t *testing.T, page string, r *report.ConformanceReport) {
 // A real run writes report.html beside report.json, and it opens cleanly.
 func TestBrowserConformRunHTML(t *testing.T) {
 	dir := t.TempDir()
-	runOipkit(t, "conform", "--report-dir", dir).expect(t, "conform against the bundled reference", exitPass)
+	runOipkit(t, "conform", "--report-dir", dir).expect(t, "conform against the bundled reference", verdict.ExitPass)
 	r, err := report.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -135,8 +136,8 @@ func TestConformFromUsage(t *testing.T) {
 		{"conform", "--from", "does-not-exist.json"},
 		{"conform", "--from", "../../reports/runtimes/mlserver/report.json", "--http", "http://127.0.0.1:1"},
 	} {
-		if code := run(context.Background(), args, &stdout, &stderr); code != exitUsage {
-			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		if code := run(context.Background(), args, &stdout, &stderr); code != verdict.ExitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, verdict.ExitUsage)
 		}
 	}
 }
@@ -186,7 +187,7 @@ func TestBrowserMatrixHTML(t *testing.T) {
 	args = append(args, blocked...)
 	page := filepath.Join(t.TempDir(), "compatibility.html")
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), append([]string{"matrix", "--html", page}, args...), &stdout, &stderr); code != exitPass {
+	if code := run(context.Background(), append([]string{"matrix", "--html", page}, args...), &stdout, &stderr); code != verdict.ExitPass {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	if stdout.Len() > 0 {
@@ -255,7 +256,7 @@ func TestCommittedConformancePages(t *testing.T) {
 		args = append(args, filepath.Join(tmp, rel))
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), append([]string{"matrix", "--html", filepath.Join(tmp, "compatibility.html")}, args...), &stdout, &stderr); code != exitPass {
+	if code := run(context.Background(), append([]string{"matrix", "--html", filepath.Join(tmp, "compatibility.html")}, args...), &stdout, &stderr); code != verdict.ExitPass {
 		t.Fatalf("matrix: exit %d: %s", code, stderr.String())
 	}
 	same(t, filepath.Join(root, "compatibility.html"), filepath.Join(tmp, "compatibility.html"))

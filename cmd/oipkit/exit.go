@@ -3,31 +3,27 @@ package main
 import (
 	"errors"
 	"fmt"
+
+	"github.com/oipkit/oipkit/verdict"
 )
 
-// The exit status of every oipkit command. One scheme, so a CI job reads
-// `oipkit conform`, `load`, `report`, `matrix` and `serve` the same way.
-// When several apply, the lowest non-zero one wins, except that an
-// inconclusive load run (4) outranks a failed threshold (3): the numbers of
-// a generator-bound run describe the generator, so a verdict on them means
-// nothing.
+// The exit statuses of every command are package verdict's
+// (verdict.ExitPass, ExitUsage, ExitNotRun, ExitFailed, ExitInconclusive):
+// one scheme, so a CI job reads `oipkit conform`, `load`, `report`,
+// `matrix` and `serve` the same way. When several apply, the lowest
+// non-zero one wins, except that an inconclusive load run (4) outranks a
+// failed threshold (3): the numbers of a generator-bound run describe the
+// generator, so a verdict on them means nothing.
+
+// Until load.go and its tests use verdict.Exit* (their conversion is under
+// way), these names stand for package verdict's constants; they define
+// nothing of their own.
 const (
-	// exitPass: the command did what was asked and every verdict passed.
-	exitPass = 0
-	// exitUsage: a bad flag, configuration or input file, detected before
-	// anything was sent; nothing ran.
-	exitUsage = 1
-	// exitNotRun: the command could not run or complete: nothing listens,
-	// the target is not an OIP server, it stopped answering, a route never
-	// answers, the model never became ready, or the run was interrupted.
-	exitNotRun = 2
-	// exitFailed: it ran and a verdict failed: a blocking conformance
-	// requirement, a --threshold, or the default bound on failed requests.
-	exitFailed = 3
-	// exitInconclusive: it ran but the result cannot be trusted as a
-	// verdict: a partial conformance run (specs skipped), a generator-bound
-	// load run, or a merged result missing segments.
-	exitInconclusive = 4
+	exitPass         = verdict.ExitPass
+	exitUsage        = verdict.ExitUsage
+	exitNotRun       = verdict.ExitNotRun
+	exitFailed       = verdict.ExitFailed
+	exitInconclusive = verdict.ExitInconclusive
 )
 
 // exitError carries a command's exit status to main; its message, if any,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oipkit/oipkit/htmlpage/browser"
 	"github.com/oipkit/oipkit/reference/referencetest"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // checkInBrowser opens page in headless chromium and fails the test on any
@@ -63,7 +64,7 @@ func TestBrowserLoadSweepHTML(t *testing.T) {
 	args := []string{"load", "--grpc", srv.GRPCAddr(), "--model", "add_sub", "--concurrency-range", "1:4:x2",
 		"--duration", "600ms", "--interval", "200ms", "--html", page, "--progress", "never"}
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), args, &stdout, &stderr); code != exitPass {
+	if code := run(context.Background(), args, &stdout, &stderr); code != verdict.ExitPass {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	// Latency and traffic over time, the curve, the spectrum.
@@ -78,7 +79,7 @@ func TestBrowserReportOverlay(t *testing.T) {
 	}
 	page := filepath.Join(t.TempDir(), "runtimes.html")
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), append([]string{"report", "--html", page}, files...), &stdout, &stderr); code != exitPass {
+	if code := run(context.Background(), append([]string{"report", "--html", page}, files...), &stdout, &stderr); code != verdict.ExitPass {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	// The spectrum and p99 overlays, and the two time charts of each run

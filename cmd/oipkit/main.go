@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/oipkit/oipkit/verdict"
 	"github.com/oipkit/oipkit/version"
 )
 
@@ -22,8 +23,8 @@ type command struct {
 	Name, Summary string
 	// Run executes the command. ctx is cancelled on SIGINT or SIGTERM; args
 	// are the arguments after the subcommand name. Returning flag.ErrHelp
-	// exits 0; an error wrapping errUsage exits exitUsage; an exitError
-	// exits with its code; other errors exit exitNotRun.
+	// exits 0; an error wrapping errUsage exits verdict.ExitUsage; an exitError
+	// exits with its code; other errors exit verdict.ExitNotRun.
 	Run func(ctx context.Context, args []string) error
 }
 
@@ -44,7 +45,7 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ", ") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
-// errUsage marks a command-line mistake (exit status exitUsage).
+// errUsage marks a command-line mistake (exit status verdict.ExitUsage).
 var errUsage = errors.New("usage error")
 
 func init() {
@@ -69,7 +70,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
-		return exitUsage
+		return verdict.ExitUsage
 	}
 	name := args[0]
 	switch name {
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "oipkit: unknown command %q\n\n", name)
 		usage(stderr)
-		return exitUsage
+		return verdict.ExitUsage
 	}
 	err := c.Run(ctx, args[1:])
 	switch {
@@ -95,10 +96,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitCodeOf(err)
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "oipkit %s: %v\n", name, err)
-		return exitUsage
+		return verdict.ExitUsage
 	}
 	fmt.Fprintf(stderr, "oipkit %s: %v\n", name, err)
-	return exitNotRun
+	return verdict.ExitNotRun
 }
 
 // newFlagSet returns a flag set for a subcommand that reports errors instead

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/conformance/report"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // TestMatrixCommand writes the compatibility document of two reports laid
@@ -66,7 +67,7 @@ func TestMatrixCommand(t *testing.T) {
 	if strings.Contains(string(doc), "runtimes/mlserver/README.md") {
 		t.Error("links a README that does not exist")
 	}
-	if code := run(context.Background(), []string{"matrix"}, &stdout, &stderr); code != exitUsage {
-		t.Errorf("matrix without reports: exit %d, want %d", code, exitUsage)
+	if code := run(context.Background(), []string{"matrix"}, &stdout, &stderr); code != verdict.ExitUsage {
+		t.Errorf("matrix without reports: exit %d, want %d", code, verdict.ExitUsage)
 	}
 }

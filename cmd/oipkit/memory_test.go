@@ -23,6 +23,7 @@ import (
 	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // oipkit conform and load against hostile servers (issue 26): each run must
@@ -288,8 +289,8 @@ func TestHostileServerMemory(t *testing.T) {
 				}
 				// Every request fails (conform: the specs that infer),
 				// or, with load's sampled checks, every 32nd: exit 3.
-				if r.code != exitFailed || !strings.Contains(r.output, s.want) {
-					t.Errorf("%s: exit %d, want %d with %q in the output:\n%s", cmd[0], r.code, exitFailed, s.want, tail(r.output))
+				if r.code != verdict.ExitFailed || !strings.Contains(r.output, s.want) {
+					t.Errorf("%s: exit %d, want %d with %q in the output:\n%s", cmd[0], r.code, verdict.ExitFailed, s.want, tail(r.output))
 				}
 			}
 		})
@@ -317,6 +318,6 @@ func TestHelperHostileServers(t *testing.T) {
 func TestConformLimitFlags(t *testing.T) {
 	for _, args := range [][]string{{"--max-body-bytes", "0"}, {"--max-header-bytes", "-1"}, {"--grpc-max-message-bytes", "-1"}} {
 		r := runOipkit(t, append([]string{"conform", "--report-dir", "", "--http", "127.0.0.1:1"}, args...)...)
-		r.expect(t, strings.Join(args, " "), exitUsage, args[0], "must be positive")
+		r.expect(t, strings.Join(args, " "), verdict.ExitUsage, args[0], "must be positive")
 	}
 }

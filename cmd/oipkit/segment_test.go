@@ -17,6 +17,7 @@ import (
 
 	"github.com/oipkit/oipkit/loadgen"
 	"github.com/oipkit/oipkit/reference/referencetest"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // oipkit runs the CLI in-process and returns its exit status and what it
@@ -67,19 +68,19 @@ func TestSegmentFlags(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"index at the count", with("--segment", "4/4"), exitUsage},
-		{"not a segment", with("--segment", "2"), exitUsage},
-		{"unexpanded index", with("--segment", "$(JOB_COMPLETION_INDEX)/4"), exitUsage},
-		{"threshold on a segment", with("--segment", "0/2", "--concurrency", "2", "--threshold", "p99<1s"), exitUsage},
-		{"sweep in segments", with("--segment", "0/2", "--concurrency-range", "2:4"), exitUsage},
-		{"search in segments", with("--segment", "0/2", "--slo", "p99<1s"), exitUsage},
-		{"fewer workers than segments", with("--segment", "0/4", "--concurrency", "2"), exitUsage},
-		{"bad start time", with("--start-at", "tomorrow"), exitUsage},
-		{"start time past", with("--segment", "1/2", "--rate", "100", "--start-at", past, "--output", filepath.Join(dir, "past.json")), exitNotRun},
-		{"empty start: no shared start", with("--segment", "1/2", "--concurrency", "2", "--start-at=", "--output", filepath.Join(dir, "s1.json")), exitPass},
+		{"index at the count", with("--segment", "4/4"), verdict.ExitUsage},
+		{"not a segment", with("--segment", "2"), verdict.ExitUsage},
+		{"unexpanded index", with("--segment", "$(JOB_COMPLETION_INDEX)/4"), verdict.ExitUsage},
+		{"threshold on a segment", with("--segment", "0/2", "--concurrency", "2", "--threshold", "p99<1s"), verdict.ExitUsage},
+		{"sweep in segments", with("--segment", "0/2", "--concurrency-range", "2:4"), verdict.ExitUsage},
+		{"search in segments", with("--segment", "0/2", "--slo", "p99<1s"), verdict.ExitUsage},
+		{"fewer workers than segments", with("--segment", "0/4", "--concurrency", "2"), verdict.ExitUsage},
+		{"bad start time", with("--start-at", "tomorrow"), verdict.ExitUsage},
+		{"start time past", with("--segment", "1/2", "--rate", "100", "--start-at", past, "--output", filepath.Join(dir, "past.json")), verdict.ExitNotRun},
+		{"empty start: no shared start", with("--segment", "1/2", "--concurrency", "2", "--start-at=", "--output", filepath.Join(dir, "s1.json")), verdict.ExitPass},
 		// A segment is not gated: every request failing is a finding for
 		// the merged result, not the segment's exit status.
-		{"segment with failures", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "delay", "--timeout", "2ms", "--duration", "200ms", "--concurrency", "2", "--segment", "0/2", "--progress", "never"}, exitPass},
+		{"segment with failures", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "delay", "--timeout", "2ms", "--duration", "200ms", "--concurrency", "2", "--segment", "0/2", "--progress", "never"}, verdict.ExitPass},
 	} {
 		if code, stderr := oipkit(c.args...); code != c.code {
 			t.Errorf("%s: oipkit %q: exit %d, want %d\n%s", c.name, c.args, code, c.code, stderr)
@@ -95,8 +96,8 @@ func TestSegmentFlags(t *testing.T) {
 		t.Errorf("a gRPC segment of the reference server: clock %+v, want an error (its gRPC answers carry no date)", r.Clock)
 	}
 	// An empty folder: no segment left a result.
-	if code, _ := oipkit("report", t.TempDir()); code != exitNotRun {
-		t.Errorf("report of an empty folder: exit %d, want %d", code, exitNotRun)
+	if code, _ := oipkit("report", t.TempDir()); code != verdict.ExitNotRun {
+		t.Errorf("report of an empty folder: exit %d, want %d", code, verdict.ExitNotRun)
 	}
 }
 
@@ -110,7 +111,7 @@ func runSegmentProcesses(t *testing.T, dir string, n int, args ...string) {
 		a := append(append([]string(nil), args...), "--segment", fmt.Sprintf("%d/%d", i, n), "--start-at", start,
 			"--progress", "never", "--output", filepath.Join(dir, fmt.Sprintf("segment-%d.json", i)))
 		wg.Go(func() {
-			if code := oipkitConcurrently(a...); code != exitPass && code != exitInconclusive {
+			if code := oipkitConcurrently(a...); code != verdict.ExitPass && code != verdict.ExitInconclusive {
 				t.Errorf("segment %d: oipkit %q: exit %d", i, a, code)
 			}
 		})
@@ -140,7 +141,7 @@ func TestDistributedLoadOverLoopback(t *testing.T) {
 	merged := filepath.Join(dir, "merged.json")
 	html := filepath.Join(dir, "merged.html")
 	code, stderr := oipkit("report", "--threshold", "p99<10s", "--output", merged, "--html", html, segs)
-	if code != exitPass && code != exitInconclusive {
+	if code != verdict.ExitPass && code != verdict.ExitInconclusive {
 		t.Fatalf("report: exit %d\n%s", code, stderr)
 	}
 	m := readResult(t, merged)
@@ -189,14 +190,14 @@ func TestDistributedLoadOverLoopback(t *testing.T) {
 	// Thresholds gate the merged result.
 	// A generator-bound segment (a loaded machine) makes the verdict
 	// inconclusive before any threshold: its latencies overstate the server's.
-	if code, stderr := oipkit("report", "--threshold", "p50<1ns", segs); code != exitFailed &&
-		!(code == exitInconclusive && strings.Contains(stderr, "generator-bound")) {
-		t.Errorf("a failing threshold on the merged result: exit %d, want %d\n%s", code, exitFailed, stderr)
+	if code, stderr := oipkit("report", "--threshold", "p50<1ns", segs); code != verdict.ExitFailed &&
+		!(code == verdict.ExitInconclusive && strings.Contains(stderr, "generator-bound")) {
+		t.Errorf("a failing threshold on the merged result: exit %d, want %d\n%s", code, verdict.ExitFailed, stderr)
 	}
 	// One segment alone is an incomplete test, even when a threshold fails.
-	if code, stderr := oipkit("report", "--threshold", "p50<1ns", filepath.Join(segs, "segment-1.json")); code != exitInconclusive ||
+	if code, stderr := oipkit("report", "--threshold", "p50<1ns", filepath.Join(segs, "segment-1.json")); code != verdict.ExitInconclusive ||
 		!strings.Contains(stderr, "1 of 2 segments missing (0/2)") {
-		t.Errorf("one of two segments: exit %d, want %d\n%s", code, exitInconclusive, stderr)
+		t.Errorf("one of two segments: exit %d, want %d\n%s", code, verdict.ExitInconclusive, stderr)
 	}
 	// Another test's segment is refused, unless forced.
 	other := filepath.Join(dir, "other")
@@ -206,14 +207,14 @@ func TestDistributedLoadOverLoopback(t *testing.T) {
 	otherTest := append(append([]string(nil), test[:len(test)-2]...), "--interval", "500ms")
 	runSegmentProcesses(t, other, 2, otherTest...)
 	mixed := []string{filepath.Join(segs, "segment-0.json"), filepath.Join(other, "segment-1.json")}
-	if code, stderr := oipkit(append([]string{"report"}, mixed...)...); code != exitUsage || !strings.Contains(stderr, "different tests") {
-		t.Errorf("segments of two tests: exit %d, want %d\n%s", code, exitUsage, stderr)
+	if code, stderr := oipkit(append([]string{"report"}, mixed...)...); code != verdict.ExitUsage || !strings.Contains(stderr, "different tests") {
+		t.Errorf("segments of two tests: exit %d, want %d\n%s", code, verdict.ExitUsage, stderr)
 	}
-	if code, stderr := oipkit(append([]string{"report", "--force"}, mixed...)...); code == exitUsage {
+	if code, stderr := oipkit(append([]string{"report", "--force"}, mixed...)...); code == verdict.ExitUsage {
 		t.Errorf("segments of two tests, forced: exit %d\n%s", code, stderr)
 	}
 	// The same segment twice overlaps.
-	if code, stderr := oipkit("report", filepath.Join(segs, "segment-0.json"), filepath.Join(segs, "segment-0.json"), filepath.Join(segs, "segment-1.json")); code != exitUsage ||
+	if code, stderr := oipkit("report", filepath.Join(segs, "segment-0.json"), filepath.Join(segs, "segment-0.json"), filepath.Join(segs, "segment-1.json")); code != verdict.ExitUsage ||
 		!strings.Contains(stderr, "given twice") {
 		t.Errorf("a segment twice: exit %d\n%s", code, stderr)
 	}
@@ -298,14 +299,14 @@ func TestKubernetesLoadJobCommandLines(t *testing.T) {
 		args := expand(load.Spec.Template.Spec.Containers[0].Args, i)
 		args = append(args, "--progress=never")
 		wg.Go(func() {
-			if code := oipkitConcurrently(args...); code != exitPass && code != exitInconclusive {
+			if code := oipkitConcurrently(args...); code != verdict.ExitPass && code != verdict.ExitInconclusive {
 				t.Errorf("segment pod %d: oipkit %q: exit %d", i, args, code)
 			}
 		})
 	}
 	wg.Wait()
 	args := expand(merge.Spec.Template.Spec.Containers[0].Args, 0)
-	if code, stderr := oipkit(args...); code != exitPass && code != exitInconclusive { // 4: generator-bound on a busy machine
+	if code, stderr := oipkit(args...); code != verdict.ExitPass && code != verdict.ExitInconclusive { // 4: generator-bound on a busy machine
 		t.Fatalf("merge pod: oipkit %q: exit %d\n%s", args, code, stderr)
 	}
 	m := readResult(t, filepath.Join(mergedDir, "result.json"))
@@ -316,8 +317,8 @@ func TestKubernetesLoadJobCommandLines(t *testing.T) {
 	if err := os.Remove(filepath.Join(segments, "segment-2.json")); err != nil {
 		t.Fatal(err)
 	}
-	if code, stderr := oipkit(args...); code != exitInconclusive || !strings.Contains(stderr, "segments missing (2/3)") {
-		t.Errorf("merge with segment 2 missing: exit %d, want %d\n%s", code, exitInconclusive, stderr)
+	if code, stderr := oipkit(args...); code != verdict.ExitInconclusive || !strings.Contains(stderr, "segments missing (2/3)") {
+		t.Errorf("merge with segment 2 missing: exit %d, want %d\n%s", code, verdict.ExitInconclusive, stderr)
 	}
 }
 

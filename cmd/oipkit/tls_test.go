@@ -14,6 +14,7 @@ import (
 	"github.com/oipkit/oipkit/internal/tlstest"
 	"github.com/oipkit/oipkit/reference"
 	"github.com/oipkit/oipkit/reference/referencetest"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // envHelper makes the test binary run oipkit itself (TestHelperOipkit):
@@ -116,10 +117,10 @@ func TestConformOverTLS(t *testing.T) {
 	}
 	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
 
-	runOipkit(t, with(targets(tlsSrv), "--ca", pki.CA)...).expect(t, "TLS with --ca", exitPass)
-	runOipkit(t, with(targets(tlsSrv), "--insecure-skip-verify")...).expect(t, "TLS with --insecure-skip-verify", exitPass)
+	runOipkit(t, with(targets(tlsSrv), "--ca", pki.CA)...).expect(t, "TLS with --ca", verdict.ExitPass)
+	runOipkit(t, with(targets(tlsSrv), "--insecure-skip-verify")...).expect(t, "TLS with --insecure-skip-verify", verdict.ExitPass)
 	r := runOipkit(t, with(targets(mtlsSrv), "--ca", pki.CA, "--cert", pki.ClientCert, "--key", pki.ClientKey)...)
-	r.expect(t, "mutual TLS", exitPass)
+	r.expect(t, "mutual TLS", verdict.ExitPass)
 	// The summary lists the passed profiles on one (wrapped) line.
 	passed := regexp.MustCompile(`  PASS: [^\n]*(\n {10}[^\n]*)*`).FindString(r.stdout)
 	if !strings.Contains(passed, "OIP-GRPC-CORE") || !strings.Contains(passed, "OIP-REST-CORE") {
@@ -127,20 +128,20 @@ func TestConformOverTLS(t *testing.T) {
 	}
 
 	// Failures: one line, exit 2 (could not run), naming the cause.
-	runOipkit(t, with(targets(tlsSrv), "--ca", pki.OtherCA)...).expect(t, "wrong CA", exitNotRun, "TLS failed", "--ca", "unknown authority")
+	runOipkit(t, with(targets(tlsSrv), "--ca", pki.OtherCA)...).expect(t, "wrong CA", verdict.ExitNotRun, "TLS failed", "--ca", "unknown authority")
 	runOipkit(t, "conform", "--report-dir", "", "--grpc", tlsSrv.GRPCAddr(), "--ca", pki.OtherCA).
-		expect(t, "wrong CA, gRPC", exitNotRun, "TLS failed", "--ca", "unknown authority")
-	runOipkit(t, with(targets(mtlsSrv), "--ca", pki.CA)...).expect(t, "no client certificate", exitNotRun, "TLS failed", "--cert and --key", "certificate required")
+		expect(t, "wrong CA, gRPC", verdict.ExitNotRun, "TLS failed", "--ca", "unknown authority")
+	runOipkit(t, with(targets(mtlsSrv), "--ca", pki.CA)...).expect(t, "no client certificate", verdict.ExitNotRun, "TLS failed", "--cert and --key", "certificate required")
 	runOipkit(t, "conform", "--report-dir", "", "--grpc", mtlsSrv.GRPCAddr(), "--ca", pki.CA).
-		expect(t, "no client certificate, gRPC", exitNotRun, "TLS failed", "--cert and --key", "certificate required")
+		expect(t, "no client certificate, gRPC", verdict.ExitNotRun, "TLS failed", "--cert and --key", "certificate required")
 	runOipkit(t, with(targets(mtlsSrv), "--ca", pki.CA, "--cert", pki.UntrustedClientCert, "--key", pki.UntrustedClientKey)...).
-		expect(t, "untrusted client certificate", exitNotRun, "TLS failed", "not signed by one")
+		expect(t, "untrusted client certificate", verdict.ExitNotRun, "TLS failed", "not signed by one")
 
 	// Usage errors: nothing is sent.
 	runOipkit(t, "conform", "--report-dir", "", "--http", strings.Replace(tlsSrv.HTTPURL(), "https", "http", 1), "--ca", pki.CA).
-		expect(t, "TLS flags with http://", exitUsage, "https://")
-	runOipkit(t, with(targets(mtlsSrv), "--cert", pki.ClientCert)...).expect(t, "--cert without --key", exitUsage, "without its key")
-	runOipkit(t, with(targets(tlsSrv), "--ca", pki.ClientKey)...).expect(t, "a CA file without a certificate", exitUsage, "no PEM certificate")
+		expect(t, "TLS flags with http://", verdict.ExitUsage, "https://")
+	runOipkit(t, with(targets(mtlsSrv), "--cert", pki.ClientCert)...).expect(t, "--cert without --key", verdict.ExitUsage, "without its key")
+	runOipkit(t, with(targets(tlsSrv), "--ca", pki.ClientKey)...).expect(t, "a CA file without a certificate", verdict.ExitUsage, "no PEM certificate")
 }
 
 // TestLoadOverTLS sends load over HTTPS and gRPC-TLS, with and without
@@ -160,15 +161,15 @@ func TestLoadOverTLS(t *testing.T) {
 	}
 	clientCert := []string{"--ca", pki.CA, "--cert", pki.ClientCert, "--key", pki.ClientKey}
 
-	runOipkit(t, load(tlsSrv.HTTPURL(), "--ca", pki.CA)...).expect(t, "HTTPS with --ca", exitPass)
-	runOipkit(t, load(tlsSrv.GRPCAddr(), "--ca", pki.CA)...).expect(t, "gRPC-TLS with --ca", exitPass)
-	runOipkit(t, load(tlsSrv.GRPCAddr(), "--insecure-skip-verify", "--protocol", "grpc")...).expect(t, "gRPC-TLS with --insecure-skip-verify", exitPass)
-	runOipkit(t, load(tlsSrv.HTTPURL(), "--insecure-skip-verify", "--protocol", "http-binary")...).expect(t, "HTTPS with --insecure-skip-verify", exitPass)
-	runOipkit(t, load(mtlsSrv.HTTPURL(), clientCert...)...).expect(t, "HTTPS, mutual TLS", exitPass)
-	runOipkit(t, load(mtlsSrv.GRPCAddr(), clientCert...)...).expect(t, "gRPC-TLS, mutual TLS", exitPass)
+	runOipkit(t, load(tlsSrv.HTTPURL(), "--ca", pki.CA)...).expect(t, "HTTPS with --ca", verdict.ExitPass)
+	runOipkit(t, load(tlsSrv.GRPCAddr(), "--ca", pki.CA)...).expect(t, "gRPC-TLS with --ca", verdict.ExitPass)
+	runOipkit(t, load(tlsSrv.GRPCAddr(), "--insecure-skip-verify", "--protocol", "grpc")...).expect(t, "gRPC-TLS with --insecure-skip-verify", verdict.ExitPass)
+	runOipkit(t, load(tlsSrv.HTTPURL(), "--insecure-skip-verify", "--protocol", "http-binary")...).expect(t, "HTTPS with --insecure-skip-verify", verdict.ExitPass)
+	runOipkit(t, load(mtlsSrv.HTTPURL(), clientCert...)...).expect(t, "HTTPS, mutual TLS", verdict.ExitPass)
+	runOipkit(t, load(mtlsSrv.GRPCAddr(), clientCert...)...).expect(t, "gRPC-TLS, mutual TLS", verdict.ExitPass)
 	// Reached by address, verified by a name the certificate lists.
 	runOipkit(t, load(mtlsSrv.GRPCAddr(), append(clientCert, "--tls-server-name", tlstest.ServerName)...)...).
-		expect(t, "gRPC-TLS with --tls-server-name", exitPass)
+		expect(t, "gRPC-TLS with --tls-server-name", verdict.ExitPass)
 
 	// Failures end at once: the readiness wait is for servers still
 	// starting, and a refused certificate stays refused. "TLS failed" is
@@ -188,14 +189,14 @@ func TestLoadOverTLS(t *testing.T) {
 	} {
 		start := time.Now()
 		r := runOipkit(t, append(c.args, "--format", "json")...)
-		r.expect(t, c.what, exitNotRun, c.fragments...)
+		r.expect(t, c.what, verdict.ExitNotRun, c.fragments...)
 		if strings.Contains(r.stderr, "not ready after") {
 			t.Errorf("%s: waited out the readiness timeout (%s)", c.what, time.Since(start).Round(time.Millisecond))
 		}
 	}
 	runOipkit(t, load(strings.Replace(tlsSrv.HTTPURL(), "https", "http", 1), "--ca", pki.CA)...).
-		expect(t, "TLS flags with http://", exitUsage, "https://")
-	runOipkit(t, load(tlsSrv.GRPCAddr(), "--key", pki.ClientKey)...).expect(t, "--key without --cert", exitUsage, "without its certificate")
+		expect(t, "TLS flags with http://", verdict.ExitUsage, "https://")
+	runOipkit(t, load(tlsSrv.GRPCAddr(), "--key", pki.ClientKey)...).expect(t, "--key without --cert", verdict.ExitUsage, "without its certificate")
 }
 
 func TestServeTLSFlags(t *testing.T) {
@@ -204,10 +205,10 @@ func TestServeTLSFlags(t *testing.T) {
 		args []string
 		code int
 	}{
-		{[]string{"serve", "--tls-cert", pki.ServerCert}, exitUsage},
-		{[]string{"serve", "--tls-client-ca", pki.CA}, exitUsage},
-		{[]string{"serve", "--tls-cert", pki.ServerCert, "--tls-key", pki.ClientKey}, exitUsage},
-		{[]string{"serve", "--tls-cert", pki.ServerCert, "--tls-key", pki.ServerKey, "--tls-client-ca", pki.ServerKey}, exitUsage},
+		{[]string{"serve", "--tls-cert", pki.ServerCert}, verdict.ExitUsage},
+		{[]string{"serve", "--tls-client-ca", pki.CA}, verdict.ExitUsage},
+		{[]string{"serve", "--tls-cert", pki.ServerCert, "--tls-key", pki.ClientKey}, verdict.ExitUsage},
+		{[]string{"serve", "--tls-cert", pki.ServerCert, "--tls-key", pki.ServerKey, "--tls-client-ca", pki.ServerKey}, verdict.ExitUsage},
 	} {
 		var stdout, stderr bytes.Buffer
 		if got := run(context.Background(), c.args, &stdout, &stderr); got != c.code {

@@ -14,6 +14,11 @@
 // committed reports needs nothing more. The committed reports themselves
 // stay in the repository's reports/ folder, which holds results, not code.
 //
+// Profile verdicts are the words of package verdict (pass, failed,
+// inconclusive, not-supported), and ConformanceReport.ExitCode maps them to
+// its exit statuses; reports written before it, with "fail" and "partial",
+// still read.
+//
 // The report is the product's public output: it is meant to be committed next
 // to the implementation it describes and compared across implementations
 // (Triton, MLServer, KServe, the reference server), so its shape changes only

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oipkit/oipkit/htmlpage"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // The conformance pages' own stylesheet and templates, on top of
@@ -64,36 +65,22 @@ type verdictView struct {
 	Word, Class, Title string
 }
 
-func viewVerdict(v Verdict) verdictView {
+func viewVerdict(v verdict.Status) verdictView {
 	switch v {
-	case VerdictPass:
+	case verdict.Pass:
 		return verdictView{"✓ PASS", "vd-pass", "no blocking requirement failed and nothing was skipped"}
-	case VerdictFail:
-		return verdictView{"✗ FAIL", "vd-fail", "a requirement failed (under --strict also: lenient or warned)"}
-	case VerdictPartial:
-		return verdictView{"PARTIAL", "vd-partial", "nothing failed, but applicable requirements were skipped or not run: conformance is not established"}
-	case VerdictNotSupported:
+	case verdict.Failed:
+		return verdictView{"✗ FAILED", "vd-failed", "a requirement failed (under --strict also: lenient or warned)"}
+	case verdict.Inconclusive:
+		return verdictView{"INCONCLUSIVE", "vd-inconclusive", "nothing failed, but applicable requirements were skipped or not run: conformance is not established"}
+	case verdict.NotSupported:
 		return verdictView{"n/a", "vd-not-supported", "the profile's transport was not targeted or its features are not supported"}
+	case verdict.NotRun:
+		return verdictView{"NOT-RUN", "vd-not-run", "the run could not check everything it should have"}
 	case "":
 		return verdictView{"—", "vd-none", "no verdict for this profile"}
 	}
 	return verdictView{string(v), "vd-none", ""}
-}
-
-// overallVerdict is the worst verdict of a report's profiles; an
-// incomplete run is "incomplete".
-func overallVerdict(r *ConformanceReport) verdictView {
-	if r.Incomplete {
-		return verdictView{"INCOMPLETE", "vd-incomplete", "the run could not check everything it should have"}
-	}
-	rank := map[Verdict]int{VerdictNotSupported: 1, VerdictPass: 2, VerdictPartial: 3, VerdictFail: 4}
-	var worst Verdict
-	for _, p := range r.Profiles {
-		if rank[p.Verdict] > rank[worst] {
-			worst = p.Verdict
-		}
-	}
-	return viewVerdict(worst)
 }
 
 // htmlFinding is one finding as the pages show it.
@@ -194,7 +181,7 @@ func requirementAnchor(id string) string { return "req-" + strings.ToLower(id) }
 // with plain HTML and CSS: no script is needed to read or filter the page.
 // cite may be nil.
 func WriteHTML(w io.Writer, r *ConformanceReport, cite Citer) error {
-	data := map[string]any{"R": r, "Verdict": overallVerdict(r), "Impl": implName(r),
+	data := map[string]any{"R": r, "Verdict": viewVerdict(r.Verdict()), "Impl": implName(r),
 		"Date": r.Date.UTC().Format("2006-01-02 15:04 UTC")}
 
 	var missing []string

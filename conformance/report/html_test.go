@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // hostileReport is sampleReport with server-controlled text that would
@@ -17,7 +19,7 @@ func hostileReport() *ConformanceReport {
 	r.Requirements = append(r.Requirements, RequirementResult{ID: "OIP-REST-INFER-002", Level: "MUST", Status: StatusSkipped,
 		Reason: "fixture not deployed: versioned"})
 	r.Counts = Count(r.Requirements)
-	r.Profiles = append(r.Profiles, ProfileResult{Name: "OIP-GRPC-CORE", Verdict: VerdictPartial, Skipped: []string{"OIP-REST-INFER-002"}})
+	r.Profiles = append(r.Profiles, ProfileResult{Name: "OIP-GRPC-CORE", Verdict: verdict.Inconclusive, Skipped: []string{"OIP-REST-INFER-002"}})
 	r.Extensions = []ExtensionResult{{Name: "binary_tensor_data", Advertised: true, Probe: ProbeAbsent, Tested: true,
 		Detail: "got 400", Evidence: &Evidence{Request: Message{Method: "POST", Target: "/v2/models/add_sub/infer"}, Response: Message{Status: "HTTP 400"}}}}
 	return r
@@ -70,7 +72,7 @@ func TestConformanceHTML(t *testing.T) {
 	checkPage(t, page)
 	for _, want := range []string{
 		"<title>OIP conformance: evil&lt;/title&gt;",
-		`<span class="vd vd-fail"`, // the worst verdict heads the page
+		`<span class="vd vd-failed"`, // the worst verdict heads the page
 		// every requirement, with its status in words
 		`id="req-oip-rest-infer-006"`, "✗ FAIL", `id="req-oip-rest-err-003"`, ">warn<", ">lenient<", ">skip<", ">not covered<",
 		"why: ", "fixture not deployed: versioned",
@@ -79,7 +81,7 @@ func TestConformanceHTML(t *testing.T) {
 		`<details class="evidence"><summary>Evidence: <code>POST /v2/models/add_sub/infer → HTTP 200</code>`,
 		"&lt;img src=&#34;http://127.0.0.1:9/x.png&#34;&gt;", "X-Evil: &lt;b&gt;bold&lt;/b&gt;",
 		// profiles link their requirements; extensions show disagreement
-		`<a href="#req-oip-rest-infer-002">OIP-REST-INFER-002</a>`, "PARTIAL", `<tr class="disagrees">`,
+		`<a href="#req-oip-rest-infer-002">OIP-REST-INFER-002</a>`, "INCONCLUSIVE", `<tr class="disagrees">`,
 		// the status filter, plain HTML and CSS
 		`<input type="radio" name="f" id="f-failed">`, `main:has(#f-failed:checked) tr.rq:not(.s-failed)`,
 		`<th scope="row" class="l id">`, `<th scope="col"`,
@@ -143,7 +145,7 @@ func TestCompatibilityHTML(t *testing.T) {
 		"<strong>Not run here</strong>Ships only as container images.", "<code>oipkit conform --http http://127.0.0.1:8000</code>",
 		`<a href="runtimes/pytriton/report.html">report</a>`, `<a href="runtimes/ovms/README.md">notes</a>`,
 		// verdicts, counts, group summary
-		"✗ FAIL", `<td class="gc st-failed"><a href="#impl-c1">1</a></td>`, `<a href="#grp-oip-rest-infer">OIP-REST-INFER</a>`,
+		"✗ FAILED", `<td class="gc st-failed"><a href="#impl-c1">1</a></td>`, `<a href="#grp-oip-rest-infer">OIP-REST-INFER</a>`,
 		// the grid: grouped rows, words in every cell, failed cells linked to folded evidence
 		`<tbody class="grp any-fail attention differs" id="grp-oip-rest-infer">`,
 		`<th scope="rowgroup" colspan="4" class="l">OIP-REST-INFER`,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/oipkit/oipkit/htmlpage"
+	"github.com/oipkit/oipkit/verdict"
 	"github.com/oipkit/oipkit/version"
 )
 
@@ -147,7 +148,7 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 	for _, name := range sortedKeys(profiles) {
 		row := verdictRow{Name: name}
 		for _, c := range cols {
-			var v Verdict
+			var v verdict.Status
 			for _, p := range c.Report.Profiles {
 				if p.Name == name {
 					v = p.Verdict

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // summaryDefects bounds the defects the text summary lists one a line
@@ -37,20 +39,20 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 	if r.Incomplete {
 		fmt.Fprintf(&b, "RUN INCOMPLETE: %s\n", r.Problem)
 	}
-	// The profiles by verdict, each with what made it fail or partial;
+	// The profiles by verdict, each with what made it fail or inconclusive;
 	// the counts of each are in report.md.
-	byVerdict := map[Verdict][]string{}
+	byVerdict := map[verdict.Status][]string{}
 	for _, p := range r.Profiles {
 		name := p.Name
 		switch p.Verdict {
-		case VerdictFail:
+		case verdict.Failed:
 			name += fmt.Sprintf(" (%d failed)", len(p.Failed)+boolInt(r.Strict)*(len(p.Lenient)+len(p.Warnings)))
-		case VerdictPartial:
+		case verdict.Inconclusive:
 			name += fmt.Sprintf(" (%d not graded)", len(p.Skipped)+len(p.NotRun)+len(p.Blocked))
 		}
 		byVerdict[p.Verdict] = append(byVerdict[p.Verdict], name)
 	}
-	for _, v := range []Verdict{VerdictFail, VerdictPartial, VerdictPass, VerdictNotSupported} {
+	for _, v := range []verdict.Status{verdict.Failed, verdict.Inconclusive, verdict.Pass, verdict.NotSupported} {
 		if names := byVerdict[v]; len(names) > 0 {
 			fmt.Fprintf(&b, "  %s: %s\n", strings.ToUpper(string(v)), idList(names, 5))
 		}
@@ -127,8 +129,8 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 		}
 	}
 	for _, p := range r.Profiles {
-		if p.Verdict == VerdictPartial {
-			fmt.Fprintf(&b, "NOTE: profile %s is PARTIAL: %d applicable requirement(s) were skipped, not run or blocked; conformance is not established\n",
+		if p.Verdict == verdict.Inconclusive {
+			fmt.Fprintf(&b, "NOTE: profile %s is INCONCLUSIVE: %d applicable requirement(s) were skipped, not run or blocked; conformance is not established\n",
 				p.Name, len(p.Skipped)+len(p.NotRun)+len(p.Blocked))
 		}
 	}
@@ -200,7 +202,7 @@ func WriteMarkdown(w io.Writer, r *ConformanceReport) error {
 		"lenient and warning requirements fail a verdict only under `--strict`. " +
 		"A **blocked** requirement is not graded: every check of it failed on an answer that already fails the requirement named " +
 		"(a 500 fails one rule, not every rule about the content it lacks); it never counts as failed nor passes, " +
-		"and makes its profile at best partial.\n\n")
+		"and makes its profile at best inconclusive.\n\n")
 	b.WriteString("| requirement | level | binds | status | statement | detail |\n|---|---|---|---|---|---|\n")
 	for _, q := range r.Requirements {
 		detail := q.Reason

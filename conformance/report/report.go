@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // APIVersion and Kind identify the report format. v1alpha2 added finding
@@ -36,7 +38,7 @@ const (
 	// (its cause, named in BlockedBy): a 500 for a request is one defect,
 	// not one per rule the missing answer could not show. The requirement
 	// is not graded, like not-run: it never counts as failed and never
-	// passes, and a profile with a blocked requirement is at best partial
+	// passes, and a profile with a blocked requirement is at best inconclusive
 	// (its cause fails the profile that holds it). Its findings are kept as
 	// evidence.
 	StatusBlocked Status = "blocked"
@@ -49,7 +51,7 @@ const (
 	// spec allows. It fails a verdict only under --strict.
 	StatusWarning Status = "warning"
 	// StatusSkipped: a spec could not run, for example because a fixture
-	// model is not deployed. Skips make a profile partial, and outrank
+	// model is not deployed. Skips make a profile inconclusive, and outrank
 	// lenient and warning findings (which are still listed).
 	StatusSkipped Status = "skipped"
 	// StatusNotRun: a spec was not run because the run could not reach it:
@@ -65,24 +67,6 @@ const (
 
 // Statuses lists every status in report order.
 var Statuses = []Status{StatusPassed, StatusFailed, StatusBlocked, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun, StatusNotSupported, StatusNotCovered}
-
-// Verdict is a profile's overall result.
-type Verdict string
-
-// The profile verdicts.
-const (
-	// VerdictPass: no blocking requirement failed and nothing was skipped.
-	VerdictPass Verdict = "pass"
-	// VerdictFail: at least one requirement failed, or, under --strict,
-	// was lenient or warned.
-	VerdictFail Verdict = "fail"
-	// VerdictPartial: nothing failed but some applicable requirements were
-	// skipped, not run or blocked, so conformance is not established.
-	VerdictPartial Verdict = "partial"
-	// VerdictNotSupported: the profile's transport was not targeted or the
-	// server does not support its features.
-	VerdictNotSupported Verdict = "not-supported"
-)
 
 // ConformanceReport is the result of one conformance run against one
 // implementation.
@@ -174,10 +158,16 @@ const (
 	ProbeNone ProbeOutcome = "not-probed"
 )
 
-// ProfileResult is the verdict of one conformance profile.
+// ProfileResult is the verdict of one conformance profile. Its Verdict is
+// verdict.Pass (no blocking requirement failed and nothing was skipped),
+// verdict.Failed (a requirement failed, or under --strict was lenient or
+// warned), verdict.Inconclusive (nothing failed but applicable
+// requirements were skipped, not run or blocked, so conformance is not
+// established) or verdict.NotSupported (the profile's transport was not
+// targeted or the server does not support its features).
 type ProfileResult struct {
 	Name     string         `json:"name"`
-	Verdict  Verdict        `json:"verdict"`
+	Verdict  verdict.Status `json:"verdict"`
 	Summary  string         `json:"summary"`
 	Counts   map[Status]int `json:"counts"`
 	Failed   []string       `json:"failed,omitempty"`  // requirements that failed
@@ -370,22 +360,25 @@ func (r *ConformanceReport) Validate() error {
 	return nil
 }
 
-// ExitCode maps the profile verdicts to the CLI's exit status (the one
-// scheme of cmd/oipkit): 0 when every profile passed (or is not supported),
-// 3 when any failed, 4 (inconclusive) when none failed but some are
-// partial. An incomplete run is 2.
-func (r *ConformanceReport) ExitCode() int {
+// Verdict is the run's verdict, the worst of its profiles': failed when
+// any profile failed, even if another is inconclusive; inconclusive when
+// none failed but some are; pass when the rest passed; not-supported when
+// every profile is; "" without profiles. An incomplete run is not-run.
+func (r *ConformanceReport) Verdict() verdict.Status {
 	if r.Incomplete {
-		return 2
+		return verdict.NotRun
 	}
-	code := 0
+	rank := map[verdict.Status]int{verdict.NotSupported: 1, verdict.Pass: 2, verdict.Inconclusive: 3, verdict.Failed: 4}
+	var worst verdict.Status
 	for _, p := range r.Profiles {
-		switch p.Verdict {
-		case VerdictFail:
-			return 3
-		case VerdictPartial:
-			code = 4
+		if rank[p.Verdict] > rank[worst] {
+			worst = p.Verdict
 		}
 	}
-	return code
+	return worst
 }
+
+// ExitCode is the exit status of the run's verdict (package verdict): 0
+// when every profile passed or is not supported, 3 when any failed, 4 when
+// none failed but some are inconclusive, 2 for an incomplete run.
+func (r *ConformanceReport) ExitCode() int { return r.Verdict().ExitCode() }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/verdict"
 )
 
 func sampleReport(name string, status Status) *ConformanceReport {
@@ -23,7 +25,7 @@ func sampleReport(name string, status Status) *ConformanceReport {
 		APIVersion: APIVersion, Kind: Kind,
 		Implementation: Implementation{Name: name, Version: "1.0"},
 		Date:           time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC),
-		Profiles:       []ProfileResult{{Name: "OIP-REST-CORE", Verdict: VerdictFail}},
+		Profiles:       []ProfileResult{{Name: "OIP-REST-CORE", Verdict: verdict.Failed}},
 		Counts:         Count(rs),
 		Requirements:   rs,
 	}
@@ -50,14 +52,14 @@ func TestJSONRoundTrip(t *testing.T) {
 
 func TestExitCode(t *testing.T) {
 	for _, c := range []struct {
-		verdicts   []Verdict
+		verdicts   []verdict.Status
 		incomplete bool
 		want       int
 	}{
-		{[]Verdict{VerdictPass, VerdictNotSupported}, false, 0},
-		{[]Verdict{VerdictPass, VerdictPartial}, false, 4},
-		{[]Verdict{VerdictPartial, VerdictFail}, false, 3},
-		{[]Verdict{VerdictPass}, true, 2},
+		{[]verdict.Status{verdict.Pass, verdict.NotSupported}, false, 0},
+		{[]verdict.Status{verdict.Pass, verdict.Inconclusive}, false, 4},
+		{[]verdict.Status{verdict.Inconclusive, verdict.Failed}, false, 3},
+		{[]verdict.Status{verdict.Pass}, true, 2},
 	} {
 		r := &ConformanceReport{Incomplete: c.incomplete}
 		for _, v := range c.verdicts {
@@ -66,6 +68,32 @@ func TestExitCode(t *testing.T) {
 		if got := r.ExitCode(); got != c.want {
 			t.Errorf("ExitCode(%v, incomplete=%v) = %d, want %d", c.verdicts, c.incomplete, got, c.want)
 		}
+	}
+}
+
+// TestReadsOldVerdictWords: a report written before package verdict, with
+// "fail" and "partial", reads as failed and inconclusive and is written
+// back in today's words.
+func TestReadsOldVerdictWords(t *testing.T) {
+	r := sampleReport("triton", StatusFailed)
+	r.Profiles = []ProfileResult{{Name: "A", Verdict: verdict.Failed}, {Name: "B", Verdict: verdict.Inconclusive}}
+	var b bytes.Buffer
+	if err := Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(strings.Replace(b.String(), `"verdict": "failed"`, `"verdict": "fail"`, 1), `"verdict": "inconclusive"`, `"verdict": "partial"`, 1)
+	if old == b.String() {
+		t.Fatal("no verdict word to replace in:\n" + b.String())
+	}
+	got, err := Read(strings.NewReader(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Profiles[0].Verdict != verdict.Failed || got.Profiles[1].Verdict != verdict.Inconclusive || got.ExitCode() != 3 {
+		t.Errorf("read %q, %q (exit %d), want failed, inconclusive (exit 3)", got.Profiles[0].Verdict, got.Profiles[1].Verdict, got.ExitCode())
+	}
+	if _, err := Read(strings.NewReader(strings.Replace(b.String(), `"verdict": "failed"`, `"verdict": "broken"`, 1))); err == nil {
+		t.Error("an unknown verdict word was accepted")
 	}
 }
 
@@ -100,7 +128,7 @@ func TestMatrix(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{"| | triton 1.0 | MLServer |", "| OIP-REST-INFER-006 (MUST) | [**fail**](#c1-oip-rest-infer-006) | pass |",
-		"| OIP-REST-ERR-003 (SHOULD) | warn | warn |", "| OIP-REST-INFER-010 (MUST) | lenient | lenient |", "| **OIP-REST-CORE** | **fail** | **fail** |"} {
+		"| OIP-REST-ERR-003 (SHOULD) | warn | warn |", "| OIP-REST-INFER-010 (MUST) | lenient | lenient |", "| **OIP-REST-CORE** | **failed** | **failed** |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("matrix lacks %q:\n%s", want, out)
 		}
