@@ -90,11 +90,42 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 	if len(cols) == 0 {
 		return fmt.Errorf("no reports")
 	}
-	data := map[string]any{"Version": version.Version}
+	views := matrixColumns(cols)
+	addMatrixEvidence(views, cols, cite)
+	grid := matrixGrid(cols, cite)
+	data := map[string]any{
+		"Version":    version.Version,
+		"Suites":     matrixSuites(cols),
+		"Dates":      matrixDates(cols),
+		"Blocked":    blockedViews(blocked),
+		"Verdicts":   matrixVerdicts(cols),
+		"Counts":     matrixCounts(cols, views),
+		"Incomplete": incompleteRuns(views),
+		"Groups":     grid.Groups,
+		"Omitted":    grid.Omitted,
+		"Shown":      grid.Shown,
+		"Failing":    grid.Failing,
+		"Attention":  grid.Attention,
+		"Differing":  grid.Differing,
+		"Cols":       views,
+		"Legend":     legend(),
+	}
+	var body bytes.Buffer
+	if err := htmlTmpl.ExecuteTemplate(&body, "matrix", data); err != nil {
+		return fmt.Errorf("compatibility page: %w", err)
+	}
+	return htmlpage.Write(w, htmlpage.Page{
+		Title:     "OIP compatibility matrix",
+		Body:      template.HTML(body.String()),
+		Generator: "oipkit " + version.Version,
+		Style:     template.CSS(conformanceCSS + matrixFilterCSS),
+	})
+}
 
+// matrixColumns is the page's view of each implementation column: its
+// name over its version, its anchor and its fixtures not deployed.
+func matrixColumns(cols []MatrixColumn) []matrixColView {
 	var views []matrixColView
-	suites := map[string]bool{}
-	first, last := cols[0].Report.Date, cols[0].Report.Date
 	for i, c := range cols {
 		r := c.Report
 		name, sub := c.name(), ""
@@ -111,42 +142,64 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 			}
 		}
 		views = append(views, v)
-		suites[r.SuiteVersion] = true
-		if r.Date.Before(first) {
-			first = r.Date
+	}
+	return views
+}
+
+// matrixSuites lists the suite versions the reports were run with.
+func matrixSuites(cols []MatrixColumn) string {
+	suites := map[string]bool{}
+	for _, c := range cols {
+		suites[c.Report.SuiteVersion] = true
+	}
+	return strings.Join(sortedKeys(suites), ", ")
+}
+
+// matrixDates is the day of the runs, or the first and the last day.
+func matrixDates(cols []MatrixColumn) string {
+	first, last := cols[0].Report.Date, cols[0].Report.Date
+	for _, c := range cols {
+		if c.Report.Date.Before(first) {
+			first = c.Report.Date
 		}
-		if r.Date.After(last) {
-			last = r.Date
+		if c.Report.Date.After(last) {
+			last = c.Report.Date
 		}
 	}
-	data["Suites"] = strings.Join(sortedKeys(suites), ", ")
 	dates := first.UTC().Format("2006-01-02")
 	if d := last.UTC().Format("2006-01-02"); d != dates {
 		dates += " to " + d
 	}
-	data["Dates"] = dates
+	return dates
+}
 
+func blockedViews(blocked []BlockedRow) []blockedView {
 	var bl []blockedView
 	for _, b := range blocked {
 		bl = append(bl, blockedView{Name: implName(&ConformanceReport{Implementation: b.Blocked.Implementation}),
 			Short: firstSentence(b.Blocked.Reason), B: b.Blocked, Links: b.Links})
 	}
-	data["Blocked"] = bl
+	return bl
+}
 
-	// Profile verdicts, in name order.
+// matrixVerdictRow is a profile's verdict in every implementation.
+type matrixVerdictRow struct {
+	Name  string
+	Cells []verdictView
+}
+
+// matrixVerdicts is the profile verdicts, in name order; a profile a
+// report does not have is a dash.
+func matrixVerdicts(cols []MatrixColumn) []matrixVerdictRow {
 	profiles := map[string]bool{}
 	for _, c := range cols {
 		for _, p := range c.Report.Profiles {
 			profiles[p.Name] = true
 		}
 	}
-	type verdictRow struct {
-		Name  string
-		Cells []verdictView
-	}
-	var verdicts []verdictRow
+	var rows []matrixVerdictRow
 	for _, name := range sortedKeys(profiles) {
-		row := verdictRow{Name: name}
+		row := matrixVerdictRow{Name: name}
 		for _, c := range cols {
 			var v verdict.Status
 			for _, p := range c.Report.Profiles {
@@ -156,17 +209,25 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 			}
 			row.Cells = append(row.Cells, viewVerdict(v))
 		}
-		verdicts = append(verdicts, row)
+		rows = append(rows, row)
 	}
-	data["Verdicts"] = verdicts
+	return rows
+}
 
-	type countRow struct {
-		View  statusView
-		Cells []matrixCellView
-	}
-	var counts []countRow
+// matrixCountRow is the number of requirements of one status in every
+// implementation.
+type matrixCountRow struct {
+	View  statusView
+	Cells []matrixCellView
+}
+
+// matrixCounts is the requirement counts by status, failed, lenient and
+// warning counts linking to the column's evidence, with the distinct
+// defects beside the failed count.
+func matrixCounts(cols []MatrixColumn, views []matrixColView) []matrixCountRow {
+	var counts []matrixCountRow
 	for _, s := range []Status{StatusFailed, StatusBlocked, StatusNotRun, StatusLenient, StatusWarning, StatusSkipped, StatusPassed} {
-		row := countRow{View: viewStatus(s)}
+		row := matrixCountRow{View: viewStatus(s)}
 		for i, c := range cols {
 			n := c.Report.Counts[s]
 			cell := matrixCellView{Word: fmt.Sprint(n)}
@@ -183,7 +244,7 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 			// The distinct defects: the failed requirements, cascades
 			// blocked (Block); a row of its own so that it reads beside
 			// the counts.
-			defects := countRow{View: statusView{Status: "distinct defects", Word: "defects", Class: "st-failed",
+			defects := matrixCountRow{View: statusView{Status: "distinct defects", Word: "defects", Class: "st-failed",
 				Title: "failed requirements once those failing only on another's failed answers are blocked"}}
 			for _, c := range cols {
 				defects.Cells = append(defects.Cells, matrixCellView{Word: fmt.Sprint(c.Report.DistinctDefects())})
@@ -191,97 +252,66 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 			counts = append(counts, defects)
 		}
 	}
-	data["Counts"] = counts
-	data["Incomplete"] = func() (out []string) {
-		for _, v := range views {
-			if v.R.Incomplete {
-				out = append(out, v.Name+": "+v.R.Problem)
-			}
-		}
-		return out
-	}()
+	return counts
+}
 
-	// The grid: every requirement some implementation has a result for,
-	// grouped, in the reports' (the catalog's) order.
-	var groups []*matrixGroupView
+// incompleteRuns says, for each incomplete run, why.
+func incompleteRuns(views []matrixColView) []string {
+	var out []string
+	for _, v := range views {
+		if v.R.Incomplete {
+			out = append(out, v.Name+": "+v.R.Problem)
+		}
+	}
+	return out
+}
+
+// matrixGridView is the requirement grid and what its filter counts.
+type matrixGridView struct {
+	Groups                                        []*matrixGroupView
+	Omitted, Shown, Failing, Attention, Differing int
+}
+
+// matrixGrid is every requirement some implementation has a result for,
+// grouped, in the reports' (the catalog's) order; a requirement no
+// implementation ran (not supported or not covered everywhere) is omitted.
+func matrixGrid(cols []MatrixColumn, cite Citer) matrixGridView {
+	var grid matrixGridView
 	byGroup := map[string]*matrixGroupView{}
 	seen := map[string]bool{}
-	omitted := 0
-	var attention, failing, differing, total int
 	for _, c := range cols {
 		for _, q := range c.Report.Requirements {
 			if seen[q.ID] {
 				continue
 			}
 			seen[q.ID] = true
-			row := matrixRowView{ID: q.ID, Level: q.Level, Statement: q.Statement}
-			statuses := map[Status]bool{}
-			shown, anyFail, anyAttention := false, false, false
-			for i, c2 := range cols {
-				cell := matrixCellView{Class: "st-not-covered", Word: "—", Title: "no result in this report"}
-				if r, ok := c2.Report.Requirement(q.ID); ok {
-					v := viewStatus(r.Status)
-					cell = matrixCellView{Class: v.Class, Word: matrixWord(r.Status), Title: v.Title}
-					if r.Reason != "" {
-						cell.Title = string(r.Status) + ": " + r.Reason
-					}
-					if row.Statement == "" {
-						row.Statement = r.Statement
-					}
-					switch r.Status {
-					case StatusFailed, StatusLenient, StatusWarning:
-						cell.Href = "#" + failureAnchor(i, q.ID)
-						if len(r.Findings) > 0 {
-							cell.Title = string(r.Status) + ": " + truncate(firstLine(sortFindings(r.Findings)[0].Message), 200)
-						}
-					}
-					switch r.Status {
-					case StatusPassed, StatusFailed, StatusBlocked, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun:
-						shown = true
-					}
-					statuses[r.Status] = true
-					anyFail = anyFail || r.Status == StatusFailed
-					anyAttention = anyAttention || needsAttention(r.Status)
-				} else {
-					statuses[""] = true
-				}
-				row.Cells = append(row.Cells, cell)
-			}
+			row, shown := matrixRow(q, cols, cite)
 			if !shown {
-				omitted++
+				grid.Omitted++
 				continue
 			}
-			if row.Statement == "" && cite != nil {
-				if ct, ok := cite(q.ID); ok {
-					row.Statement = ct.Statement
+			grid.Shown++
+			for _, cl := range strings.Fields(row.Classes) {
+				switch cl {
+				case "any-fail":
+					grid.Failing++
+				case "attention":
+					grid.Attention++
+				case "differs":
+					grid.Differing++
 				}
 			}
-			var classes []string
-			total++
-			if anyFail {
-				classes = append(classes, "any-fail")
-				failing++
-			}
-			if anyAttention {
-				classes = append(classes, "attention")
-				attention++
-			}
-			if len(statuses) > 1 {
-				classes = append(classes, "differs")
-				differing++
-			}
-			row.Classes = strings.Join(classes, " ")
 			name := groupOf(q.ID)
 			g := byGroup[name]
 			if g == nil {
 				g = &matrixGroupView{Name: name, Anchor: "grp-" + strings.ToLower(name)}
 				byGroup[name] = g
-				groups = append(groups, g)
+				grid.Groups = append(grid.Groups, g)
 			}
 			g.Rows = append(g.Rows, row)
 		}
 	}
-	for _, g := range groups {
+	for _, g := range grid.Groups {
 		var classes []string
 		for _, cl := range []string{"any-fail", "attention", "differs"} {
 			for _, row := range g.Rows {
@@ -296,14 +326,70 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 			g.Summary = append(g.Summary, groupSummary(g, c.Report, i))
 		}
 	}
-	data["Groups"] = groups
-	data["Omitted"] = omitted
-	data["Shown"] = total
-	data["Failing"] = failing
-	data["Attention"] = attention
-	data["Differing"] = differing
+	return grid
+}
 
-	// The folded evidence of every failed, lenient and warning cell.
+// matrixRow is requirement q's row: a cell per implementation saying its
+// status in words, failed, lenient and warning cells linking to their
+// evidence, and the filter's classes (any-fail, attention, differs).
+// shown is false when no implementation ran it.
+func matrixRow(q RequirementResult, cols []MatrixColumn, cite Citer) (row matrixRowView, shown bool) {
+	row = matrixRowView{ID: q.ID, Level: q.Level, Statement: q.Statement}
+	statuses := map[Status]bool{}
+	anyFail, anyAttention := false, false
+	for i, c := range cols {
+		r, ok := c.Report.Requirement(q.ID)
+		if !ok {
+			statuses[""] = true
+			row.Cells = append(row.Cells, matrixCellView{Class: "st-not-covered", Word: "—", Title: "no result in this report"})
+			continue
+		}
+		v := viewStatus(r.Status)
+		cell := matrixCellView{Class: v.Class, Word: matrixWord(r.Status), Title: v.Title}
+		if r.Reason != "" {
+			cell.Title = string(r.Status) + ": " + r.Reason
+		}
+		if row.Statement == "" {
+			row.Statement = r.Statement
+		}
+		switch r.Status {
+		case StatusFailed, StatusLenient, StatusWarning:
+			cell.Href = "#" + failureAnchor(i, q.ID)
+			if len(r.Findings) > 0 {
+				cell.Title = string(r.Status) + ": " + truncate(firstLine(sortFindings(r.Findings)[0].Message), 200)
+			}
+		}
+		switch r.Status {
+		case StatusPassed, StatusFailed, StatusBlocked, StatusLenient, StatusWarning, StatusSkipped, StatusNotRun:
+			shown = true
+		}
+		statuses[r.Status] = true
+		anyFail = anyFail || r.Status == StatusFailed
+		anyAttention = anyAttention || needsAttention(r.Status)
+		row.Cells = append(row.Cells, cell)
+	}
+	if row.Statement == "" && cite != nil {
+		if ct, ok := cite(q.ID); ok {
+			row.Statement = ct.Statement
+		}
+	}
+	var classes []string
+	if anyFail {
+		classes = append(classes, "any-fail")
+	}
+	if anyAttention {
+		classes = append(classes, "attention")
+	}
+	if len(statuses) > 1 {
+		classes = append(classes, "differs")
+	}
+	row.Classes = strings.Join(classes, " ")
+	return row, shown
+}
+
+// addMatrixEvidence folds the evidence of every failed, lenient and
+// warning cell into its column.
+func addMatrixEvidence(views []matrixColView, cols []MatrixColumn, cite Citer) {
 	for i, c := range cols {
 		for _, s := range []Status{StatusFailed, StatusLenient, StatusWarning} {
 			for _, q := range c.Report.Requirements {
@@ -330,19 +416,6 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 			}
 		}
 	}
-	data["Cols"] = views
-	data["Legend"] = legend()
-
-	var body bytes.Buffer
-	if err := htmlTmpl.ExecuteTemplate(&body, "matrix", data); err != nil {
-		return fmt.Errorf("compatibility page: %w", err)
-	}
-	return htmlpage.Write(w, htmlpage.Page{
-		Title:     "OIP compatibility matrix",
-		Body:      template.HTML(body.String()),
-		Generator: "oipkit " + version.Version,
-		Style:     template.CSS(conformanceCSS + matrixFilterCSS),
-	})
 }
 
 // matrixFilterCSS: the grid's filter, radio buttons and CSS (:has), so it
