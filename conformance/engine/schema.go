@@ -473,6 +473,9 @@ func MatchSchema() types.GomegaMatcher {
 		if len(mine) == 0 {
 			return nil
 		}
+		if m.req != "" && current != nil && current.seenSchema(m.req, e, mine) {
+			return nil // recorded already, where it was first seen (checkReceived)
+		}
 		msg := fmt.Sprintf("%s: the body breaks the schema: %s", e.What(), joinProblems(mine))
 		if why := softReason(mine); why != "" {
 			return &failure{msg: msg, g: grading{soft: why}}
@@ -587,12 +590,7 @@ func (t *Target) checkReceived(notRun bool) {
 				Note(req, "%s (recorded, not graded: %s)", msg, e.tolerated)
 				continue
 			}
-			key := req + " " + restRoute(e.Method, e.Path) + " " + joinProblems(byReq[req])
-			t.mu.Lock()
-			seen := t.schemaSeen[key]
-			t.schemaSeen[key] = true
-			t.mu.Unlock()
-			if !seen {
+			if !t.seenSchema(req, e, byReq[req]) {
 				recordFinding(req, msg, grading{soft: softReason(byReq[req])}, e)
 			}
 		}
@@ -638,4 +636,17 @@ func (e *Exchange) withoutSharedMemoryOutputs(body []byte, probs []SchemaProblem
 		out = append(out, p)
 	}
 	return out
+}
+
+// seenSchema reports whether the same problems of req on the same route
+// were recorded before in this run, and notes that they are now: a server
+// that breaks the schema in every answer of a route fails the requirement
+// once, not in every spec.
+func (t *Target) seenSchema(req string, e *Exchange, probs []SchemaProblem) bool {
+	key := req + " " + restRoute(e.Method, e.Path) + " " + joinProblems(probs)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	seen := t.schemaSeen[key]
+	t.schemaSeen[key] = true
+	return seen
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
@@ -27,17 +28,16 @@ import (
 // specs that send a refused value restore the setting they tried in case
 // the server took it.
 
-// logKeys are the six settings every answer carries.
-var logKeys = []string{"log_file", "log_info", "log_warning", "log_error", "log_verbose_level", "log_format"}
-
 // The probe reads the settings over REST, then over gRPC.
 var _ = RegisterProbe(specs.ExtLogging, func(ctx context.Context, p *Prober) ProbeResult {
 	return p.RESTThenGRPC(ctx, func(ctx context.Context) ProbeResult {
 		e := p.Get(ctx, "/v2/logging")
-		switch {
+		var s oip.LogSettings
+		switch err := DecodeBody(e, &s); {
 		case e.Err != nil:
 			return Unanswered()
-		case logSettingsErr(e) == nil:
+		case err == nil, errors.Is(err, ErrBodyBreaksSchema) && bytes.HasPrefix(bytes.TrimSpace(e.Body), []byte("{")):
+			// Settings, maybe of the wrong shapes, which the specs grade.
 			return Observed(e, "GET /v2/logging answered the log settings")
 		}
 		return Absent(e, "GET /v2/logging: %s", clipped(e.Got(), 160))
@@ -54,76 +54,57 @@ var _ = RegisterProbe(specs.ExtLogging, func(ctx context.Context, p *Prober) Pro
 	}, "no answer to the log settings")
 })
 
-// restLog is a REST log settings answer, read as sent.
-type restLog struct {
-	members map[string]json.RawMessage
-	verbose uint64
-}
-
-// readLogSettings checks OIP-EXT-LOG-002's shapes in a 200 answer.
-func readLogSettings(e *Exchange) (restLog, error) {
-	if e.Status != http.StatusOK {
-		return restLog{}, fmt.Errorf("%s: %s, want 200 with the log settings", e.What(), e.Got())
-	}
-	m, err := DecodeObject(e.Body)
-	if err != nil {
-		return restLog{}, fmt.Errorf("%s: %v", e.What(), err)
-	}
-	var list []error
-	if _, err := StringField(m, "log_file"); err != nil {
-		list = append(list, err)
-	}
-	for _, k := range []string{"log_info", "log_warning", "log_error"} {
-		var b bool
-		if raw, ok := m[k]; !ok {
-			list = append(list, fmt.Errorf("%q is missing", k))
-		} else if string(raw) == "null" || json.Unmarshal(raw, &b) != nil {
-			list = append(list, fmt.Errorf("%q is %s, want a boolean", k, clipped(string(raw), 40)))
-		}
-	}
-	verbose, err := countField(m, "log_verbose_level")
-	if err != nil {
-		list = append(list, err)
-	}
-	if f, err := StringField(m, "log_format"); err != nil {
-		list = append(list, err)
-	} else if f != "default" && f != "ISO8601" {
-		list = append(list, fmt.Errorf("\"log_format\" is %q, want \"default\" or \"ISO8601\"", f))
-	}
-	return restLog{members: m, verbose: verbose}, errors.Join(list...)
-}
-
-func logSettingsErr(e *Exchange) error {
-	_, err := readLogSettings(e)
-	return err
-}
+// The settings' shapes (OIP-EXT-LOG-002 for GET, -003 for the answer to a
+// POST) are the schema's log_settings: the specs read values with
+// oip.LogSettings and check what changed.
 
 // postLog sends POST /v2/logging with body.
 func postLog(ctx context.Context, body string) *Exchange {
 	return Do(ctx, http.MethodPost, "/v2/logging", jsonHeader(), []byte(body))
 }
 
-// restoreLog puts setting back to its value in before when the spec ends.
-func restoreLog(before restLog, setting string) {
-	raw, ok := before.members[setting]
-	if !ok {
-		return
+// restoreLog puts setting back to value, read before the spec changed it,
+// when the spec ends.
+func restoreLog(setting string, value any) {
+	body, err := json.Marshal(map[string]any{setting: value})
+	if err != nil {
+		panic(fmt.Sprintf("conformance: encode log setting %s: %v", setting, err))
 	}
-	DeferCleanup(func(ctx SpecContext) {
-		postLog(ctx, fmt.Sprintf(`{%q: %s}`, setting, raw))
-	})
+	DeferCleanup(func(ctx SpecContext) { postLog(ctx, string(body)) })
 }
 
-// readLogOrStop reads the settings; ok is false (finding recorded under
-// the spec's requirement) when they cannot be read.
-func readLogOrStop(ctx context.Context) (restLog, bool) {
-	var s restLog
-	ok := Verify(Get(ctx, "/v2/logging")).To(PassCheck(func(e *Exchange) error {
-		var err error
-		s, err = readLogSettings(e)
-		return err
-	}), "the log settings must be readable for the update to be checked")
-	return s, ok
+// logBefore reads the settings a spec puts back when it ends. ok is false
+// when there is no answer (a finding of the spec's requirement); readable is
+// false when the body is not settings the schema accepts (graded by it):
+// the spec goes on, with nothing to put back.
+func logBefore(ctx context.Context) (s oip.LogSettings, readable, ok bool) {
+	e := Get(ctx, "/v2/logging")
+	var err error
+	if err = DecodeBody(e, &s); errors.Is(err, ErrBodyBreaksSchema) {
+		return s, false, true
+	}
+	return s, err == nil, Verify(e).To(PassCheck(func(*Exchange) error { return err }), "the log settings must be readable for the update to be checked")
+}
+
+// changedSettings lists the settings other than log_verbose_level that
+// differ between before and after.
+func changedSettings(before, after oip.LogSettings) error {
+	var list []error
+	for _, c := range []struct {
+		name string
+		b, a any
+	}{
+		{"log_file", before.File, after.File},
+		{"log_info", before.Info, after.Info},
+		{"log_warning", before.Warning, after.Warning},
+		{"log_error", before.Error, after.Error},
+		{"log_format", before.Format, after.Format},
+	} {
+		if c.a != c.b {
+			list = append(list, fmt.Errorf("%s changed from %v to %v, but the update named only log_verbose_level", c.name, c.b, c.a))
+		}
+	}
+	return errors.Join(list...)
 }
 
 // otherLevel is a verbose level different from the current one.
@@ -147,63 +128,62 @@ var _ = Describe("REST logging", Over(TransportREST), Needs(specs.ExtLogging), f
 	})
 
 	It("answers GET /v2/logging with the six log settings and their types", Req("OIP-EXT-LOG-002"), func(ctx SpecContext) {
-		Verify(Get(ctx, "/v2/logging")).To(PassCheck(logSettingsErr))
+		Verify(Get(ctx, "/v2/logging")).To(MatchSchema())
 	})
 
 	It("changes only the settings a POST names and answers with all of them", Req("OIP-EXT-LOG-003"), func(ctx SpecContext) {
-		before, ok := readLogOrStop(ctx)
-		if !ok {
+		before, readable, ok := logBefore(ctx)
+		if !ok || !readable {
 			return
 		}
-		restoreLog(before, "log_verbose_level")
-		want := otherLevel(before.verbose)
-		check := func(e *Exchange) error {
-			after, err := readLogSettings(e)
-			if err != nil {
-				return err
-			}
-			var list []error
-			if after.verbose != want {
-				list = append(list, fmt.Errorf("log_verbose_level is %d after setting it to %d", after.verbose, want))
-			}
-			for _, k := range logKeys {
-				if k != "log_verbose_level" && !bytes.Equal(after.members[k], before.members[k]) {
-					list = append(list, fmt.Errorf("%s changed from %s to %s, but the update named only log_verbose_level", k, before.members[k], after.members[k]))
+		restoreLog("log_verbose_level", before.VerboseLevel)
+		want := uint32(otherLevel(uint64(before.VerboseLevel)))
+		check := func(e *Exchange) bool {
+			after, ok := ReadBody[oip.LogSettings](Verify(e))
+			return ok && Verify(e).To(PassCheck(func(*Exchange) error {
+				if after.VerboseLevel != want {
+					return errors.Join(fmt.Errorf("log_verbose_level is %d after setting it to %d", after.VerboseLevel, want), changedSettings(before, after))
 				}
-			}
-			return errors.Join(list...)
+				return changedSettings(before, after)
+			}))
 		}
-		if Verify(postLog(ctx, fmt.Sprintf(`{"log_verbose_level": %d}`, want))).To(PassCheck(check)) {
-			Verify(Get(ctx, "/v2/logging")).To(PassCheck(check), "a later GET must agree with the update")
+		if check(postLog(ctx, fmt.Sprintf(`{"log_verbose_level": %d}`, want))) {
+			check(Get(ctx, "/v2/logging")) // a later GET must agree with the update
 		}
 	})
 
 	It("refuses to change log_file", Req("OIP-EXT-LOG-004"), func(ctx SpecContext) {
-		before, ok := readLogOrStop(ctx)
+		before, readable, ok := logBefore(ctx)
 		if !ok {
 			return
 		}
-		restoreLog(before, "log_file")
+		if readable {
+			restoreLog("log_file", before.File)
+		}
 		AfterNegative()
 		Verify(postLog(ctx, `{"log_file": "/var/log/oipkit-conformance.log"}`)).To(BeRejected())
 	})
 
 	It("refuses a negative log_verbose_level", Req("OIP-EXT-LOG-005"), func(ctx SpecContext) {
-		before, ok := readLogOrStop(ctx)
+		before, readable, ok := logBefore(ctx)
 		if !ok {
 			return
 		}
-		restoreLog(before, "log_verbose_level")
+		if readable {
+			restoreLog("log_verbose_level", before.VerboseLevel)
+		}
 		AfterNegative()
 		Verify(postLog(ctx, `{"log_verbose_level": -1}`)).To(BeRejected())
 	})
 
 	It("answers a refused update with an error status and {\"error\": string}", Req("OIP-EXT-LOG-006"), func(ctx SpecContext) {
-		before, ok := readLogOrStop(ctx)
+		before, readable, ok := logBefore(ctx)
 		if !ok {
 			return
 		}
-		restoreLog(before, "log_format")
+		if readable {
+			restoreLog("log_format", before.Format)
+		}
 		AfterNegative()
 		Verify(postLog(ctx, `{"log_format": "xml"}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
 	})
