@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
@@ -35,10 +37,12 @@ func traceModelPath(m string) string { return "/v2/models/" + PathEscape(m) + "/
 var _ = RegisterProbe(specs.ExtTrace, func(ctx context.Context, p *Prober) ProbeResult {
 	return p.RESTThenGRPC(ctx, func(ctx context.Context) ProbeResult {
 		e := p.Get(ctx, traceGlobal)
-		switch {
+		var s oip.TraceSettings
+		switch err := DecodeBody(e, &s); {
 		case e.Err != nil:
 			return Unanswered()
-		case traceSettingsErr(e) == nil:
+		case err == nil, errors.Is(err, ErrBodyBreaksSchema) && bytes.HasPrefix(bytes.TrimSpace(e.Body), []byte("{")):
+			// Settings, maybe of the wrong shapes, which the specs grade.
 			return Observed(e, "GET /v2/trace/setting answered the trace settings")
 		}
 		return Absent(e, "GET /v2/trace/setting: %s", clipped(e.Got(), 160))
@@ -55,66 +59,29 @@ var _ = RegisterProbe(specs.ExtTrace, func(ctx context.Context, p *Prober) Probe
 	}, "no answer to the trace settings")
 })
 
-// traceSettings are settings as values: each a list of strings.
+// traceSettings are settings as values: each a list of strings. Their
+// shapes over REST (OIP-EXT-TRACE-002 for GET, -003 for the answer to a
+// POST) are the schema's trace_settings; the specs read the values with
+// oip.TraceSettings and check what changed.
 type traceSettings map[string][]string
-
-// readTraceSettings checks OIP-EXT-TRACE-002's shapes in a 200 answer.
-func readTraceSettings(e *Exchange) (traceSettings, error) {
-	if e.Status != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s, want 200 with the trace settings", e.What(), e.Got())
-	}
-	m, err := DecodeObject(e.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", e.What(), err)
-	}
-	out := traceSettings{}
-	var list []error
-	for _, k := range traceKeys {
-		raw, ok := m[k]
-		if !ok {
-			list = append(list, fmt.Errorf("%q is missing", k))
-			continue
-		}
-		var one string
-		var many []string
-		switch {
-		case json.Unmarshal(raw, &one) == nil && k != "trace_level":
-			out[k] = []string{one}
-		case json.Unmarshal(raw, &many) == nil && many != nil:
-			out[k] = many
-		default:
-			list = append(list, fmt.Errorf("%q is %s, want a string or an array of strings", k, clipped(string(raw), 60)))
-		}
-	}
-	if levels, ok := out["trace_level"]; ok {
-		for _, l := range levels {
-			if l != "OFF" && l != "TIMESTAMPS" && l != "TENSORS" {
-				list = append(list, fmt.Errorf("trace_level %q holds %q, want OFF, TIMESTAMPS or TENSORS", levels, l))
-			}
-		}
-	}
-	return out, errors.Join(list...)
-}
-
-func traceSettingsErr(e *Exchange) error {
-	_, err := readTraceSettings(e)
-	return err
-}
 
 func postTrace(ctx context.Context, path, body string) *Exchange {
 	return Do(ctx, http.MethodPost, path, jsonHeader(), []byte(body))
 }
 
-// readTraceOrStop reads the settings at path; ok is false (finding
-// recorded under the spec's requirement) when they cannot be read.
-func readTraceOrStop(ctx context.Context, path string) (traceSettings, bool) {
-	var s traceSettings
-	ok := Verify(Get(ctx, path)).To(PassCheck(func(e *Exchange) error {
-		var err error
-		s, err = readTraceSettings(e)
-		return err
-	}), "the trace settings must be readable for the update to be checked")
-	return s, ok
+// readTrace reads the settings answer e for c, a check of e (ReadBody: a
+// body the schema refuses is graded by it, not here).
+func readTrace(c *Check) (traceSettings, bool) {
+	s, ok := ReadBody[oip.TraceSettings](c)
+	return traceSettings(s), ok
+}
+
+// traceBefore reads the settings at path that a spec compares with or puts
+// back: ok is false when there is nothing to read (a finding of the spec's
+// requirement when there is no answer; none when the schema refuses the
+// body, which it grades).
+func traceBefore(ctx context.Context, path string) (traceSettings, bool) {
+	return readTrace(Verify(Get(ctx, path)))
 }
 
 // otherRate is a trace_rate different from cur.
@@ -177,40 +144,39 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 	})
 
 	It("answers the server's and a model's trace settings with string values", Req("OIP-EXT-TRACE-002"), func(ctx SpecContext) {
-		Verify(Get(ctx, traceGlobal)).To(PassCheck(traceSettingsErr))
+		Verify(Get(ctx, traceGlobal)).To(MatchSchema())
 		NeedFixture("add_sub")
-		Verify(Get(ctx, traceModelPath("add_sub"))).To(PassCheck(traceSettingsErr))
+		Verify(Get(ctx, traceModelPath("add_sub"))).To(MatchSchema())
 	})
 
 	It("changes only the settings a POST names and answers with the settings", Req("OIP-EXT-TRACE-003"), func(ctx SpecContext) {
-		before, ok := readTraceOrStop(ctx, traceGlobal)
+		before, ok := traceBefore(ctx, traceGlobal)
 		if !ok {
 			return
 		}
 		restoreGlobalRate(before)
 		want := otherRate(before["trace_rate"])
-		check := func(e *Exchange) error {
-			after, err := readTraceSettings(e)
-			if err != nil {
-				return err
-			}
-			if !slices.Equal(after["trace_rate"], []string{want}) {
-				return fmt.Errorf("trace_rate is %q after setting it to %q", after["trace_rate"], want)
-			}
-			return after.sameExcept(before, "trace_rate")
+		check := func(e *Exchange) bool {
+			after, ok := readTrace(Verify(e))
+			return ok && Verify(e).To(PassCheck(func(*Exchange) error {
+				if !slices.Equal(after["trace_rate"], []string{want}) {
+					return fmt.Errorf("trace_rate is %q after setting it to %q", after["trace_rate"], want)
+				}
+				return after.sameExcept(before, "trace_rate")
+			}))
 		}
-		if Verify(postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_rate": %q}`, want))).To(PassCheck(check)) {
-			Verify(Get(ctx, traceGlobal)).To(PassCheck(check), "a later GET must agree with the update")
+		if check(postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_rate": %q}`, want))) {
+			check(Get(ctx, traceGlobal)) // a later GET must agree with the update
 		}
 	})
 
 	It("clears a model setting with null, so that the server's applies", Req("OIP-EXT-TRACE-004"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		global, ok := readTraceOrStop(ctx, traceGlobal)
+		global, ok := traceBefore(ctx, traceGlobal)
 		if !ok {
 			return
 		}
-		before, ok := readTraceOrStop(ctx, traceModelPath("add_sub"))
+		before, ok := traceBefore(ctx, traceModelPath("add_sub"))
 		if !ok {
 			return
 		}
@@ -220,11 +186,8 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 			own = "6"
 		}
 		set := postTrace(ctx, traceModelPath("add_sub"), fmt.Sprintf(`{"trace_rate": %q}`, own))
-		if !Verify(set).To(PassCheck(func(e *Exchange) error {
-			after, err := readTraceSettings(e)
-			if err != nil {
-				return err
-			}
+		after, ok := readTrace(Verify(set))
+		if !ok || !Verify(set).To(PassCheck(func(*Exchange) error {
 			if !slices.Equal(after["trace_rate"], []string{own}) {
 				return fmt.Errorf("add_sub's trace_rate is %q after setting it to %q", after["trace_rate"], own)
 			}
@@ -234,24 +197,27 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 		})) {
 			return
 		}
-		Verify(postTrace(ctx, traceModelPath("add_sub"), `{"trace_rate": null}`)).To(PassCheck(func(e *Exchange) error {
-			after, err := readTraceSettings(e)
-			if err != nil {
-				return err
-			}
-			if !slices.Equal(after["trace_rate"], global["trace_rate"]) {
-				return fmt.Errorf("add_sub's trace_rate is %q after clearing it, want the server's %q", after["trace_rate"], global["trace_rate"])
-			}
-			return nil
-		}))
+		cleared := postTrace(ctx, traceModelPath("add_sub"), `{"trace_rate": null}`)
+		if after, ok := readTrace(Verify(cleared)); ok {
+			Verify(cleared).To(PassCheck(func(*Exchange) error {
+				if !slices.Equal(after["trace_rate"], global["trace_rate"]) {
+					return fmt.Errorf("add_sub's trace_rate is %q after clearing it, want the server's %q", after["trace_rate"], global["trace_rate"])
+				}
+				return nil
+			}))
+		}
 	})
 
 	It("answers a refused update with an error status and {\"error\": string}", Req("OIP-EXT-TRACE-005"), func(ctx SpecContext) {
-		before, ok := readTraceOrStop(ctx, traceGlobal)
-		if !ok {
+		// The settings to put back; none when the schema refuses the body
+		// (it grades it).
+		e := Get(ctx, traceGlobal)
+		var before oip.TraceSettings
+		err := DecodeBody(e, &before)
+		if !errors.Is(err, ErrBodyBreaksSchema) && !Verify(e).To(PassCheck(func(*Exchange) error { return err }), "the trace settings must be readable to put them back") {
 			return
 		}
-		if levels, err := json.Marshal(before["trace_level"]); err == nil {
+		if levels, jerr := json.Marshal(before["trace_level"]); err == nil && jerr == nil {
 			DeferCleanup(func(ctx SpecContext) { postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_level": %s}`, levels)) })
 		}
 		AfterNegative()
