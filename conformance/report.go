@@ -31,23 +31,27 @@ type reqState struct {
 	classes  map[report.Class]bool
 }
 
+// reqStates holds each requirement's state by ID.
+type reqStates map[string]*reqState
+
+// get returns id's state, creating it on first use.
+func (m reqStates) get(id string) *reqState {
+	s, ok := m[id]
+	if !ok {
+		s = &reqState{classes: map[report.Class]bool{}}
+		m[id] = s
+	}
+	return s
+}
+
 // buildReport turns ginkgo's report into the conformance report.
 func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time) *report.ConformanceReport {
-	states := map[string]*reqState{}
-	state := func(id string) *reqState {
-		s, ok := states[id]
-		if !ok {
-			s = &reqState{classes: map[report.Class]bool{}}
-			states[id] = s
-		}
-		return s
-	}
+	states := reqStates{}
 	var problems []string
 	ended := len(r.SpecialSuiteFailureReasons) > 0
 	for _, sr := range r.SpecReports {
 		ended = ended || sr.State == types.SpecStateAborted || sr.State == types.SpecStateInterrupted
 	}
-	notRunSpecs := 0
 	for _, sr := range r.SpecReports {
 		if sr.LeafNodeType != types.NodeTypeIt {
 			if sr.State.Is(types.SpecStateFailureStates) {
@@ -55,79 +59,106 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 			}
 			continue
 		}
-		labels := sr.Labels()
-		ids := engine.LabelValues(labels, engine.LabelKeyReq)
-		text := sr.FullText()
+		states.addSpec(sr, t, opts, ended)
+	}
+
+	rep := newReport(t, opts, start)
+	waivers, _ := Waivers()
+	for _, q := range catalog.Requirements {
+		rep.Requirements = append(rep.Requirements, requirementResult(q, states[q.ID], t, waivers))
+	}
+	report.Block(rep.Requirements, causeRank)
+	rep.Counts = report.Count(rep.Requirements)
+	rep.Incomplete, rep.Problem = runProblems(r, t, problems)
+	rep.Profiles = profileResults(rep, t, opts)
+	return rep
+}
+
+// addSpec records what one spec (an It) said about each requirement it
+// is labelled with: its findings and notes, then its outcome. ended: the
+// run stopped early, so a spec skipped without a reason was not run.
+func (m reqStates) addSpec(sr types.SpecReport, t *engine.Target, opts Options, ended bool) {
+	labels := sr.Labels()
+	ids := engine.LabelValues(labels, engine.LabelKeyReq)
+	text := sr.FullText()
+	for _, id := range ids {
+		m.get(id).specs = append(m.get(id).specs, text)
+	}
+	attributed := m.addEntries(sr, ids, text)
+	switch {
+	case sr.State == types.SpecStatePassed:
 		for _, id := range ids {
-			state(id).specs = append(state(id).specs, text)
+			m.get(id).passed = true
 		}
-		attributed := map[string]bool{}
-		for _, e := range sr.ReportEntries {
-			v, ok := e.GetRawValue().(engine.EntryValue)
-			if !ok {
-				continue
-			}
-			targets := []string{v.Req}
-			if v.Req == "" {
-				targets = ids
-			}
-			for _, id := range targets {
-				s := state(id)
-				switch e.Name {
-				case engine.EntryNote:
-					s.notes = append(s.notes, v.Message)
-				case engine.EntryFinding:
-					attributed[id] = true
-					s.classes[v.Class] = true
-					s.findings = append(s.findings, report.Finding{Spec: text, Class: v.Class, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence, Scope: v.Scope, Reproducer: v.Reproducer})
-				}
+	case sr.State == types.SpecStateSkipped || sr.State == types.SpecStatePending:
+		reason, kind := skipReason(sr, labels, t, opts)
+		if ended && sr.Failure.Message == "" && kind == skipped {
+			reason, kind = "the run ended early", notRun
+		}
+		for _, id := range ids {
+			s := m.get(id)
+			switch kind {
+			case skipped:
+				s.skipped = append(s.skipped, reason)
+			case notRun:
+				s.notRun = append(s.notRun, reason)
+			default:
+				s.notSupp = append(s.notSupp, reason)
 			}
 		}
-		switch {
-		case sr.State == types.SpecStatePassed:
-			for _, id := range ids {
-				state(id).passed = true
-			}
-		case sr.State == types.SpecStateSkipped || sr.State == types.SpecStatePending:
-			reason, kind := skipReason(sr, labels, t, opts)
-			if ended && sr.Failure.Message == "" && kind == skipped {
-				reason, kind = "the run ended early", notRun
-			}
-			if kind == notRun {
-				notRunSpecs++
+	default: // failed, panicked, timed out, aborted, interrupted
+		if len(attributed) == 0 {
+			// No finding says which requirement broke: the spec's
+			// failure is every requirement's.
+			msg := sr.Failure.Message
+			if sr.State != types.SpecStateFailed {
+				msg = fmt.Sprintf("%s: %s", sr.State, msg)
 			}
 			for _, id := range ids {
-				s := state(id)
-				switch kind {
-				case skipped:
-					s.skipped = append(s.skipped, reason)
-				case notRun:
-					s.notRun = append(s.notRun, reason)
-				default:
-					s.notSupp = append(s.notSupp, reason)
-				}
+				s := m.get(id)
+				s.classes[report.ClassFail] = true
+				s.findings = append(s.findings, report.Finding{Spec: text, Class: report.ClassFail, Message: msg})
 			}
-		default: // failed, panicked, timed out, aborted, interrupted
-			if len(attributed) == 0 {
-				msg := sr.Failure.Message
-				if sr.State != types.SpecStateFailed {
-					msg = fmt.Sprintf("%s: %s", sr.State, msg)
-				}
-				for _, id := range ids {
-					s := state(id)
-					s.classes[report.ClassFail] = true
-					s.findings = append(s.findings, report.Finding{Spec: text, Class: report.ClassFail, Message: msg})
-				}
-			}
-			for _, id := range ids {
-				if !attributed[id] && len(attributed) > 0 {
-					state(id).passed = true
-				}
+		}
+		for _, id := range ids {
+			if !attributed[id] && len(attributed) > 0 {
+				m.get(id).passed = true
 			}
 		}
 	}
+}
 
-	waivers, _ := Waivers()
+// addEntries records a spec's findings and notes under the requirement
+// each names (all of the spec's when it names none) and returns the
+// requirements a finding was recorded for.
+func (m reqStates) addEntries(sr types.SpecReport, ids []string, text string) map[string]bool {
+	attributed := map[string]bool{}
+	for _, e := range sr.ReportEntries {
+		v, ok := e.GetRawValue().(engine.EntryValue)
+		if !ok {
+			continue
+		}
+		targets := []string{v.Req}
+		if v.Req == "" {
+			targets = ids
+		}
+		for _, id := range targets {
+			s := m.get(id)
+			switch e.Name {
+			case engine.EntryNote:
+				s.notes = append(s.notes, v.Message)
+			case engine.EntryFinding:
+				attributed[id] = true
+				s.classes[v.Class] = true
+				s.findings = append(s.findings, report.Finding{Spec: text, Class: v.Class, Message: v.Message, Ambiguity: v.Ambiguity, Evidence: v.Evidence, Scope: v.Scope, Reproducer: v.Reproducer})
+			}
+		}
+	}
+	return attributed
+}
+
+// newReport is the report's header: what was tested, by which suite, when.
+func newReport(t *engine.Target, opts Options, start time.Time) *report.ConformanceReport {
 	rep := &report.ConformanceReport{
 		APIVersion:        report.APIVersion,
 		Kind:              report.Kind,
@@ -142,34 +173,34 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 		UnknownExtensions: t.UnknownExtensions,
 		Strict:            opts.Strict,
 		Fixtures:          t.Fixtures(),
+		Features:          []string{},
 	}
-	rep.Features = []string{}
 	for _, f := range t.FeatureList() {
 		rep.Features = append(rep.Features, string(f))
 	}
-	for _, q := range catalog.Requirements {
-		rep.Requirements = append(rep.Requirements, requirementResult(q, states[q.ID], t, waivers))
-	}
-	report.Block(rep.Requirements, causeRank)
-	rep.Counts = report.Count(rep.Requirements)
+	return rep
+}
+
+// runProblems says whether the run is incomplete (the suite failed as a
+// whole, a spec was aborted or interrupted, a route did not answer) and
+// every problem of the run, setup failures given first.
+func runProblems(r types.Report, t *engine.Target, problems []string) (incomplete bool, problem string) {
 	if len(r.SpecialSuiteFailureReasons) > 0 {
-		rep.Incomplete = true
+		incomplete = true
 		problems = append(problems, r.SpecialSuiteFailureReasons...)
 	}
 	for _, sr := range r.SpecReports {
 		if sr.State == types.SpecStateAborted || sr.State == types.SpecStateInterrupted {
-			rep.Incomplete = true
+			incomplete = true
 			problems = append(problems, sr.Failure.Message)
 		}
 	}
 	if routes := t.RouteProblems(); len(routes) > 0 {
-		rep.Incomplete = true
+		incomplete = true
 		problems = append(problems, routes...)
 	}
 	problems = append(problems, t.Problems...)
-	rep.Problem = strings.Join(slices.Compact(problems), "; ")
-	rep.Profiles = profileResults(rep, t, opts)
-	return rep
+	return incomplete, strings.Join(slices.Compact(problems), "; ")
 }
 
 // causeRules are the requirements about an answer as a whole, which a

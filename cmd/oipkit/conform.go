@@ -36,8 +36,8 @@ func (t *ginkgoT) Fail() { t.failed = true }
 // more still gets it.
 const conformMemoryLimit = 64 << 20
 
-func runConform(ctx context.Context, args []string) error {
-	fs := newFlagSet("conform", "conform [--http URL] [--grpc host:port] [flags]", `
+// conformDoc is conform's help text.
+const conformDoc = `
 Run the Open Inference Protocol conformance suite. With neither --http nor
 --grpc it starts the bundled reference server on free loopback ports and
 tests that.
@@ -76,77 +76,26 @@ Exit status: 0 every selected profile passed; 1 usage error; 2 the run
 could not start or complete (unreachable target, not an OIP server, server
 stopped answering, a route never answered); 3 a requirement failed (with
 --strict also: a lenient or warning one); 4 inconclusive (specs were skipped,
-e.g. a fixture model is not deployed).`)
-	var opts conformance.Options
-	var headers, profiles multiFlag
-	declared := fs.String("fixtures", "", "comma-separated fixture model `names` taken as deployed without discovering them, for a server whose models answer no metadata or readiness call (TorchServe); their inputs and outputs are the fixture contract's")
-	features := fs.String("features", "", "comma-separated `list` of supported extensions, overriding the advertised ones (\"none\" for no extension)")
-	fs.StringVar(&opts.HTTPURL, "http", "", "REST base `URL` of the server under test")
-	fs.StringVar(&opts.GRPCAddr, "grpc", "", "gRPC `host:port` of the server under test")
-	fs.Var(&headers, "header", "`\"Key: Value\"` HTTP header / gRPC metadata sent with every call (repeatable)")
-	fs.StringVar(&opts.Host, "host", "", "override the HTTP Host header and gRPC :authority")
-	var tlsFiles client.TLSFiles
-	addTLSFlags(fs, &tlsFiles)
-	fs.BoolVar(&opts.Strict, "strict", false, "fail profiles on lenient and warning findings too")
-	fs.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "timeout of each call")
-	// The caps on what the server sends, named as serve's limits; the
-	// defaults keep a run under 100 MB whatever the server sends.
-	fs.Int64Var(&opts.MaxResponseBytes, "max-body-bytes", conformance.DefaultMaxResponseBytes, "largest REST response body in `bytes` (a larger one fails its call, its excess unread)")
-	fs.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", conformance.DefaultMaxResponseBytes, "same as --max-body-bytes (its former name)")
-	fs.Int64Var(&opts.MaxMessageBytes, "grpc-max-message-bytes", 0, "largest gRPC response message in `bytes`, counting what decoding it costs (default --max-body-bytes)")
-	fs.Int64Var(&opts.MaxHeaderBytes, "max-header-bytes", client.DefaultMaxHeaderBytes, "largest response header block in `bytes` (HTTP/1.1 headers, HTTP/2 header list)")
-	fs.StringVar(&opts.ReportDir, "report-dir", "conformance-report", "`directory` for report.json, report.md, report.html and junit.xml (\"\" writes none)")
-	from := fs.String("from", "", "run nothing: render the report `file` (report.json) again into --report-dir (default: its directory)")
-	fs.Var(&profiles, "profile", "profile `name` whose verdict decides the exit status (repeatable; default all targeted)")
-	fs.StringVar(&opts.ImplementationName, "name", "", "implementation name for the report (default: from server metadata)")
-	fs.StringVar(&opts.LabelFilter, "label-filter", "", "extra ginkgo label filter `expression`, ANDed with the feature/transport filter")
-	fs.BoolVar(&opts.Verbose, "v", false, "keep ginkgo's full stream (every spec as it runs, each failure in full) and print each defect's reproducer")
-	fs.BoolVar(&opts.Verbose, "verbose", false, "the same as -v")
+e.g. a fixture model is not deployed).`
+
+func runConform(ctx context.Context, args []string) error {
+	fs, f := newConformFlags()
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	if *from != "" {
-		return renderConformReport(fs, *from, opts.ReportDir)
+	if f.from != "" {
+		return renderConformReport(fs, f.from, f.opts.ReportDir)
 	}
-	for name, v := range map[string]int64{"--max-body-bytes": opts.MaxResponseBytes, "--max-header-bytes": opts.MaxHeaderBytes} {
-		if v <= 0 {
-			return fmt.Errorf("%w: %s must be positive, got %d", errUsage, name, v)
-		}
-	}
-	if opts.MaxMessageBytes < 0 {
-		return fmt.Errorf("%w: --grpc-max-message-bytes must be positive (or 0: --max-body-bytes), got %d", errUsage, opts.MaxMessageBytes)
+	opts, err := f.options(fs)
+	if err != nil {
+		return err
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(conformMemoryLimit))
 	}
-	var err error
-	if opts.Header, err = client.ParseHeaders(headers); err != nil {
-		return fmt.Errorf("%w: --header: %v", errUsage, err)
-	}
-	if opts.TLS, err = tlsFiles.Config(); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if opts.TLS != nil && strings.HasPrefix(opts.HTTPURL, "http://") {
-		return fmt.Errorf("%w: TLS flags with the plain http:// URL %s: use https://", errUsage, opts.HTTPURL)
-	}
-	for _, p := range profiles {
-		opts.Profiles = append(opts.Profiles, strings.Split(p, ",")...)
-	}
-	if flagSet(fs, "features") {
-		opts.Features = []conformance.Feature{}
-	}
-	if opts.DeclaredFixtures, err = conformance.ParseFixtures(*declared); err != nil {
-		return fmt.Errorf("%w: --fixtures: %v", errUsage, err)
-	}
-	if *features != "" && *features != "none" {
-		if opts.Features, err = conformance.ParseFeatures(*features); err != nil {
-			return fmt.Errorf("%w: --features: %v", errUsage, err)
-		}
-	}
-
 	if opts.HTTPURL == "" && opts.GRPCAddr == "" {
 		srv, err := startReference(ctx)
 		if err != nil {
@@ -160,7 +109,89 @@ e.g. a fixture model is not deployed).`)
 		opts.HTTPURL, opts.GRPCAddr = srv.HTTPURL(), srv.GRPCAddr()
 		fmt.Printf("oipkit conform: testing the bundled reference server at %s and %s\n", opts.HTTPURL, opts.GRPCAddr)
 	}
+	return runSuite(opts)
+}
 
+// conformFlags are conform's flags: the options the flag package fills
+// directly, and those read from text.
+type conformFlags struct {
+	opts                     conformance.Options
+	headers, profiles        multiFlag
+	declared, features, from string
+	tlsFiles                 client.TLSFiles
+}
+
+func newConformFlags() (*flag.FlagSet, *conformFlags) {
+	fs := newFlagSet("conform", "conform [--http URL] [--grpc host:port] [flags]", conformDoc)
+	f := &conformFlags{}
+	opts := &f.opts
+	fs.StringVar(&f.declared, "fixtures", "", "comma-separated fixture model `names` taken as deployed without discovering them, for a server whose models answer no metadata or readiness call (TorchServe); their inputs and outputs are the fixture contract's")
+	fs.StringVar(&f.features, "features", "", "comma-separated `list` of supported extensions, overriding the advertised ones (\"none\" for no extension)")
+	fs.StringVar(&opts.HTTPURL, "http", "", "REST base `URL` of the server under test")
+	fs.StringVar(&opts.GRPCAddr, "grpc", "", "gRPC `host:port` of the server under test")
+	fs.Var(&f.headers, "header", "`\"Key: Value\"` HTTP header / gRPC metadata sent with every call (repeatable)")
+	fs.StringVar(&opts.Host, "host", "", "override the HTTP Host header and gRPC :authority")
+	addTLSFlags(fs, &f.tlsFiles)
+	fs.BoolVar(&opts.Strict, "strict", false, "fail profiles on lenient and warning findings too")
+	fs.DurationVar(&opts.Timeout, "timeout", conformance.DefaultTimeout, "timeout of each call")
+	// The caps on what the server sends, named as serve's limits; the
+	// defaults keep a run under 100 MB whatever the server sends.
+	fs.Int64Var(&opts.MaxResponseBytes, "max-body-bytes", conformance.DefaultMaxResponseBytes, "largest REST response body in `bytes` (a larger one fails its call, its excess unread)")
+	fs.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", conformance.DefaultMaxResponseBytes, "same as --max-body-bytes (its former name)")
+	fs.Int64Var(&opts.MaxMessageBytes, "grpc-max-message-bytes", 0, "largest gRPC response message in `bytes`, counting what decoding it costs (default --max-body-bytes)")
+	fs.Int64Var(&opts.MaxHeaderBytes, "max-header-bytes", client.DefaultMaxHeaderBytes, "largest response header block in `bytes` (HTTP/1.1 headers, HTTP/2 header list)")
+	fs.StringVar(&opts.ReportDir, "report-dir", "conformance-report", "`directory` for report.json, report.md, report.html and junit.xml (\"\" writes none)")
+	fs.StringVar(&f.from, "from", "", "run nothing: render the report `file` (report.json) again into --report-dir (default: its directory)")
+	fs.Var(&f.profiles, "profile", "profile `name` whose verdict decides the exit status (repeatable; default all targeted)")
+	fs.StringVar(&opts.ImplementationName, "name", "", "implementation name for the report (default: from server metadata)")
+	fs.StringVar(&opts.LabelFilter, "label-filter", "", "extra ginkgo label filter `expression`, ANDed with the feature/transport filter")
+	fs.BoolVar(&opts.Verbose, "v", false, "keep ginkgo's full stream (every spec as it runs, each failure in full) and print each defect's reproducer")
+	fs.BoolVar(&opts.Verbose, "verbose", false, "the same as -v")
+	return fs, f
+}
+
+// options checks the flags and reads those given as text into the suite's
+// options; a mistake is a usage error.
+func (f *conformFlags) options(fs *flag.FlagSet) (conformance.Options, error) {
+	opts := f.opts
+	for name, v := range map[string]int64{"--max-body-bytes": opts.MaxResponseBytes, "--max-header-bytes": opts.MaxHeaderBytes} {
+		if v <= 0 {
+			return opts, fmt.Errorf("%w: %s must be positive, got %d", errUsage, name, v)
+		}
+	}
+	if opts.MaxMessageBytes < 0 {
+		return opts, fmt.Errorf("%w: --grpc-max-message-bytes must be positive (or 0: --max-body-bytes), got %d", errUsage, opts.MaxMessageBytes)
+	}
+	var err error
+	if opts.Header, err = client.ParseHeaders(f.headers); err != nil {
+		return opts, fmt.Errorf("%w: --header: %v", errUsage, err)
+	}
+	if opts.TLS, err = f.tlsFiles.Config(); err != nil {
+		return opts, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if opts.TLS != nil && strings.HasPrefix(opts.HTTPURL, "http://") {
+		return opts, fmt.Errorf("%w: TLS flags with the plain http:// URL %s: use https://", errUsage, opts.HTTPURL)
+	}
+	for _, p := range f.profiles {
+		opts.Profiles = append(opts.Profiles, strings.Split(p, ",")...)
+	}
+	if flagSet(fs, "features") {
+		opts.Features = []conformance.Feature{}
+	}
+	if opts.DeclaredFixtures, err = conformance.ParseFixtures(f.declared); err != nil {
+		return opts, fmt.Errorf("%w: --fixtures: %v", errUsage, err)
+	}
+	if f.features != "" && f.features != "none" {
+		if opts.Features, err = conformance.ParseFeatures(f.features); err != nil {
+			return opts, fmt.Errorf("%w: --features: %v", errUsage, err)
+		}
+	}
+	return opts, nil
+}
+
+// runSuite runs the suite, prints its summary and returns the exit
+// status of its verdict.
+func runSuite(opts conformance.Options) error {
 	opts.StepSummary = os.Getenv(conformance.EnvStepSummary)
 	if !opts.Verbose {
 		opts.Progress = os.Stdout
