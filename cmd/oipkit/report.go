@@ -11,16 +11,15 @@ import (
 
 	"github.com/oipkit/oipkit/loadgen"
 	"github.com/oipkit/oipkit/loadgen/render"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 func init() {
 	register(command{Name: "report", Summary: "re-render, merge, compare and gate saved load results", Run: runReport})
 }
 
-func runReport(ctx context.Context, args []string) error {
-	var thresholds multiFlag
-	var format, output, html, maxErrorRate string
-	fs := newFlagSet("report", "report [flags] (RESULT.json | DIR)...", `
+// reportDoc is report's help text.
+const reportDoc = `
 Render a result saved by 'oipkit load --output' again, or merge several by
 merging their histograms (never by averaging percentiles): runs that
 overlapped in time count as parallel generators whose rates add up, others
@@ -55,7 +54,12 @@ IDs and the runtime's version. "-" writes it to standard output.
 bound on failed requests (--max-error-rate, 1%). Exit status: 0 pass; 1 usage
 error or unreadable file; 2 an input run did not complete; 3 a threshold
 failed; 4 inconclusive (an input was generator-bound or unstable, or
-segments are missing).`)
+segments are missing).`
+
+func runReport(ctx context.Context, args []string) error {
+	var thresholds multiFlag
+	var format, output, html, maxErrorRate string
+	fs := newFlagSet("report", "report [flags] (RESULT.json | DIR)...", reportDoc)
 	compare := fs.Bool("compare", false, "print the results side by side as a Markdown table instead of merging them")
 	force := fs.Bool("force", false, "merge results even when their configurations differ")
 	fs.Var(&thresholds, "threshold", "CI gate such as p99<20ms (repeatable)")
@@ -71,7 +75,7 @@ segments are missing).`)
 			if errors.Is(err, flag.ErrHelp) {
 				return err
 			}
-			return exitError{exitUsage}
+			return exitError{verdict.ExitUsage}
 		}
 		if fs.NArg() == 0 {
 			break
@@ -138,31 +142,9 @@ segments are missing).`)
 		return nil
 	}
 
-	res := results[0]
-	if segmented {
-		if problems := loadgen.CheckSegments(results); len(problems) > 0 {
-			if !*force {
-				return usageError("report: refusing to merge: %s; --force merges anyway (the result then records the problems)", strings.Join(problems, "; "))
-			}
-			fmt.Fprintf(os.Stderr, "oipkit report: merging despite: %s\n", strings.Join(problems, "; "))
-		}
-		if res, err = loadgen.Merge(results...); err != nil {
-			return usageError("%v", err)
-		}
-	} else if len(results) > 1 {
-		var differ []string
-		for i, r := range results[1:] {
-			for _, d := range loadgen.Differences(results[0], r) {
-				differ = append(differ, fmt.Sprintf("%s: %s", files[i+1], d))
-			}
-		}
-		if len(differ) > 0 && !*force {
-			return usageError("report: refusing to merge results of different configurations (first file %s): %s; use --compare or --html to compare them, --force to merge anyway",
-				files[0], strings.Join(differ, "; "))
-		}
-		if res, err = loadgen.Merge(results...); err != nil {
-			return usageError("%v", err)
-		}
+	res, err := mergeResults(results, files, segmented, *force)
+	if err != nil {
+		return err
 	}
 	write := func(r *loadgen.Result) error {
 		if output != "" {
@@ -176,6 +158,38 @@ segments are missing).`)
 		return nil
 	}
 	return finish(res, thresholds, f, write)
+}
+
+// mergeResults merges the results read from files into one: the segments
+// of a split test, or runs of one configuration (any with --force). One
+// result is itself. A merge refused is a usage error.
+func mergeResults(results []*loadgen.Result, files []string, segmented, force bool) (*loadgen.Result, error) {
+	if segmented {
+		if problems := loadgen.CheckSegments(results); len(problems) > 0 {
+			if !force {
+				return nil, usageError("report: refusing to merge: %s; --force merges anyway (the result then records the problems)", strings.Join(problems, "; "))
+			}
+			fmt.Fprintf(os.Stderr, "oipkit report: merging despite: %s\n", strings.Join(problems, "; "))
+		}
+	} else if len(results) == 1 {
+		return results[0], nil
+	} else {
+		var differ []string
+		for i, r := range results[1:] {
+			for _, d := range loadgen.Differences(results[0], r) {
+				differ = append(differ, fmt.Sprintf("%s: %s", files[i+1], d))
+			}
+		}
+		if len(differ) > 0 && !force {
+			return nil, usageError("report: refusing to merge results of different configurations (first file %s): %s; use --compare or --html to compare them, --force to merge anyway",
+				files[0], strings.Join(differ, "; "))
+		}
+	}
+	res, err := loadgen.Merge(results...)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	return res, nil
 }
 
 // comparisonLabels names each result for an overlay, adding its file
@@ -253,7 +267,7 @@ func expandFolders(paths []string) ([]string, error) {
 		}
 		if len(files) == 0 {
 			fmt.Fprintf(os.Stderr, "oipkit report: %s holds no load results (*.json): nothing ran, or no segment of the test finished\n", p)
-			return nil, exitError{exitNotRun}
+			return nil, exitError{verdict.ExitNotRun}
 		}
 		out = append(out, files...)
 	}
