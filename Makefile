@@ -162,7 +162,7 @@ serve: build
 # bench runs the Go benchmarks: codecs, the reference server, the client and
 # the load generator's hot path.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./tensor/ ./oip/ ./reference/ ./client/ ./loadgen/
+	$(GO) test -run '^$$' -bench . -benchmem ./tensor/ ./oip/ ./reference/ ./client/ ./loadgen/ ./loadgen/oiptarget/
 
 clean:
 	rm -rf $(BIN)

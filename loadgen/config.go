@@ -226,17 +226,8 @@ func configErr(format string, args ...any) error {
 // again on its own output. Errors wrap ErrConfig and say which setting is
 // wrong in one line.
 func (c *Config) Normalize() error {
-	if err := c.Target.normalize(c.Load); err != nil {
-		return err
-	}
-	if err := c.Inputs.normalize(); err != nil {
-		return err
-	}
 	if err := c.normalizeStreaming(); err != nil {
 		return err
-	}
-	if c.Streaming != nil && c.Inputs.SharedMemory == SharedMemorySystem {
-		return configErr("--shared-memory system applies to single requests; --streaming sends its inputs in each streamed request")
 	}
 	if err := c.Load.normalize(c.SLO != nil); err != nil {
 		return err
@@ -326,111 +317,6 @@ func (c *Config) checkSegment() error {
 		return configErr("--segment %s: %d requests leave some of the %d segments without a request", seg, l.Requests, seg.Count)
 	case l.WarmupRequests > 0 && !l.StartAt.IsZero() && seg.Count > 1:
 		return configErr("--segment %s with --start-at: a warm-up of %d requests ends at a different time in every segment, so their measurements would not line up; give the warm-up as a duration", seg, l.WarmupRequests)
-	}
-	return nil
-}
-
-func (t *TargetConfig) normalize(l LoadConfig) error {
-	switch {
-	case t.HTTP != "" && t.GRPC != "":
-		return configErr("give one of --http and --grpc")
-	case t.HTTP == "" && t.GRPC == "":
-		return configErr("give a target: --http HOST:PORT or --grpc HOST:PORT")
-	}
-	if t.HTTP != "" {
-		u, err := client.HTTPBaseURL(t.HTTP)
-		if err != nil {
-			return configErr("--http: %v", err)
-		}
-		t.HTTP = u
-	}
-	if t.MetricsURL != "" {
-		u, err := MetricsURL(t.MetricsURL)
-		if err != nil {
-			return configErr("--metrics-url: %v", err)
-		}
-		t.MetricsURL = u
-	}
-	if t.GRPC != "" {
-		a, err := client.GRPCAddress(t.GRPC)
-		if err != nil {
-			return configErr("--grpc: %v", err)
-		}
-		t.GRPC = a
-	}
-	if t.Protocol == "" {
-		t.Protocol = client.ProtocolHTTP
-		if t.GRPC != "" {
-			t.Protocol = client.ProtocolGRPCRaw
-		}
-	}
-	if _, err := client.ParseProtocol(string(t.Protocol)); err != nil {
-		return configErr("%v", err)
-	}
-	if t.Protocol.IsGRPC() != (t.GRPC != "") {
-		return configErr("protocol %s needs --%s", t.Protocol, map[bool]string{true: "grpc", false: "http"}[t.Protocol.IsGRPC()])
-	}
-	if t.Model == "" {
-		return configErr("give a model: --model NAME")
-	}
-	for _, d := range []struct {
-		name string
-		v    *Duration
-		def  time.Duration
-	}{{"timeout", &t.Timeout, DefaultTimeout}, {"ready timeout", &t.ReadyTimeout, DefaultReadyTimeout}} {
-		switch {
-		case *d.v < 0:
-			return configErr("%s must be positive, got %v", d.name, *d.v)
-		case *d.v == 0:
-			*d.v = Duration(d.def)
-		}
-	}
-	if t.Connections < 0 {
-		return configErr("connections must be positive, got %d", t.Connections)
-	}
-	return nil
-}
-
-func (in *InputConfig) normalize() error {
-	switch in.Data {
-	case "":
-		in.Data = "random"
-	case "random", "zero":
-	default:
-		return configErr("unknown --data %q (want random or zero)", in.Data)
-	}
-	switch {
-	case in.StringLength < 0:
-		return configErr("string length must be positive, got %d", in.StringLength)
-	case in.StringLength == 0:
-		in.StringLength = DefaultStringLength
-	}
-	if in.Seed == 0 {
-		in.Seed = 1
-	}
-	if err := in.normalizeCheckEvery(); err != nil {
-		return err
-	}
-	if _, err := parseShapes(in.Shapes); err != nil {
-		return err
-	}
-	switch in.SharedMemory {
-	case "":
-		in.SharedMemory = SharedMemoryNone
-	case SharedMemoryNone, SharedMemorySystem:
-	case SharedMemoryCUDA:
-		return configErr("--shared-memory cuda is not supported (no GPU support); use system or none")
-	default:
-		return configErr("unknown --shared-memory %q (want none or system)", in.SharedMemory)
-	}
-	switch {
-	case in.OutputSharedMemorySize < 0:
-		return configErr("--output-shared-memory-size must be positive, got %d", in.OutputSharedMemorySize)
-	case in.OutputSharedMemorySize == 0:
-		in.OutputSharedMemorySize = DefaultOutputSharedMemorySize
-	}
-	if in.SharedMemory == SharedMemorySystem && in.Validate {
-		return configErr("--validate checks the outputs in each response; with --shared-memory system they are written to regions that concurrent requests share, so the two cannot be combined")
 	}
 	return nil
 }

@@ -316,3 +316,8 @@ func classify(err error) errorKey {
 	}
 	return errorKey{kind: kindOther}
 }
+
+// ErrorClass is the key of Result.Errors that a request failing with err is
+// counted under ("http_503", "timeout", "validation", …): how the engine
+// classifies what a Target returns.
+func ErrorClass(err error) string { return classify(err).String() }

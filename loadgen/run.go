@@ -233,7 +233,7 @@ func (r *runner) run(ctx context.Context) *Result {
 		res.EndReason, res.Error = EndAborted, col.abortWhy+" (--abort-on-fail)"
 	}
 	if statsBefore != nil && ctx.Err() == nil {
-		res.Server = readServerStats(ctx, r.target).delta(statsBefore)
+		res.Server = readServerStats(ctx, r.target).Delta(statsBefore)
 	}
 	res.Duration = Duration(max(ph.windowEnd-t0, 0))
 	res.Elapsed = Duration(max(end-t0, 0))
@@ -256,11 +256,13 @@ func (r *runner) run(ctx context.Context) *Result {
 	return res
 }
 
-// answerer is a target that can tell whether its server still answers:
-// nil when it does, an error wrapping client.ErrUnreachable when nothing
-// answers at its address.
-type answerer interface {
-	answering(ctx context.Context) error
+// An AnsweringTarget is a [Target] that can tell whether its server still
+// answers: Answering returns nil when it does, an error wrapping
+// client.ErrUnreachable when nothing answers at its address. A run whose
+// last requests all failed asks it, to tell a server that went away from
+// one that answered badly.
+type AnsweringTarget interface {
+	Answering(ctx context.Context) error
 }
 
 // stoppedAnswering says when and how the server stopped answering, or "":
@@ -270,7 +272,7 @@ type answerer interface {
 // away, not one that answered badly (which the failed-request bound
 // judges).
 func (r *runner) stoppedAnswering(ctx context.Context, res *Result) string {
-	a, ok := r.target.(answerer)
+	a, ok := r.target.(AnsweringTarget)
 	if !ok || len(res.Intervals) == 0 || res.Counts.Errors+res.Counts.Timeouts == 0 {
 		return ""
 	}
@@ -287,7 +289,7 @@ func (r *runner) stoppedAnswering(ctx context.Context, res *Result) string {
 	if failed == 0 {
 		return ""
 	}
-	err := a.answering(ctx)
+	err := a.Answering(ctx)
 	if err == nil || !errors.Is(err, client.ErrUnreachable) {
 		return ""
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/oiptarget"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference/referencetest"
 	"github.com/oipkit/oipkit/specs/inferencepb"
@@ -20,7 +21,7 @@ import (
 
 // BenchmarkServers is the in-process counterpart of the reference-server rows
 // of scripts/bench-compare.sh: the reference server and the bare one, each
-// driven by oipkit load's own request path (loadgen.OIPTarget.Do) with 16
+// driven by oipkit load's own request path (oiptarget.OIPTarget.Do) with 16
 // requests in flight, the add_sub request of the script, one gRPC connection
 // or 16 keep-alive REST connections. Client and server share the process and
 // its cores, as they share the machine in the script, so ns/op is the whole
@@ -77,7 +78,7 @@ func BenchmarkServers(b *testing.B) {
 					cfg.Target.HTTP = s.http
 				}
 				ctx := context.Background()
-				tg, err := loadgen.NewTarget(ctx, cfg)
+				tg, err := oiptarget.NewTarget(ctx, cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/oiptarget"
 	"github.com/oipkit/oipkit/loadgen/render"
 	"github.com/oipkit/oipkit/loadgen/search"
 )
@@ -142,10 +143,10 @@ by the generator). 4 outranks 3.`)
 	fs.IntVar(&f.sequences, "num-of-sequences", 0, "open loop with --sequence-length: `N` sequences live at once (default 4)")
 	fs.BoolVar(&in.Validate, "validate", false, "check every response against validation_data or the fixture's computed outputs")
 	in.CheckEvery = new(int)
-	fs.IntVar(in.CheckEvery, "check-every", loadgen.DefaultCheckEvery, "decode the first answer and then every `N`th in full and check it against the model metadata (0: framing and status only; --validate checks every answer)")
+	fs.IntVar(in.CheckEvery, "check-every", oiptarget.DefaultCheckEvery, "decode the first answer and then every `N`th in full and check it against the model metadata (0: framing and status only; --validate checks every answer)")
 	fs.Uint64Var(&in.Seed, "seed", 1, "`seed` for random data and Poisson arrivals")
-	fs.StringVar(&in.SharedMemory, "shared-memory", loadgen.SharedMemoryNone, "`mode` of passing tensors, as perf_analyzer: none, or system (inputs placed once in registered POSIX shared memory, outputs written there; the server must be on this host)")
-	fs.IntVar(&in.OutputSharedMemorySize, "output-shared-memory-size", loadgen.DefaultOutputSharedMemorySize, "`bytes` of shared memory given to each output with --shared-memory system")
+	fs.StringVar(&in.SharedMemory, "shared-memory", oiptarget.SharedMemoryNone, "`mode` of passing tensors, as perf_analyzer: none, or system (inputs placed once in registered POSIX shared memory, outputs written there; the server must be on this host)")
+	fs.IntVar(&in.OutputSharedMemorySize, "output-shared-memory-size", oiptarget.DefaultOutputSharedMemorySize, "`bytes` of shared memory given to each output with --shared-memory system")
 
 	l := &cfg.Load
 	fs.IntVar(&l.Concurrency, "concurrency", 0, "closed loop: `N` workers sending back to back (default 1 without --rate)")
@@ -203,7 +204,7 @@ by the generator). 4 outranks 3.`)
 	if err != nil {
 		return usageError("--format: %v", err)
 	}
-	if err := cfg.Normalize(); err != nil {
+	if err := oiptarget.Normalize(&cfg); err != nil {
 		return usageError("%v", err)
 	}
 	if f.progress != "auto" && f.progress != "always" && f.progress != "never" {
@@ -260,7 +261,7 @@ by the generator). 4 outranks 3.`)
 		tcfg.Target.ReadyTimeout = loadgen.Duration(until)
 		tcfg.Target.WaitForListener = true
 	}
-	target, err := loadgen.NewTarget(ctx, tcfg)
+	target, err := oiptarget.NewTarget(ctx, tcfg)
 	if err != nil {
 		return notRun(err)
 	}
@@ -297,7 +298,7 @@ const clockBudget = 4 * time.Second
 
 // estimateClock estimates the target's clock offset within clockBudget,
 // and before the start time (keeping a quarter second in hand).
-func estimateClock(ctx context.Context, t *loadgen.OIPTarget, startAt time.Time) loadgen.ClockOffset {
+func estimateClock(ctx context.Context, t *oiptarget.OIPTarget, startAt time.Time) loadgen.ClockOffset {
 	deadline := time.Now().Add(clockBudget)
 	if !startAt.IsZero() && startAt.Add(-250*time.Millisecond).Before(deadline) {
 		deadline = startAt.Add(-250 * time.Millisecond)

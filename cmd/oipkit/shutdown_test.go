@@ -17,6 +17,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/oiptarget"
 )
 
 // TestServeSIGTERMUnderLoad measures graceful shutdown: `oipkit serve` runs
@@ -65,7 +66,7 @@ func sigtermUnderLoad(t *testing.T, p client.Protocol) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	target, err := loadgen.NewTarget(ctx, cfg)
+	target, err := oiptarget.NewTarget(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"context"
@@ -10,39 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oipkit/oipkit/loadgen"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/specs/inferencepb"
 )
-
-// ClockOffset is an estimate of how far the target's clock is from the
-// generator's: the target's time is the local time plus Offset, within
-// ±Precision. The segments of a test record one each, so that the merge
-// can tell how far apart their clocks — and so their schedules — were.
-type ClockOffset struct {
-	Offset    Duration `json:"offset"`
-	Precision Duration `json:"precision"`
-	// Source is where the target's time came from, e.g. "HTTP Date header".
-	Source string `json:"source,omitempty"`
-	Probes int    `json:"probes"`
-	// Error says why there is no estimate (then Offset and Precision are
-	// meaningless).
-	Error string `json:"error,omitempty"`
-}
-
-// String is "+1.234ms ± 0.2ms", or the error.
-func (c ClockOffset) String() string {
-	if c.Error != "" {
-		return "no estimate: " + c.Error
-	}
-	sign := "+"
-	if c.Offset < 0 {
-		sign = ""
-	}
-	return fmt.Sprintf("%s%v ± %v (%s, %d probes)", sign, c.Offset.D().Round(time.Microsecond), c.Precision.D().Round(time.Microsecond), c.Source, c.Probes)
-}
 
 // A dateProbe asks the target for the time once. It returns the time the
 // target dated its answer with, truncated to the whole second (an HTTP
@@ -73,8 +48,8 @@ const (
 // assumes the target dates each answer when it makes it (Go's net/http
 // does); a server or proxy that caches its Date header for a second biases
 // the estimate by up to that second.
-func estimateOffset(ctx context.Context, probe dateProbe, source string, deadline time.Time) ClockOffset {
-	out := ClockOffset{Source: source}
+func estimateOffset(ctx context.Context, probe dateProbe, source string, deadline time.Time) loadgen.ClockOffset {
+	out := loadgen.ClockOffset{Source: source}
 	var lo, hi time.Duration // bracket of θ
 	rtt := time.Duration(-1)
 	answers, failures := 0, 0
@@ -133,8 +108,8 @@ func estimateOffset(ctx context.Context, probe dateProbe, source string, deadlin
 		}
 		return out
 	}
-	out.Offset = Duration((lo + hi) / 2)
-	out.Precision = Duration((hi - lo + 1) / 2)
+	out.Offset = loadgen.Duration((lo + hi) / 2)
+	out.Precision = loadgen.Duration((hi - lo + 1) / 2)
 	return out
 }
 
@@ -166,7 +141,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // HTTP Date header of GET /v2/health/live; over gRPC the "date" header of
 // ServerLive answers, which gRPC servers rarely send but proxies such as
 // Envoy add. Without either, the result says why there is no estimate.
-func (t *OIPTarget) EstimateClockOffset(ctx context.Context, deadline time.Time) ClockOffset {
+func (t *OIPTarget) EstimateClockOffset(ctx context.Context, deadline time.Time) loadgen.ClockOffset {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	if t.conn != nil {

@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/tensor"
@@ -80,7 +82,7 @@ func concreteShape(md oip.TensorMetadata, shapes map[string][]int64) ([]int64, e
 
 // synthesize makes one input set from model metadata: random (seeded) or
 // zero data of each input's datatype and shape.
-func synthesize(meta *oip.ModelMetadata, in InputConfig) ([]inputSet, error) {
+func synthesize(meta *oip.ModelMetadata, in loadgen.InputConfig) ([]inputSet, error) {
 	shapes, err := shapesFor(in.Shapes, meta)
 	if err != nil {
 		return nil, err
@@ -197,7 +199,7 @@ type tensorJSON struct {
 // explicit shape the metadata shape is used, with --shape for variable
 // dimensions or, when exactly one dimension is variable, that dimension
 // inferred from the element count.
-func readInputFile(path string, meta *oip.ModelMetadata, in InputConfig) ([]inputSet, error) {
+func readInputFile(path string, meta *oip.ModelMetadata, in loadgen.InputConfig) ([]inputSet, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, configErr("input data: %v", err)

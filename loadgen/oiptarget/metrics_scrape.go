@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/client"
 )
@@ -83,8 +85,8 @@ type metricsScraper struct {
 
 func newMetricsScraper(rawURL string, tlsConfig *tls.Config) *metricsScraper {
 	tr := &http.Transport{TLSClientConfig: tlsConfig, MaxIdleConns: 1, IdleConnTimeout: 30 * time.Second,
-		ResponseHeaderTimeout: serverStatsTimeout}
-	return &metricsScraper{url: rawURL, client: &http.Client{Transport: tr, Timeout: serverStatsTimeout}}
+		ResponseHeaderTimeout: statsTimeout}
+	return &metricsScraper{url: rawURL, client: &http.Client{Transport: tr, Timeout: statsTimeout}}
 }
 
 // openMetrics sets up --metrics-url and reads it once, so that a wrong URL
@@ -94,7 +96,7 @@ func (t *OIPTarget) openMetrics(ctx context.Context) error {
 		return nil
 	}
 	t.metrics = newMetricsScraper(t.cfg.MetricsURL, t.tls)
-	ctx, cancel := context.WithTimeout(ctx, serverStatsTimeout)
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
 	defer cancel()
 	if _, err := t.metrics.scrape(ctx); err != nil {
 		return fmt.Errorf("--metrics-url: %w", err)
@@ -350,26 +352,26 @@ func modelMetricsOf(samples []metricSample, model, version string) modelMetrics 
 // breakdown is the statistics-like breakdown of m: successful requests
 // and the cumulative queue and compute durations (which Triton counts over
 // successful requests).
-func (m modelMetrics) breakdown() *ServerBreakdown {
+func (m modelMetrics) breakdown() *loadgen.ServerBreakdown {
 	n := int64(m.success)
-	us := func(name string, v float64) ServerComponent {
-		return ServerComponent{Name: name, Count: n, TotalNs: int64(v * 1000)}
+	us := func(name string, v float64) loadgen.ServerComponent {
+		return loadgen.ServerComponent{Name: name, Count: n, TotalNs: int64(v * 1000)}
 	}
-	return &ServerBreakdown{Source: "metrics (nv_inference_*)", Requests: n, Components: []ServerComponent{
+	return &loadgen.ServerBreakdown{Source: "metrics (nv_inference_*)", Requests: n, Components: []loadgen.ServerComponent{
 		us("queue", m.queueUs), us("compute_input", m.inputUs), us("compute_infer", m.inferUs), us("compute_output", m.outputUs),
 	}}
 }
 
 // stream is the server's account of streamed responses in m; nil when the
 // server exports none.
-func (m modelMetrics) stream() *ServerStream {
+func (m modelMetrics) stream() *loadgen.ServerStream {
 	if m.firstCount == 0 && m.gapCount == 0 {
 		return nil
 	}
-	ms := func(name string, sum, count float64) ServerComponent {
-		return ServerComponent{Name: name, Count: int64(count), TotalNs: int64(math.Round(sum * 1e6))}
+	ms := func(name string, sum, count float64) loadgen.ServerComponent {
+		return loadgen.ServerComponent{Name: name, Count: int64(count), TotalNs: int64(math.Round(sum * 1e6))}
 	}
-	return &ServerStream{
+	return &loadgen.ServerStream{
 		FirstResponse: ms("first_response", m.firstSumMs, m.firstCount),
 		InterResponse: ms("inter_response", m.gapSumMs, m.gapCount),
 	}

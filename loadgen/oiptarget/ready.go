@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"context"
@@ -62,9 +62,9 @@ func (t *OIPTarget) identify(ctx context.Context) error {
 	return nil
 }
 
-// answering checks, as identify does, that the target still answers; the
+// Answering checks, as identify does, that the target still answers; the
 // run uses it to tell a server that went away from one that answers badly.
-func (t *OIPTarget) answering(ctx context.Context) error { return t.identify(ctx) }
+func (t *OIPTarget) Answering(ctx context.Context) error { return t.identify(ctx) }
 
 // waitReady identifies the target, then polls server and model readiness
 // until both hold or timeout passes, telling progress about the wait.

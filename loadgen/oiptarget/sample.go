@@ -1,10 +1,12 @@
-package loadgen
+package oiptarget
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"google.golang.org/protobuf/proto"
 
@@ -35,7 +37,7 @@ import (
 const DefaultCheckEvery = 32
 
 // normalizeCheckEvery fills in the default sample rule and checks it.
-func (in *InputConfig) normalizeCheckEvery() error {
+func normalizeCheckEvery(in *loadgen.InputConfig) error {
 	if in.CheckEvery == nil {
 		v := DefaultCheckEvery
 		in.CheckEvery = &v
@@ -99,7 +101,7 @@ func mulCapped(a, b, most int64) int64 {
 // notInference is the error of a sampled answer that does not decode as an
 // inference response.
 func notInference(format string, args ...any) error {
-	return &ValidationError{Detail: "not an inference response: " + fmt.Sprintf(format, args...)}
+	return &loadgen.ValidationError{Detail: "not an inference response: " + fmt.Sprintf(format, args...)}
 }
 
 // decodeGRPCAnswer decodes a kept ModelInferResponse message.
@@ -130,19 +132,19 @@ func checkAnswer(outputs []oip.TensorMetadata, r *oip.InferResponse) error {
 	for _, o := range r.Outputs {
 		i := slices.IndexFunc(outputs, func(m oip.TensorMetadata) bool { return m.Name == o.Name })
 		if i < 0 {
-			return &ValidationError{Detail: fmt.Sprintf("output %.64q is not one of the model's outputs (%s)", o.Name, outputNames(outputs))}
+			return &loadgen.ValidationError{Detail: fmt.Sprintf("output %.64q is not one of the model's outputs (%s)", o.Name, outputNames(outputs))}
 		}
 		m := outputs[i]
 		if m.Datatype != "" && o.Datatype != m.Datatype {
-			return &ValidationError{Detail: fmt.Sprintf("output %q: datatype %s, the model's metadata says %s", o.Name, o.Datatype, m.Datatype)}
+			return &loadgen.ValidationError{Detail: fmt.Sprintf("output %q: datatype %s, the model's metadata says %s", o.Name, o.Datatype, m.Datatype)}
 		}
 		if !shapeFits(o.Shape, m.Shape) {
-			return &ValidationError{Detail: fmt.Sprintf("output %q: shape %s does not fit the model's %v", o.Name, shapeText(o.Shape), m.Shape)}
+			return &loadgen.ValidationError{Detail: fmt.Sprintf("output %q: shape %s does not fit the model's %v", o.Name, shapeText(o.Shape), m.Shape)}
 		}
 	}
 	for _, m := range outputs {
 		if _, ok := r.Output(m.Name); !ok {
-			return &ValidationError{Detail: fmt.Sprintf("output %q missing (the request asks for every output; the answer has %d)", m.Name, len(r.Outputs))}
+			return &loadgen.ValidationError{Detail: fmt.Sprintf("output %q missing (the request asks for every output; the answer has %d)", m.Name, len(r.Outputs))}
 		}
 	}
 	return nil

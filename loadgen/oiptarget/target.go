@@ -1,10 +1,12 @@
-package loadgen
+package oiptarget
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -25,7 +27,7 @@ var ErrNotReady = errors.New("target not ready")
 // one model's inference requests, serialized once when the target is made,
 // over REST (JSON or binary) or gRPC (typed or raw contents).
 type OIPTarget struct {
-	cfg      TargetConfig
+	cfg      loadgen.TargetConfig
 	ctl      client.Client // identify, readiness and metadata (bounded; see ready.go)
 	data     client.Client // the requests
 	rest     *client.REST
@@ -40,14 +42,14 @@ type OIPTarget struct {
 	// N-th after it, counted in answers.
 	checkEvery uint64
 	answers    answerCount
-	info       TargetInfo
+	info       loadgen.TargetInfo
 	tls        *tls.Config     // nil for plaintext
 	shm        *sharedMemory   // --shared-memory system; nil otherwise
 	metrics    *metricsScraper // --metrics-url; nil otherwise
 
-	streaming *StreamConfig  // nil unless --streaming
-	pool      streamPool     // idle gRPC streams
-	params    oip.Parameters // request parameters (REST streaming sends them per request)
+	streaming *loadgen.StreamConfig // nil unless --streaming
+	pool      streamPool            // idle gRPC streams
+	params    oip.Parameters        // request parameters (REST streaming sends them per request)
 }
 
 // payload is one distinct request, ready to send.
@@ -63,32 +65,13 @@ type payload struct {
 	expectRaw [][]byte                  // expect's raw encodings, made once
 }
 
-// TargetInfo describes what a run was sent to; it goes into the result.
-type TargetInfo struct {
-	Server   oip.ServerMetadata `json:"server"`
-	Model    oip.ModelMetadata  `json:"model"`
-	Inputs   []TensorInfo       `json:"inputs"`
-	Payloads int                `json:"payloads"` // distinct requests, sent round-robin
-	Bytes    []int              `json:"bytes"`    // serialized size of each
-	// Validation is where expected outputs came from: "", "validation_data"
-	// or "fixture".
-	Validation string `json:"validation,omitempty"`
-}
-
-// TensorInfo describes one input of the first payload.
-type TensorInfo struct {
-	Name     string          `json:"name"`
-	Datatype tensor.Datatype `json:"datatype"`
-	Shape    []int64         `json:"shape"`
-}
-
 // NewTarget connects to the server in cfg, waits until the server and the
 // model are ready (at most cfg.Target.ReadyTimeout), reads the model
 // metadata, builds the inputs and serializes every distinct request once.
 // Errors wrap ErrConfig (bad flags or input file) or ErrNotReady. The caller
 // must Close the target.
-func NewTarget(ctx context.Context, cfg Config) (*OIPTarget, error) {
-	if err := cfg.Normalize(); err != nil {
+func NewTarget(ctx context.Context, cfg loadgen.Config) (*OIPTarget, error) {
+	if err := Normalize(&cfg); err != nil {
 		return nil, err
 	}
 	tc := cfg.Target
@@ -136,7 +119,7 @@ func NewTarget(ctx context.Context, cfg Config) (*OIPTarget, error) {
 	return t, nil
 }
 
-func clientOptions(cfg Config) (client.Options, error) {
+func clientOptions(cfg loadgen.Config) (client.Options, error) {
 	tc := cfg.Target
 	opts := client.Options{Timeout: tc.Timeout.D(), Host: tc.Host, Connections: tc.Connections,
 		MaxResponseBytes: tc.MaxBodyBytes, MaxMessageBytes: tc.GRPCMaxMessageBytes, MaxHeaderBytes: tc.MaxHeaderBytes}
@@ -163,7 +146,7 @@ func clientOptions(cfg Config) (client.Options, error) {
 	return opts, nil
 }
 
-func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
+func (t *OIPTarget) setup(ctx context.Context, cfg loadgen.Config) error {
 	if err := t.waitReady(ctx, cfg.Target.ReadyTimeout.D(), cfg.Target.ReadyProgress); err != nil {
 		return err
 	}
@@ -199,7 +182,7 @@ func (t *OIPTarget) setup(ctx context.Context, cfg Config) error {
 		t.info.Validation = "fixture"
 	}
 	for _, in := range sets[0].inputs {
-		t.info.Inputs = append(t.info.Inputs, TensorInfo{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape})
+		t.info.Inputs = append(t.info.Inputs, loadgen.TensorInfo{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape})
 	}
 	if cfg.Inputs.SharedMemory == SharedMemorySystem {
 		if t.shm, err = newSharedMemory(t.ctl); err != nil {
@@ -296,7 +279,7 @@ func keepLimit(expect []tensor.Tensor, binary bool) (int64, error) {
 }
 
 // Info describes the server, model and payloads.
-func (t *OIPTarget) Info() TargetInfo { return t.info }
+func (t *OIPTarget) Info() loadgen.TargetInfo { return t.info }
 
 // Do sends request seq: payload seq mod the number of payloads. Every
 // answer's framing is checked: REST status, lengths and chunking, and the
@@ -315,7 +298,7 @@ func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 		}
 		a, err := p.post.Send(ctx, keep)
 		if err != nil && keep > 0 && errors.Is(err, client.ErrResponseTooLarge) {
-			return &ValidationError{Detail: fmt.Sprintf("the answer is larger than %d bytes, too large to check (%s): %v", keep, p.keepRule, err)}
+			return &loadgen.ValidationError{Detail: fmt.Sprintf("the answer is larger than %d bytes, too large to check (%s): %v", keep, p.keepRule, err)}
 		}
 		if err != nil || keep == 0 {
 			return err

@@ -1,10 +1,12 @@
-package loadgen
+package oiptarget
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
@@ -20,17 +22,17 @@ func checkOutputs(expect []tensor.Tensor, expectRaw [][]byte, r *oip.InferRespon
 	for i, want := range expect {
 		got, ok := r.Output(want.Name)
 		if !ok {
-			return &ValidationError{Detail: fmt.Sprintf("output %q missing", want.Name)}
+			return &loadgen.ValidationError{Detail: fmt.Sprintf("output %q missing", want.Name)}
 		}
 		switch {
 		case got.Datatype != want.Datatype:
-			return &ValidationError{Detail: fmt.Sprintf("output %q: datatype %s, want %s", want.Name, got.Datatype, want.Datatype)}
+			return &loadgen.ValidationError{Detail: fmt.Sprintf("output %q: datatype %s, want %s", want.Name, got.Datatype, want.Datatype)}
 		case !slices.Equal(got.Shape, want.Shape):
-			return &ValidationError{Detail: fmt.Sprintf("output %q: shape %v, want %v", want.Name, got.Shape, want.Shape)}
+			return &loadgen.ValidationError{Detail: fmt.Sprintf("output %q: shape %v, want %v", want.Name, got.Shape, want.Shape)}
 		}
 		gb, err := tensor.EncodeRaw(got.Tensor)
 		if err != nil || !bytes.Equal(gb, expectRaw[i]) {
-			return &ValidationError{Detail: fmt.Sprintf("output %q: elements differ from the expected values", want.Name)}
+			return &loadgen.ValidationError{Detail: fmt.Sprintf("output %q: elements differ from the expected values", want.Name)}
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package loadgen_test
+package oiptarget_test
 
 import (
 	"bytes"

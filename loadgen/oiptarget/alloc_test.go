@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/reference/referencetest"
@@ -89,8 +91,8 @@ func TestHotPathAllocs(t *testing.T) {
 	ctx := context.Background()
 	for _, p := range client.Protocols {
 		for _, every := range []int{0, 1 << 20} {
-			cfg := Config{Target: TargetConfig{HTTP: httpURL, Protocol: p, Model: "add_sub"}, Load: LoadConfig{Concurrency: 1},
-				Inputs: InputConfig{CheckEvery: &every}}
+			cfg := loadgen.Config{Target: loadgen.TargetConfig{HTTP: httpURL, Protocol: p, Model: "add_sub"}, Load: loadgen.LoadConfig{Concurrency: 1},
+				Inputs: loadgen.InputConfig{CheckEvery: &every}}
 			if p.IsGRPC() {
 				cfg.Target.HTTP, cfg.Target.GRPC = "", grpcAddr
 			}

@@ -1,4 +1,4 @@
-package loadgen_test
+package oiptarget_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/oiptarget"
 	"github.com/oipkit/oipkit/reference/referencetest"
 )
 
@@ -47,7 +48,7 @@ func run(t *testing.T, cfg loadgen.Config) *loadgen.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	tg, err := loadgen.NewTarget(ctx, cfg)
+	tg, err := oiptarget.NewTarget(ctx, cfg)
 	if err != nil {
 		t.Fatalf("NewTarget: %v", err)
 	}
@@ -76,11 +77,11 @@ func TestUnknownModelFailsFast(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			tg, err := loadgen.NewTarget(ctx, cfg)
+			tg, err := oiptarget.NewTarget(ctx, cfg)
 			if err == nil {
 				tg.Close()
 			}
-			if !errors.Is(err, loadgen.ErrNotReady) || ctx.Err() != nil {
+			if !errors.Is(err, oiptarget.ErrNotReady) || ctx.Err() != nil {
 				t.Fatalf("NewTarget for an unknown model: %v (ctx %v), want ErrNotReady before the deadline", err, ctx.Err())
 			}
 		})

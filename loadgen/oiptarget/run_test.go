@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -19,7 +21,7 @@ import (
 )
 
 // runConfig makes the target for cfg and runs it.
-func runConfig(t testing.TB, cfg Config) *Result {
+func runConfig(t testing.TB, cfg loadgen.Config) *loadgen.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -28,17 +30,17 @@ func runConfig(t testing.TB, cfg Config) *Result {
 		t.Fatalf("NewTarget: %v", err)
 	}
 	defer tg.Close()
-	res, err := Run(ctx, tg, cfg)
+	res, err := loadgen.Run(ctx, tg, cfg)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	return res
 }
 
-func grpcConfig(addr, model string) Config {
-	return Config{
-		Target: TargetConfig{GRPC: addr, Protocol: client.ProtocolGRPCRaw, Model: model},
-		Load:   LoadConfig{Interval: Duration(250 * time.Millisecond)},
+func grpcConfig(addr, model string) loadgen.Config {
+	return loadgen.Config{
+		Target: loadgen.TargetConfig{GRPC: addr, Protocol: client.ProtocolGRPCRaw, Model: model},
+		Load:   loadgen.LoadConfig{Interval: loadgen.Duration(250 * time.Millisecond)},
 	}
 }
 
@@ -46,7 +48,7 @@ func TestResultJSONRoundTripAndMerge(t *testing.T) {
 	srv := referencetest.Start(t)
 	cfg := grpcConfig(srv.GRPCAddr(), "add_sub")
 	cfg.Load.Concurrency = 2
-	cfg.Load.Duration = Duration(300 * time.Millisecond)
+	cfg.Load.Duration = loadgen.Duration(300 * time.Millisecond)
 	cfg.Thresholds = []string{"p99<10s"}
 	a := runConfig(t, cfg)
 	b := runConfig(t, cfg)
@@ -55,17 +57,17 @@ func TestResultJSONRoundTripAndMerge(t *testing.T) {
 	if err := a.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadResult(&buf)
+	back, err := loadgen.ReadResult(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !back.Histograms.Response.Equal(a.Histograms.Response) || !back.Histograms.SendLag.Equal(a.Histograms.SendLag) ||
 		back.Counts != a.Counts || back.Config.Load.Concurrency != 2 || back.Config.Thresholds[0] != "p99<10s" ||
-		back.EndReason != EndCompleted || len(back.Intervals) != len(a.Intervals) {
+		back.EndReason != loadgen.EndCompleted || len(back.Intervals) != len(a.Intervals) {
 		t.Errorf("round trip changed the result:\n got %+v\nwant %+v", back.Counts, a.Counts)
 	}
 
-	m, err := Merge(back, b)
+	m, err := loadgen.Merge(back, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func TestDroppedAtInFlightCap(t *testing.T) {
 	cfg := grpcConfig(srv.GRPCAddr(), "delay")
 	cfg.Load.Rate = "400"
 	cfg.Load.MaxInFlight = 1
-	cfg.Load.Duration = Duration(time.Second)
+	cfg.Load.Duration = loadgen.Duration(time.Second)
 	res := runConfig(t, cfg)
 	c := res.Counts
 	// 400 requests are due in 1s; one in flight at a time, each taking at
@@ -159,8 +161,8 @@ func TestCoordinatedOmission(t *testing.T) {
 	}
 	open := grpcConfig(addr, "add_sub")
 	open.Load.Rate = "500"
-	open.Load.Duration = Duration(6 * time.Second)
-	open.Load.Interval = Duration(time.Second)
+	open.Load.Duration = loadgen.Duration(6 * time.Second)
+	open.Load.Interval = loadgen.Duration(time.Second)
 	stallAt(2500 * time.Millisecond)
 	res := runConfig(t, open)
 	h := res.Histograms
@@ -179,7 +181,7 @@ func TestCoordinatedOmission(t *testing.T) {
 
 	closed := grpcConfig(addr, "add_sub")
 	closed.Load.Concurrency = 4
-	closed.Load.Duration = Duration(4 * time.Second)
+	closed.Load.Duration = loadgen.Duration(4 * time.Second)
 	stallAt(1500 * time.Millisecond)
 	cres := runConfig(t, closed)
 	ch := cres.Histograms
@@ -197,7 +199,7 @@ func TestHDRLogIsReadable(t *testing.T) {
 	srv := referencetest.Start(t)
 	cfg := grpcConfig(srv.GRPCAddr(), "add_sub")
 	cfg.Load.Rate = "200"
-	cfg.Load.Duration = Duration(time.Second)
+	cfg.Load.Duration = loadgen.Duration(time.Second)
 	var log bytes.Buffer
 	cfg.HDRLog = &log
 	res := runConfig(t, cfg)

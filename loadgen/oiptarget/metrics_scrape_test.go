@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/reference/referencetest"
 )
@@ -93,7 +95,7 @@ func metricsServer(t *testing.T) *httptest.Server {
 func TestServerStatsFromMetrics(t *testing.T) {
 	srv := metricsServer(t)
 	for _, version := range []string{"1", ""} {
-		tg := &OIPTarget{cfg: TargetConfig{Model: "simple", ModelVersion: version}, metrics: newMetricsScraper(srv.URL+"/metrics", nil)}
+		tg := &OIPTarget{cfg: loadgen.TargetConfig{Model: "simple", ModelVersion: version}, metrics: newMetricsScraper(srv.URL+"/metrics", nil)}
 		ctx := context.Background()
 		before, err := tg.ServerStats(ctx)
 		if err != nil {
@@ -103,7 +105,7 @@ func TestServerStatsFromMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := after.delta(before)
+		d := after.Delta(before)
 		if d == nil || d.Source != "metrics (nv_inference_*)" || d.Requests != 10 {
 			t.Fatalf("version %q: delta %+v", version, d)
 		}
@@ -119,7 +121,7 @@ func TestServerStatsFromMetrics(t *testing.T) {
 		}
 	}
 	// A model the metrics do not list: no breakdown, and the error says so.
-	tg := &OIPTarget{cfg: TargetConfig{Model: "absent"}, metrics: newMetricsScraper(srv.URL+"/metrics", nil)}
+	tg := &OIPTarget{cfg: loadgen.TargetConfig{Model: "absent"}, metrics: newMetricsScraper(srv.URL+"/metrics", nil)}
 	if b, err := tg.ServerStats(context.Background()); err == nil || !strings.Contains(err.Error(), `model "absent"`) {
 		t.Errorf("absent model: %+v, %v", b, err)
 	}
@@ -141,7 +143,7 @@ func TestMetricsScrapeHostile(t *testing.T) {
 	}
 	for want, h := range handlers {
 		srv := httptest.NewServer(h)
-		tg := &OIPTarget{cfg: TargetConfig{Model: "simple"}, metrics: newMetricsScraper(srv.URL, nil)}
+		tg := &OIPTarget{cfg: loadgen.TargetConfig{Model: "simple"}, metrics: newMetricsScraper(srv.URL, nil)}
 		timeout := 30 * time.Second
 		if want == "context dead" {
 			timeout = 300 * time.Millisecond
@@ -202,8 +204,8 @@ func TestStreamingServerMetrics(t *testing.T) {
 	}
 	// How the text shows it: render's TestTextShowsServerStreamTiming.
 
-	sse := Config{Target: TargetConfig{HTTP: srv.HTTPURL(), Model: "text_gen", MetricsURL: srv.HTTPURL() + "/metrics"},
-		Streaming: &StreamConfig{TextInput: "a b c"}, Load: LoadConfig{Concurrency: 1, Requests: 5}}
+	sse := loadgen.Config{Target: loadgen.TargetConfig{HTTP: srv.HTTPURL(), Model: "text_gen", MetricsURL: srv.HTTPURL() + "/metrics"},
+		Streaming: &loadgen.StreamConfig{TextInput: "a b c"}, Load: loadgen.LoadConfig{Concurrency: 1, Requests: 5}}
 	res = runConfig(t, sse)
 	if st := res.Server.Stream; st == nil || st.FirstResponse.Count != 5 || st.InterResponse.Count < 9 || st.InterResponse.Count > 10 {
 		t.Errorf("generate_stream: server stream %+v", res.Server.Stream)

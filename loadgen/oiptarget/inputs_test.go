@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"encoding/base64"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/tensor"
@@ -31,7 +33,7 @@ func TestReadInputFilePerfAnalyzerForms(t *testing.T) {
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sets, err := readInputFile(path, meta, InputConfig{})
+	sets, err := readInputFile(path, meta, loadgen.InputConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestReadInputFilePerfAnalyzerForms(t *testing.T) {
 		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readInputFile(path, meta, InputConfig{}); err == nil {
+		if _, err := readInputFile(path, meta, loadgen.InputConfig{}); err == nil {
 			t.Errorf("%s: readInputFile succeeded", name)
 		}
 	}

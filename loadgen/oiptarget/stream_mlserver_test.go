@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -111,7 +113,7 @@ func TestStreamingMLServerShape(t *testing.T) {
 	} {
 		cfg := grpcConfig(addr, "stream_count")
 		cfg.Target.Protocol = c.protoc
-		cfg.Streaming = &StreamConfig{Shape: c.shape, Responses: c.respond}
+		cfg.Streaming = &loadgen.StreamConfig{Shape: c.shape, Responses: c.respond}
 		cfg.Inputs.File = tokensInput(t, int(c.n))
 		cfg.Load.Concurrency, cfg.Load.Requests = 2, 20
 		res := runConfig(t, cfg)
@@ -137,7 +139,7 @@ func TestStreamingMLServerShape(t *testing.T) {
 // shape has to be right.
 func TestStreamingTritonShapeAgainstMLServer(t *testing.T) {
 	cfg := grpcConfig(startMLServerLike(t), "stream_count")
-	cfg.Streaming = &StreamConfig{Shape: client.StreamShapeTriton}
+	cfg.Streaming = &loadgen.StreamConfig{Shape: client.StreamShapeTriton}
 	cfg.Inputs.File = tokensInput(t, 2)
 	cfg.Load.Concurrency, cfg.Load.Requests = 1, 3
 	res := runConfig(t, cfg)
@@ -148,19 +150,19 @@ func TestStreamingTritonShapeAgainstMLServer(t *testing.T) {
 
 func TestStreamShapeConfigErrors(t *testing.T) {
 	for _, c := range []struct {
-		cfg  Config
+		cfg  loadgen.Config
 		want string
 	}{
-		{Config{Target: TargetConfig{GRPC: "h:1", Model: "m"}, Streaming: &StreamConfig{Shape: "ovms"}}, "--stream-shape"},
-		{Config{Target: TargetConfig{HTTP: "h:1", Model: "m"}, Streaming: &StreamConfig{Shape: client.StreamShapeMLServer}}, "--stream-shape"},
+		{loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{Shape: "ovms"}}, "--stream-shape"},
+		{loadgen.Config{Target: loadgen.TargetConfig{HTTP: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{Shape: client.StreamShapeMLServer}}, "--stream-shape"},
 	} {
-		err := c.cfg.Normalize()
+		err := Normalize(&c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: error %v, want one line naming %s", c.cfg.Streaming, err, c.want)
 		}
 	}
-	cfg := Config{Target: TargetConfig{HTTP: "h:1", Model: "m"}, Streaming: &StreamConfig{Shape: client.StreamShapeAuto}}
-	if err := cfg.Normalize(); err != nil || cfg.Streaming.Shape != "" {
+	cfg := loadgen.Config{Target: loadgen.TargetConfig{HTTP: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{Shape: client.StreamShapeAuto}}
+	if err := Normalize(&cfg); err != nil || cfg.Streaming.Shape != "" {
 		t.Errorf("auto over REST: %v, shape %q", err, cfg.Streaming.Shape)
 	}
 }

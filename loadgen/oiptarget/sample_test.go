@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/fixture"
@@ -28,42 +30,42 @@ func TestSampledChecksOnReference(t *testing.T) {
 	type variant struct {
 		name  string
 		model string
-		setup func(*Config)
+		setup func(*loadgen.Config)
 		only  []client.Protocol // nil: every protocol
 	}
-	both := func(name, model string, setup func(*Config)) variant {
+	both := func(name, model string, setup func(*loadgen.Config)) variant {
 		return variant{name: name, model: model, setup: setup}
 	}
 	grpcOnly := []client.Protocol{client.ProtocolGRPC, client.ProtocolGRPCRaw}
 	variants := []variant{
 		both("add_sub", "add_sub", nil),
-		both("add_sub batch 4", "add_sub", func(c *Config) { c.Inputs.Shapes = []string{"INPUT0:4,16", "INPUT1:4,16"} }),
-		both("versioned 1", "versioned", func(c *Config) { c.Target.ModelVersion = "1" }),
-		both("versioned 2", "versioned", func(c *Config) { c.Target.ModelVersion = "2" }),
+		both("add_sub batch 4", "add_sub", func(c *loadgen.Config) { c.Inputs.Shapes = []string{"INPUT0:4,16", "INPUT1:4,16"} }),
+		both("versioned 1", "versioned", func(c *loadgen.Config) { c.Target.ModelVersion = "1" }),
+		both("versioned 2", "versioned", func(c *loadgen.Config) { c.Target.ModelVersion = "2" }),
 		both("versioned default", "versioned", nil),
-		both("delay", "delay", func(c *Config) { c.Inputs.Parameters = []string{"delay_ms=1"} }),
-		both("shared memory", "add_sub", func(c *Config) { c.Inputs.SharedMemory = SharedMemorySystem }),
-		both("sequences", "accumulate", func(c *Config) {
+		both("delay", "delay", func(c *loadgen.Config) { c.Inputs.Parameters = []string{"delay_ms=1"} }),
+		both("shared memory", "add_sub", func(c *loadgen.Config) { c.Inputs.SharedMemory = SharedMemorySystem }),
+		both("sequences", "accumulate", func(c *loadgen.Config) {
 			c.Inputs.File = tokensInput(t, 2)
-			c.Sequence = &SequenceConfig{Length: 3}
+			c.Sequence = &loadgen.SequenceConfig{Length: 3}
 		}),
-		{name: "stream tokens", model: "tokens", only: grpcOnly, setup: func(c *Config) {
-			c.Streaming = &StreamConfig{}
+		{name: "stream tokens", model: "tokens", only: grpcOnly, setup: func(c *loadgen.Config) {
+			c.Streaming = &loadgen.StreamConfig{}
 			c.Inputs.File = tokensInput(t, 4)
 			c.Inputs.Parameters = []string{"interval_ms=0", "first_token_ms=0"}
 		}},
-		{name: "stream sequences", model: "accumulate", only: grpcOnly, setup: func(c *Config) {
-			c.Streaming = &StreamConfig{}
+		{name: "stream sequences", model: "accumulate", only: grpcOnly, setup: func(c *loadgen.Config) {
+			c.Streaming = &loadgen.StreamConfig{}
 			c.Inputs.File = tokensInput(t, 2)
-			c.Sequence = &SequenceConfig{Length: 3}
+			c.Sequence = &loadgen.SequenceConfig{Length: 3}
 		}},
-		{name: "generate_stream", model: "text_gen", only: []client.Protocol{client.ProtocolHTTP}, setup: func(c *Config) {
-			c.Streaming = &StreamConfig{TextInput: "a b c"}
+		{name: "generate_stream", model: "text_gen", only: []client.Protocol{client.ProtocolHTTP}, setup: func(c *loadgen.Config) {
+			c.Streaming = &loadgen.StreamConfig{TextInput: "a b c"}
 		}},
 	}
 	for _, d := range tensor.Datatypes {
 		variants = append(variants, both("identity "+d.Lower(), "identity_"+d.Lower(),
-			func(c *Config) { c.Inputs.Shapes = []string{"INPUT0:2,3"} }))
+			func(c *loadgen.Config) { c.Inputs.Shapes = []string{"INPUT0:2,3"} }))
 	}
 	for _, p := range client.Protocols {
 		for _, v := range variants {
@@ -71,10 +73,10 @@ func TestSampledChecksOnReference(t *testing.T) {
 				continue
 			}
 			t.Run(string(p)+"/"+v.name, func(t *testing.T) {
-				cfg := Config{
-					Target: TargetConfig{Protocol: p, Model: v.model},
-					Inputs: InputConfig{CheckEvery: &every},
-					Load:   LoadConfig{Concurrency: 2, Requests: 24},
+				cfg := loadgen.Config{
+					Target: loadgen.TargetConfig{Protocol: p, Model: v.model},
+					Inputs: loadgen.InputConfig{CheckEvery: &every},
+					Load:   loadgen.LoadConfig{Concurrency: 2, Requests: 24},
 				}
 				if p.IsGRPC() {
 					cfg.Target.GRPC = srv.GRPCAddr()
@@ -92,11 +94,11 @@ func TestSampledChecksOnReference(t *testing.T) {
 				}
 				defer tg.Close()
 				rec := &recording{Target: tg, counts: map[string]int{}, first: map[string]string{}}
-				var target Target = rec
+				var target loadgen.Target = rec
 				if cfg.Streaming != nil || cfg.Sequence != nil {
 					target = tg // errors are in the result's samples
 				}
-				res, err := Run(ctx, target, cfg)
+				res, err := loadgen.Run(ctx, target, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -143,12 +145,12 @@ func seq(from, to, step int) []int {
 
 func TestCheckEveryConfig(t *testing.T) {
 	cfg := grpcConfig("127.0.0.1:1", "m")
-	if err := cfg.Normalize(); err != nil || *cfg.Inputs.CheckEvery != DefaultCheckEvery {
+	if err := Normalize(&cfg); err != nil || *cfg.Inputs.CheckEvery != DefaultCheckEvery {
 		t.Errorf("default: %v, %v", cfg.Inputs.CheckEvery, err)
 	}
 	neg := -1
 	cfg.Inputs.CheckEvery = &neg
-	if err := cfg.Normalize(); err == nil || !strings.Contains(err.Error(), "--check-every") {
+	if err := Normalize(&cfg); err == nil || !strings.Contains(err.Error(), "--check-every") {
 		t.Errorf("--check-every -1: %v, want a configuration error", err)
 	}
 }
@@ -219,7 +221,7 @@ func BenchmarkSampledCheck(b *testing.B) {
 	ctx := context.Background()
 	for _, p := range client.Protocols {
 		b.Run(string(p)+"/sample", func(b *testing.B) {
-			cfg := Config{Target: TargetConfig{HTTP: httpURL, Protocol: p, Model: "add_sub"}, Load: LoadConfig{Concurrency: 1}}
+			cfg := loadgen.Config{Target: loadgen.TargetConfig{HTTP: httpURL, Protocol: p, Model: "add_sub"}, Load: loadgen.LoadConfig{Concurrency: 1}}
 			if p.IsGRPC() {
 				cfg.Target.HTTP, cfg.Target.GRPC = "", grpcAddr
 			}
@@ -261,8 +263,8 @@ func BenchmarkSampledCheck(b *testing.B) {
 		})
 		for _, every := range []int{0, DefaultCheckEvery, 1} {
 			b.Run(fmt.Sprintf("%s/check-every=%d", p, every), func(b *testing.B) {
-				cfg := Config{Target: TargetConfig{HTTP: httpURL, Protocol: p, Model: "add_sub"}, Load: LoadConfig{Concurrency: 1},
-					Inputs: InputConfig{CheckEvery: &every}}
+				cfg := loadgen.Config{Target: loadgen.TargetConfig{HTTP: httpURL, Protocol: p, Model: "add_sub"}, Load: loadgen.LoadConfig{Concurrency: 1},
+					Inputs: loadgen.InputConfig{CheckEvery: &every}}
 				if p.IsGRPC() {
 					cfg.Target.HTTP, cfg.Target.GRPC = "", grpcAddr
 				}

@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oipkit/oipkit/loadgen"
+
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/reference/referencetest"
 )
@@ -22,7 +24,7 @@ import (
 // newTargetErr makes a target for cfg and returns the error, failing the
 // test if it took the whole context (i.e. waited out the readiness
 // timeout instead of failing fast).
-func newTargetErr(t *testing.T, cfg Config) error {
+func newTargetErr(t *testing.T, cfg loadgen.Config) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -41,16 +43,16 @@ func newTargetErr(t *testing.T, cfg Config) error {
 // readiness timeout.
 func TestReadinessFailsFast(t *testing.T) {
 	srv := referencetest.Start(t)
-	cfg := Config{Target: TargetConfig{HTTP: srv.GRPCAddr(), Model: "add_sub", ReadyTimeout: Duration(time.Minute)}}
+	cfg := loadgen.Config{Target: loadgen.TargetConfig{HTTP: srv.GRPCAddr(), Model: "add_sub", ReadyTimeout: loadgen.Duration(time.Minute)}}
 	err := newTargetErr(t, cfg)
 	if !errors.Is(err, ErrNotReady) || !errors.Is(err, client.ErrNotOIP) || !strings.Contains(err.Error(), "--grpc") {
 		t.Errorf("--http at the gRPC port: %v", err)
 	}
-	cfg = Config{Target: TargetConfig{GRPC: strings.TrimPrefix(srv.HTTPURL(), "http://"), Model: "add_sub", ReadyTimeout: Duration(time.Minute)}}
+	cfg = loadgen.Config{Target: loadgen.TargetConfig{GRPC: strings.TrimPrefix(srv.HTTPURL(), "http://"), Model: "add_sub", ReadyTimeout: loadgen.Duration(time.Minute)}}
 	if err := newTargetErr(t, cfg); !errors.Is(err, client.ErrNotOIP) || !strings.Contains(err.Error(), "--http") {
 		t.Errorf("--grpc at the REST port: %v", err)
 	}
-	cfg = Config{Target: TargetConfig{HTTP: "127.0.0.1:1", Model: "add_sub", ReadyTimeout: Duration(time.Minute)}}
+	cfg = loadgen.Config{Target: loadgen.TargetConfig{HTTP: "127.0.0.1:1", Model: "add_sub", ReadyTimeout: loadgen.Duration(time.Minute)}}
 	if err := newTargetErr(t, cfg); !errors.Is(err, client.ErrUnreachable) {
 		t.Errorf("nothing listening: %v", err)
 	}
@@ -97,7 +99,9 @@ func TestMetadataIsBounded(t *testing.T) {
 			fmt.Fprint(w, `],"outputs":[]}`)
 		}
 	}
-	cfg := func(url string) Config { return Config{Target: TargetConfig{HTTP: url, Model: "m"}} }
+	cfg := func(url string) loadgen.Config {
+		return loadgen.Config{Target: loadgen.TargetConfig{HTTP: url, Model: "m"}}
+	}
 
 	err := newTargetErr(t, cfg(fakeOIP(t, nil, inputs(2000))))
 	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "lists 2000 inputs") {
@@ -132,7 +136,7 @@ func TestReadinessProgress(t *testing.T) {
 		fmt.Fprint(w, `{"name":"m","inputs":[{"name":"x","datatype":"FP32","shape":[1]}],"outputs":[]}`)
 	})
 	var told []string
-	cfg := Config{Target: TargetConfig{HTTP: url, Model: "m", ReadyTimeout: Duration(time.Minute),
+	cfg := loadgen.Config{Target: loadgen.TargetConfig{HTTP: url, Model: "m", ReadyTimeout: loadgen.Duration(time.Minute),
 		ReadyProgress: func(waited time.Duration, why string) { told = append(told, why) }}}
 	if err := newTargetErr(t, cfg); err != nil {
 		t.Fatal(err)
@@ -154,7 +158,7 @@ func TestReadsCommittedResults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := ReadResult(fh)
+		r, err := loadgen.ReadResult(fh)
 		fh.Close()
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
@@ -165,27 +169,27 @@ func TestReadsCommittedResults(t *testing.T) {
 			t.Errorf("%s: %d values for %d requests", f, r.Histograms.Response.Count(), r.Counts.OK)
 		}
 	}
-	if _, err := ReadResult(strings.NewReader(`{"apiVersion":"loadgen.oipkit.dev/v2","kind":"LoadResult"}`)); err == nil ||
+	if _, err := loadgen.ReadResult(strings.NewReader(`{"apiVersion":"loadgen.oipkit.dev/v2","kind":"LoadResult"}`)); err == nil ||
 		!strings.Contains(err.Error(), "loadgen.oipkit.dev/v2") {
 		t.Errorf("a future apiVersion: %v", err)
 	}
 }
 
 func TestDifferencesAndForcedMerge(t *testing.T) {
-	a := NewResult(Config{Target: TargetConfig{Protocol: client.ProtocolGRPCRaw, Model: "m"}, Load: LoadConfig{Concurrency: 4}})
-	b := NewResult(Config{Target: TargetConfig{Protocol: client.ProtocolHTTP, Model: "m"}, Load: LoadConfig{Concurrency: 4}})
-	a.EndReason, b.EndReason = EndCompleted, EndCompleted
-	a.Target = &TargetInfo{}
+	a := loadgen.NewResult(loadgen.Config{Target: loadgen.TargetConfig{Protocol: client.ProtocolGRPCRaw, Model: "m"}, Load: loadgen.LoadConfig{Concurrency: 4}})
+	b := loadgen.NewResult(loadgen.Config{Target: loadgen.TargetConfig{Protocol: client.ProtocolHTTP, Model: "m"}, Load: loadgen.LoadConfig{Concurrency: 4}})
+	a.EndReason, b.EndReason = loadgen.EndCompleted, loadgen.EndCompleted
+	a.Target = &loadgen.TargetInfo{}
 	a.Target.Server.Name = "mlserver"
-	if d := Differences(a, a); len(d) != 0 {
+	if d := loadgen.Differences(a, a); len(d) != 0 {
 		t.Errorf("a result differs from itself: %v", d)
 	}
-	d := Differences(a, b)
+	d := loadgen.Differences(a, b)
 	if len(d) != 2 || !strings.HasPrefix(d[0], "protocol (grpc-raw vs http)") || !strings.HasPrefix(d[1], "server (mlserver vs none)") {
 		t.Errorf("differences %q", d)
 	}
 	a.Sources, b.Sources = []string{"a.json"}, []string{"b.json"}
-	m, err := Merge(a, b)
+	m, err := loadgen.Merge(a, b)
 	if err != nil || len(m.MergedDiffer) != 2 {
 		t.Fatalf("merge: %v, differ %v", err, m.MergedDiffer)
 	}

@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/fixture"
@@ -64,7 +66,7 @@ func hijack(w http.ResponseWriter, r *http.Request) (net.Conn, *bufio.ReadWriter
 // recording is a Target that keeps the class and first message of each
 // failed request.
 type recording struct {
-	Target
+	loadgen.Target
 	mu     sync.Mutex
 	counts map[string]int
 	first  map[string]string
@@ -73,7 +75,7 @@ type recording struct {
 func (r *recording) Do(ctx context.Context, seq uint64) error {
 	err := r.Target.Do(ctx, seq)
 	if err != nil && ctx.Err() == nil {
-		class := classify(err).String()
+		class := loadgen.ErrorClass(err)
 		r.mu.Lock()
 		r.counts[class]++
 		if _, ok := r.first[class]; !ok {
@@ -86,11 +88,11 @@ func (r *recording) Do(ctx context.Context, seq uint64) error {
 
 // hostileRun runs a short closed loop against srv and returns the result,
 // the failures by class and the first message of each class.
-func hostileRun(t *testing.T, srv *httptest.Server, protocol client.Protocol, timeout time.Duration) (*Result, map[string]int, map[string]string) {
+func hostileRun(t *testing.T, srv *httptest.Server, protocol client.Protocol, timeout time.Duration) (*loadgen.Result, map[string]int, map[string]string) {
 	t.Helper()
-	cfg := Config{
-		Target: TargetConfig{HTTP: srv.URL, Protocol: protocol, Model: "add_sub", Timeout: Duration(timeout), ReadyTimeout: Duration(5 * time.Second)},
-		Load:   LoadConfig{Concurrency: 4, Duration: Duration(time.Second), Interval: Duration(250 * time.Millisecond)},
+	cfg := loadgen.Config{
+		Target: loadgen.TargetConfig{HTTP: srv.URL, Protocol: protocol, Model: "add_sub", Timeout: loadgen.Duration(timeout), ReadyTimeout: loadgen.Duration(5 * time.Second)},
+		Load:   loadgen.LoadConfig{Concurrency: 4, Duration: loadgen.Duration(time.Second), Interval: loadgen.Duration(250 * time.Millisecond)},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -101,7 +103,7 @@ func hostileRun(t *testing.T, srv *httptest.Server, protocol client.Protocol, ti
 	defer tg.Close()
 	rec := &recording{Target: tg, counts: map[string]int{}, first: map[string]string{}}
 	start := time.Now()
-	res, err := Run(ctx, rec, cfg)
+	res, err := loadgen.Run(ctx, rec, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,10 +325,10 @@ func TestHelperEndlessBodyRun(t *testing.T) {
 	if url == "" {
 		t.Skip("helper of TestHostileEndlessBodyMemory")
 	}
-	cfg := Config{
-		Target: TargetConfig{HTTP: url, Protocol: client.ProtocolHTTP, Model: "add_sub"},
-		Inputs: InputConfig{Validate: os.Getenv("OIPKIT_TEST_VALIDATE") == "true"},
-		Load:   LoadConfig{Concurrency: 16, Duration: Duration(3 * time.Second)},
+	cfg := loadgen.Config{
+		Target: loadgen.TargetConfig{HTTP: url, Protocol: client.ProtocolHTTP, Model: "add_sub"},
+		Inputs: loadgen.InputConfig{Validate: os.Getenv("OIPKIT_TEST_VALIDATE") == "true"},
+		Load:   loadgen.LoadConfig{Concurrency: 16, Duration: loadgen.Duration(3 * time.Second)},
 	}
 	ctx := context.Background()
 	tg, err := NewTarget(ctx, cfg)
@@ -335,7 +337,7 @@ func TestHelperEndlessBodyRun(t *testing.T) {
 	}
 	defer tg.Close()
 	rec := &recording{Target: tg, counts: map[string]int{}, first: map[string]string{}}
-	res, err := Run(ctx, rec, cfg)
+	res, err := loadgen.Run(ctx, rec, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

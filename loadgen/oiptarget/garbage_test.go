@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
@@ -31,7 +33,7 @@ import (
 // failed validation with a message containing want (or failed as class
 // orClass, when not empty), none failed otherwise, and the run fails the
 // default failed-request bound.
-func garbageVerdict(t *testing.T, res *Result, counts map[string]int, first map[string]string, want, orClass string) {
+func garbageVerdict(t *testing.T, res *loadgen.Result, counts map[string]int, first map[string]string, want, orClass string) {
 	t.Helper()
 	if counts["validation"] == 0 && (orClass == "" || counts[orClass] == 0) {
 		t.Fatalf("%d ok, failures %v: want validation failures", res.Counts.OK, counts)
@@ -45,10 +47,10 @@ func garbageVerdict(t *testing.T, res *Result, counts map[string]int, first map[
 	if msg, ok := first["validation"]; ok && !strings.Contains(msg, want) {
 		t.Errorf("message %q, want it to contain %q", msg, want)
 	}
-	if _, err := EvaluateThresholds(res, nil); err != nil {
+	if _, err := loadgen.EvaluateThresholds(res, nil); err != nil {
 		t.Fatal(err)
 	}
-	if v := Judge(res); v.Status != StatusFailed {
+	if v := loadgen.Judge(res); v.Status != loadgen.StatusFailed {
 		t.Errorf("verdict %s %v (%d ok, %d failed): want failed", v.Status, v.Reasons, res.Counts.OK, res.Counts.Errors)
 	}
 }
@@ -180,7 +182,7 @@ func (garbageGRPCServer) ModelInfer(context.Context, *inferencepb.ModelInferRequ
 
 // garbageGRPCRun runs a short closed loop over protocol against a gRPC
 // server answering every ModelInfer with answer.
-func garbageGRPCRun(t *testing.T, protocol client.Protocol, answer []byte) (*Result, map[string]int, map[string]string) {
+func garbageGRPCRun(t *testing.T, protocol client.Protocol, answer []byte) (*loadgen.Result, map[string]int, map[string]string) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -192,7 +194,7 @@ func garbageGRPCRun(t *testing.T, protocol client.Protocol, answer []byte) (*Res
 	t.Cleanup(g.Stop)
 	cfg := grpcConfig(lis.Addr().String(), "add_sub")
 	cfg.Target.Protocol = protocol
-	cfg.Load = LoadConfig{Concurrency: 4, Duration: Duration(time.Second), Interval: Duration(250 * time.Millisecond)}
+	cfg.Load = loadgen.LoadConfig{Concurrency: 4, Duration: loadgen.Duration(time.Second), Interval: loadgen.Duration(250 * time.Millisecond)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tg, err := NewTarget(ctx, cfg)
@@ -201,7 +203,7 @@ func garbageGRPCRun(t *testing.T, protocol client.Protocol, answer []byte) (*Res
 	}
 	defer tg.Close()
 	rec := &recording{Target: tg, counts: map[string]int{}, first: map[string]string{}}
-	res, err := Run(ctx, rec, cfg)
+	res, err := loadgen.Run(ctx, rec, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,10 +273,10 @@ func TestGarbageUncheckedWithCheckEveryZero(t *testing.T) {
 		w.Write([]byte("<html>OK</html>"))
 	})
 	off := 0
-	cfg := Config{
-		Target: TargetConfig{HTTP: srv.URL, Model: "add_sub"},
-		Inputs: InputConfig{CheckEvery: &off},
-		Load:   LoadConfig{Concurrency: 2, Requests: 100},
+	cfg := loadgen.Config{
+		Target: loadgen.TargetConfig{HTTP: srv.URL, Model: "add_sub"},
+		Inputs: loadgen.InputConfig{CheckEvery: &off},
+		Load:   loadgen.LoadConfig{Concurrency: 2, Requests: 100},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -283,7 +285,7 @@ func TestGarbageUncheckedWithCheckEveryZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	res, err := Run(ctx, tg, cfg)
+	res, err := loadgen.Run(ctx, tg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build race
 
-package loadgen
+package oiptarget
 
 // raceEnabled: the race detector multiplies memory use, so peak-RSS tests
 // are skipped under it.

@@ -1,10 +1,12 @@
-package loadgen
+package oiptarget
 
 import (
 	"context"
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"google.golang.org/grpc"
 
@@ -100,7 +102,7 @@ func TestStreamingWithoutFinalFlag(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := grpcConfig(startPlainStreamServer(t, c.srv), "plain")
-			cfg.Streaming = &StreamConfig{Responses: c.responses}
+			cfg.Streaming = &loadgen.StreamConfig{Responses: c.responses}
 			cfg.Inputs.Data = "zero"
 			cfg.Load.Concurrency, cfg.Load.Requests = 2, 10
 			res := runConfig(t, cfg)

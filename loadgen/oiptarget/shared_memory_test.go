@@ -1,4 +1,4 @@
-package loadgen_test
+package oiptarget_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/oiptarget"
 	"github.com/oipkit/oipkit/reference"
 	"github.com/oipkit/oipkit/reference/referencetest"
 )
@@ -40,7 +41,7 @@ func TestSharedMemorySystem(t *testing.T) {
 		t.Run(string(p), func(t *testing.T) {
 			cfg := loadgen.Config{
 				Target: loadgen.TargetConfig{Protocol: p, Model: "add_sub"},
-				Inputs: loadgen.InputConfig{SharedMemory: loadgen.SharedMemorySystem, Shapes: []string{"INPUT0:64,16", "INPUT1:64,16"}},
+				Inputs: loadgen.InputConfig{SharedMemory: oiptarget.SharedMemorySystem, Shapes: []string{"INPUT0:64,16", "INPUT1:64,16"}},
 				Load:   loadgen.LoadConfig{Concurrency: 2, Duration: loadgen.Duration(300 * time.Millisecond), Interval: loadgen.Duration(100 * time.Millisecond)},
 			}
 			if p.IsGRPC() {
@@ -48,7 +49,7 @@ func TestSharedMemorySystem(t *testing.T) {
 			} else {
 				cfg.Target.HTTP = srv.HTTPURL()
 			}
-			tg, err := loadgen.NewTarget(ctx, cfg)
+			tg, err := oiptarget.NewTarget(ctx, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,10 +89,10 @@ func TestSharedMemoryCleanupOnFailure(t *testing.T) {
 	ctx := context.Background()
 	cfg := loadgen.Config{
 		Target: loadgen.TargetConfig{HTTP: srv.HTTPURL(), Model: "add_sub"},
-		Inputs: loadgen.InputConfig{SharedMemory: loadgen.SharedMemorySystem},
+		Inputs: loadgen.InputConfig{SharedMemory: oiptarget.SharedMemorySystem},
 		Load:   loadgen.LoadConfig{Concurrency: 1, Duration: loadgen.Duration(100 * time.Millisecond)},
 	}
-	tg, err := loadgen.NewTarget(ctx, cfg)
+	tg, err := oiptarget.NewTarget(ctx, cfg)
 	if err == nil {
 		tg.Close()
 		t.Fatal("NewTarget succeeded with a server that takes one region")
@@ -108,12 +109,12 @@ func TestSharedMemoryCleanupOnFailure(t *testing.T) {
 	}
 	for _, c := range []struct{ mode, want string }{{"cuda", "not supported"}, {"gpu", "unknown --shared-memory"}} {
 		cfg.Inputs.SharedMemory = c.mode
-		if _, err := loadgen.NewTarget(ctx, cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := oiptarget.NewTarget(ctx, cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--shared-memory %s: %v, want an error saying %q", c.mode, err, c.want)
 		}
 	}
-	cfg.Inputs.SharedMemory, cfg.Inputs.Validate = loadgen.SharedMemorySystem, true
-	if _, err := loadgen.NewTarget(ctx, cfg); err == nil || !strings.Contains(err.Error(), "cannot be combined") {
+	cfg.Inputs.SharedMemory, cfg.Inputs.Validate = oiptarget.SharedMemorySystem, true
+	if _, err := oiptarget.NewTarget(ctx, cfg); err == nil || !strings.Contains(err.Error(), "cannot be combined") {
 		t.Errorf("--validate with shared memory: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package loadgen
+package oiptarget
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/reference/referencetest"
 )
@@ -31,7 +33,7 @@ func TestClockOffsetFromDateHeader(t *testing.T) {
 	for _, offset := range []time.Duration{1234567 * time.Microsecond, -300 * time.Millisecond, 0, -7*time.Second - 999*time.Millisecond} {
 		t.Run(offset.String(), func(t *testing.T) {
 			t.Parallel()
-			tg := &OIPTarget{cfg: TargetConfig{HTTP: skewedServer(t, offset)}}
+			tg := &OIPTarget{cfg: loadgen.TargetConfig{HTTP: skewedServer(t, offset)}}
 			c := tg.EstimateClockOffset(context.Background(), time.Now().Add(4*time.Second))
 			if c.Error != "" {
 				t.Fatalf("no estimate: %s", c.Error)
@@ -51,7 +53,7 @@ func TestClockOffsetWithoutADate(t *testing.T) {
 		w.Header()["Date"] = nil // net/http then sends none
 	}))
 	defer srv.Close()
-	tg := &OIPTarget{cfg: TargetConfig{HTTP: srv.URL}}
+	tg := &OIPTarget{cfg: loadgen.TargetConfig{HTTP: srv.URL}}
 	c := tg.EstimateClockOffset(context.Background(), time.Now().Add(2*time.Second))
 	if !strings.Contains(c.Error, "no Date header") || c.Probes != 1 {
 		t.Errorf("a server without Date headers: %+v", c)
