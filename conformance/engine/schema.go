@@ -57,6 +57,10 @@ const (
 	SchemaTraceUpdate       = "trace_settings_update_response"
 	SchemaModelConfig       = "model_config"
 	SchemaGenerateResponse  = "generate_response"
+
+	// One event of a generate_stream answer, which is not one JSON body:
+	// a spec checks each with CheckSchema.
+	SchemaGenerateEvent = "generate_stream_event"
 )
 
 const (

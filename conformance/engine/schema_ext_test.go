@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -77,6 +78,9 @@ func TestCheckSchemaExtensions(t *testing.T) {
 		{"a numeric id", SchemaGenerateResponse, `{"id":1,"model_name":"text_gen","model_version":"1","text_output":"abc"}`,
 			[]string{"OIP-EXT-GEN-002 /id: is a number, want string"}},
 		{"no text_output", SchemaGenerateResponse, `{"model_name":"text_gen"}`, []string{`OIP-EXT-GEN-001 : required member "text_output" is missing`}},
+		{"a stream event", SchemaGenerateEvent, `{"text_output":"a"}`, nil},
+		{"an error event", SchemaGenerateEvent, `{"error":"model failed"}`, nil},
+		{"an event with neither", SchemaGenerateEvent, `{"text":"a"}`, []string{"OIP-EXT-GEN-004 : is an object, which is none of the forms allowed here"}},
 	} {
 		t.Run(c.what, func(t *testing.T) {
 			checkProblems(t, CheckSchema(c.component, []byte(c.body)), c.want)
@@ -166,5 +170,35 @@ func checkProblems(t *testing.T, probs []SchemaProblem, want []string) {
 		if p.Req != strings.TrimSuffix(req, "~") || (p.Soft != "") != soft || p.Where != where || !strings.Contains(p.Message, msg) {
 			t.Errorf("problem %d is %q, want %s %q: %q…", i, got[i], req, where, msg)
 		}
+	}
+}
+
+// TestDecodeBody: a body is read into the oip types only when the schema
+// accepts it where a failure is due; a warning's place leaves the values
+// readable; another status is an error that says so.
+func TestDecodeBody(t *testing.T) {
+	stats := func(status int, body string) *Exchange {
+		return &Exchange{Method: "GET", Path: "/v2/models/add_sub/stats", Status: status, Body: []byte(body)}
+	}
+	var r oip.StatisticsResponse
+	if err := DecodeBody(stats(200, okStats(okInfStats, okBatch, "")), &r); err != nil || len(r.ModelStats) != 1 || r.ModelStats[0].InferenceCount != 3 {
+		t.Errorf("a conforming body: %v, %+v", err, r)
+	}
+	for what, body := range map[string]string{
+		"ns a string":             okStats(strings.Replace(okInfStats, `"ns":2`, `"ns":"2"`, 1), okBatch, ""),
+		"inference_count missing": strings.Replace(okStats(okInfStats, okBatch, ""), `"inference_count":3,`, ``, 1),
+		"not JSON":                `{"model_stats":[`,
+	} {
+		if err := DecodeBody(stats(200, body), &oip.StatisticsResponse{}); !errors.Is(err, ErrBodyBreaksSchema) {
+			t.Errorf("%s: %v, want ErrBodyBreaksSchema", what, err)
+		}
+	}
+	// No cache statistics: a warning (x-oip-soft), and the counts read.
+	r = oip.StatisticsResponse{}
+	if err := DecodeBody(stats(200, okStats(strings.Replace(okInfStats, `"cache_hit"`, `"hit"`, 1), okBatch, "")), &r); err != nil || r.ModelStats[0].ExecutionCount != 3 {
+		t.Errorf("a body without cache_hit: %v, %+v", err, r)
+	}
+	if err := DecodeBody(stats(400, `{"error":"unknown model"}`), &r); err == nil || errors.Is(err, ErrBodyBreaksSchema) || !strings.Contains(err.Error(), "want 200") {
+		t.Errorf("a 400: %v, want an error saying 200 was wanted", err)
 	}
 }

@@ -1,11 +1,10 @@
 package suite
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -30,7 +29,7 @@ var _ = RegisterProbe(specs.ExtModelConfiguration, func(ctx context.Context, p *
 		switch {
 		case e.Err != nil:
 			return Unanswered()
-		case configJSONErr(e) == nil:
+		case configObserved(e):
 			return Observed(e, "GET /v2/models/add_sub/config answered add_sub's configuration")
 		}
 		return Absent(e, "GET /v2/models/add_sub/config: %s", clipped(e.Got(), 160))
@@ -47,40 +46,53 @@ var _ = RegisterProbe(specs.ExtModelConfiguration, func(ctx context.Context, p *
 	}, "no answer to the configuration of add_sub")
 })
 
-// configJSONErr checks a REST configuration of add_sub: a 200 JSON object
-// in the form of Triton's ModelConfig, named add_sub, whose input and
-// output lists name the fixture's tensors. Dims are not compared: a
+// restConfig is what the specs read of a REST configuration, the JSON
+// form of Triton's ModelConfig; its shape is the schema's model_config
+// (OIP-EXT-CFG-002), which also holds member names to their case.
+type restConfig struct {
+	Name   string         `json:"name"`
+	Input  []tensorConfig `json:"input"`
+	Output []tensorConfig `json:"output"`
+}
+
+type tensorConfig struct {
+	Name string `json:"name"`
+}
+
+// configErr checks a configuration of add_sub: named add_sub, whose input
+// and output lists name the fixture's tensors. Dims are not compared: a
 // batching configuration leaves the batch dimension out of them.
-func configJSONErr(e *Exchange) error {
-	if e.Status != http.StatusOK {
-		return fmt.Errorf("%s: %s, want 200", e.What(), e.Got())
-	}
-	m, err := DecodeObject(e.Body)
-	if err != nil {
-		return fmt.Errorf("%s: %v", e.What(), err)
-	}
+func configErr(c restConfig) error {
 	var list []error
-	if name, err := StringField(m, "name"); err != nil || name != "add_sub" {
-		list = append(list, fmt.Errorf("name is %s, want \"add_sub\"", clipped(string(m["name"]), 80)))
+	if c.Name != "add_sub" {
+		list = append(list, fmt.Errorf("name is %q, want \"add_sub\"", c.Name))
 	}
-	for key, want := range map[string][]string{"input": {"INPUT0", "INPUT1"}, "output": {"OUTPUT0", "OUTPUT1"}} {
-		// Member names as sent: encoding/json into a struct would match
-		// "NAME" as name.
-		var ts []map[string]json.RawMessage
-		if err := json.Unmarshal(m[key], &ts); err != nil || ts == nil {
-			list = append(list, fmt.Errorf("%q is %s, want an array of tensor configurations", key, clipped(string(m[key]), 120)))
-			continue
-		}
-		for _, w := range want {
-			if !slices.ContainsFunc(ts, func(t map[string]json.RawMessage) bool {
-				name, err := StringField(t, "name")
-				return err == nil && name == w
-			}) {
-				list = append(list, fmt.Errorf("%q does not configure %s", key, w))
+	for _, l := range []struct {
+		key  string
+		ts   []tensorConfig
+		want []string
+	}{{"input", c.Input, []string{"INPUT0", "INPUT1"}}, {"output", c.Output, []string{"OUTPUT0", "OUTPUT1"}}} {
+		for _, w := range l.want {
+			if !slices.Contains(l.ts, tensorConfig{Name: w}) {
+				list = append(list, fmt.Errorf("%q does not configure %s", l.key, w))
 			}
 		}
 	}
 	return errors.Join(list...)
+}
+
+// configObserved reports whether a probe's answer is add_sub's
+// configuration, or a JSON object the schema refuses (the extension is
+// there; its specs grade the body).
+func configObserved(e *Exchange) bool {
+	var c restConfig
+	switch err := DecodeBody(e, &c); {
+	case err == nil:
+		return configErr(c) == nil
+	case errors.Is(err, ErrBodyBreaksSchema):
+		return bytes.HasPrefix(bytes.TrimSpace(e.Body), []byte("{"))
+	}
+	return false
 }
 
 var _ = Describe("REST model configuration", Over(TransportREST), Needs(specs.ExtModelConfiguration), func() {
@@ -97,7 +109,10 @@ var _ = Describe("REST model configuration", Over(TransportREST), Needs(specs.Ex
 
 	It("answers GET /v2/models/{m}/config with the model's configuration", Req("OIP-EXT-CFG-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		Verify(Get(ctx, "/v2/models/add_sub/config")).To(PassCheck(configJSONErr))
+		e := Get(ctx, "/v2/models/add_sub/config")
+		if c, ok := ReadBody[restConfig](Verify(e)); ok {
+			Verify(e).To(PassCheck(func(*Exchange) error { return configErr(c) }))
+		}
 	})
 
 	It("answers the configuration of an unknown model with an error status and {\"error\": string}", Req("OIP-EXT-CFG-003"), func(ctx SpecContext) {

@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
+	"github.com/oipkit/oipkit/client"
 	. "github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/specs"
@@ -32,7 +33,7 @@ var _ = RegisterProbe(specs.ExtGenerate, func(ctx context.Context, p *Prober) Pr
 	switch {
 	case e.Err != nil:
 		return Inconclusive(e, "POST %s: %v", e.Path, e.Err)
-	case e.Status == http.StatusOK && textOutputErr(e) == nil:
+	case e.Status == http.StatusOK && DecodeBody(e, &client.GenerateResponse{}) == nil:
 		return Observed(e, "POST %s answered a text_output", e.Path)
 	case e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed || e.Status == http.StatusNotImplemented:
 		return Absent(e, "POST %s: %s", e.Path, clipped(e.Got(), 160))
@@ -50,19 +51,6 @@ func postGenerate(ctx context.Context, model, route string, body Obj) *Exchange 
 		panic(fmt.Sprintf("conformance: encode generate body: %v", err))
 	}
 	return Do(ctx, http.MethodPost, generatePath(model, route), jsonHeader(), b)
-}
-
-// textOutputErr checks a generate answer: a JSON object whose text_output
-// is a string.
-func textOutputErr(e *Exchange) error {
-	m, err := DecodeObject(e.Body)
-	if err != nil {
-		return fmt.Errorf("%s: %v (%s)", e.What(), err, e.Got())
-	}
-	if _, err := StringField(m, "text_output"); err != nil {
-		return fmt.Errorf("%s: %v", e.What(), err)
-	}
-	return nil
 }
 
 // sseEvents splits a text/event-stream body into the data of its events
@@ -112,25 +100,28 @@ var _ = Describe("REST generate", Over(TransportREST), Needs(specs.ExtGenerate),
 			return
 		}
 		Verify(e).To(HaveContentType("application/json"))
-		Verify(e).To(PassCheck(func(o *Object) error {
-			var list []error
-			if name, err := o.String("model_name"); err != nil || name != "text_gen" {
-				list = append(list, fmt.Errorf("model_name is %s, want \"text_gen\"", clipped(string(o.Members["model_name"]), 80)))
-			}
-			if out, err := o.String("text_output"); err != nil {
-				list = append(list, err)
-			} else if want := genOutput(); out != want {
-				list = append(list, fmt.Errorf("text_output is %q, want the text_input back (fixture text_gen): %q", clipped(out, 80), want))
-			}
-			return errors.Join(list...)
-		}))
+		// The answer's shape is the schema's generate_response; its values
+		// are checked here.
+		if r, ok := ReadBody[client.GenerateResponse](Verify(e)); ok {
+			Verify(e).To(PassCheck(func(*Exchange) error {
+				var list []error
+				if r.Model != "text_gen" {
+					list = append(list, fmt.Errorf("model_name is %q, want \"text_gen\"", r.Model))
+				}
+				if want := genOutput(); r.TextOutput != want {
+					list = append(list, fmt.Errorf("text_output is %q, want the text_input back (fixture text_gen): %q", clipped(r.TextOutput, 80), want))
+				}
+				return errors.Join(list...)
+			}))
+		}
 		// Triton answers id and model_version too; OIP-GEN requires
-		// neither.
+		// neither, so the schema does not: only their presence is
+		// checked here.
 		Verify(e).Soft("A-38").To(PassCheck(func(o *Object) error {
 			var list []error
 			for _, k := range []string{"id", "model_version"} {
-				if _, err := o.String(k); err != nil {
-					list = append(list, fmt.Errorf("%v (Triton's answer has it; OIP-GEN's need not)", err))
+				if _, ok := o.Members[k]; !ok {
+					list = append(list, fmt.Errorf("%q is missing (Triton's answer has it; OIP-GEN's need not)", k))
 				}
 			}
 			return errors.Join(list...)
@@ -170,15 +161,8 @@ var _ = Describe("REST generate", Over(TransportREST), Needs(specs.ExtGenerate),
 			}
 			var list []error
 			for i, ev := range events {
-				m, err := DecodeObject(ev)
-				if err != nil {
-					list = append(list, fmt.Errorf("event %d: %v: %s", i+1, err, clipped(string(ev), 120)))
-					continue
-				}
-				_, textErr := StringField(m, "text_output")
-				_, errErr := StringField(m, "error")
-				if textErr != nil && errErr != nil {
-					list = append(list, fmt.Errorf("event %d has neither a string text_output nor a string error: %s", i+1, clipped(string(ev), 120)))
+				for _, p := range CheckSchema(SchemaGenerateEvent, ev) {
+					list = append(list, fmt.Errorf("event %d: %s: %s", i+1, p, clipped(string(ev), 120)))
 				}
 			}
 			return errors.Join(list...)

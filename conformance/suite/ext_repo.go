@@ -1,8 +1,8 @@
 package suite
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
@@ -31,7 +32,7 @@ var _ = RegisterProbe(specs.ExtModelRepository, func(ctx context.Context, p *Pro
 		switch {
 		case e.Err != nil:
 			return Unanswered()
-		case indexErr(e) == nil:
+		case indexObserved(e):
 			return Observed(e, "POST /v2/repository/index answered the repository index")
 		}
 		return Absent(e, "POST /v2/repository/index: %s", clipped(e.Got(), 160))
@@ -60,48 +61,32 @@ func repoPost(ctx context.Context, path, body string) *Exchange {
 func loadPath(model string) string   { return "/v2/repository/models/" + PathEscape(model) + "/load" }
 func unloadPath(model string) string { return "/v2/repository/models/" + PathEscape(model) + "/unload" }
 
-// indexEntries reads a 200 index answer: a JSON array of objects, each
-// named by a string.
-func indexEntries(e *Exchange) ([]map[string]json.RawMessage, error) {
-	if e.Status != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s, want 200", e.What(), e.Got())
-	}
-	var list []map[string]json.RawMessage
-	if err := json.Unmarshal(e.Body, &list); err != nil || list == nil {
-		return nil, fmt.Errorf("%s: body is %s, want a JSON array of models", e.What(), clipped(string(e.Body), 120))
-	}
-	for i, m := range list {
-		if _, err := StringField(m, "name"); err != nil {
-			return nil, fmt.Errorf("index[%d]: %v", i, err)
-		}
-	}
-	return list, nil
-}
-
-func indexErr(e *Exchange) error {
-	_, err := indexEntries(e)
-	return err
+// indexObserved reports whether a probe's answer is an index: a list of
+// models the schema accepts, or a JSON array it does not (the extension is
+// there; its specs grade the body).
+func indexObserved(e *Exchange) bool {
+	var list []oip.RepositoryModel
+	err := DecodeBody(e, &list)
+	return err == nil || errors.Is(err, ErrBodyBreaksSchema) && bytes.HasPrefix(bytes.TrimSpace(e.Body), []byte("["))
 }
 
 // indexed returns the index entries of model.
-func indexed(list []map[string]json.RawMessage, model string) []map[string]json.RawMessage {
-	var out []map[string]json.RawMessage
+func indexed(list []oip.RepositoryModel, model string) []oip.RepositoryModel {
+	var out []oip.RepositoryModel
 	for _, m := range list {
-		if n, _ := StringField(m, "name"); n == model {
+		if m.Name == model {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// listing checks that the index lists every model of want and none of
-// absent.
-func listing(want, absent []string) func(*Exchange) error {
-	return func(e *Exchange) error {
-		list, err := indexEntries(e)
-		if err != nil {
-			return err
-		}
+// listing reads the index answer c checks (ReadBody: a body the schema
+// refuses is graded by it, not here) and checks that it lists every model
+// of want and none of absent.
+func listing(c *Check, want, absent []string) bool {
+	list, ok := ReadBody[[]oip.RepositoryModel](c)
+	return ok && c.To(PassCheck(func(*Exchange) error {
 		var errs []error
 		for _, w := range want {
 			if len(indexed(list, w)) == 0 {
@@ -114,14 +99,14 @@ func listing(want, absent []string) func(*Exchange) error {
 			}
 		}
 		return errors.Join(errs...)
-	}
+	}))
 }
 
 // needBroken skips the spec unless the index lists the broken fixture:
 // the index is the only place a model that never loads shows up.
 func needBroken(ctx context.Context) {
-	e := Do(ctx, http.MethodPost, "/v2/repository/index", jsonHeader(), []byte("{}"))
-	if list, err := indexEntries(e); err == nil && len(indexed(list, "broken")) > 0 {
+	var list []oip.RepositoryModel
+	if err := DecodeBody(Do(ctx, http.MethodPost, "/v2/repository/index", jsonHeader(), []byte("{}")), &list); err == nil && len(indexed(list, "broken")) > 0 {
 		return
 	}
 	Skip(SkipFixture + "broken (not listed in the repository index)")
@@ -178,17 +163,18 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 	It("lists every model of the repository, loaded or not, in the index", Req("OIP-EXT-REPO-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		NeedFixture("repo_target")
-		Verify(repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(listing([]string{"add_sub", "repo_target"}, nil)))
+		listing(Verify(repoPost(ctx, "/v2/repository/index", "{}")), []string{"add_sub", "repo_target"}, nil)
 	})
 
 	It("lists a model that never loaded in the index", Req("OIP-EXT-REPO-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		needBroken(ctx)
-		Verify(repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(listing([]string{"add_sub", "broken"}, nil)))
+		listing(Verify(repoPost(ctx, "/v2/repository/index", "{}")), []string{"add_sub", "broken"}, nil)
 	})
 
 	It("answers an index request whose body is {}", Req("OIP-EXT-REPO-003"), func(ctx SpecContext) {
-		Verify(repoPost(ctx, "/v2/repository/index", "{}")).To(PassCheck(indexErr))
+		// The answer's shape is the schema's (OIP-EXT-REPO-002).
+		Verify(repoPost(ctx, "/v2/repository/index", "{}")).To(HaveStatus(http.StatusOK))
 		e := repoPost(ctx, "/v2/repository/index", "")
 		if Answered(e) {
 			Note("OIP-EXT-REPO-003", "an index request without a body answered %d", e.Status)
@@ -198,45 +184,28 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 	It("lists only the models ready for inference when ready is true", Req("OIP-EXT-REPO-004"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		needBroken(ctx)
-		Verify(repoPost(ctx, "/v2/repository/index", `{"ready":true}`)).To(PassCheck(listing([]string{"add_sub"}, []string{"broken"})))
+		listing(Verify(repoPost(ctx, "/v2/repository/index", `{"ready":true}`)), []string{"add_sub"}, []string{"broken"})
 	})
 
 	It("gives each model of the index a state and a reason", Req("OIP-EXT-REPO-005"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
+		// The members' types are the schema's (OIP-EXT-REPO-005 for state,
+		// reason and version); their values are checked here.
 		e := repoPost(ctx, "/v2/repository/index", "{}")
-		Verify(e).To(PassCheck(func(e *Exchange) error {
-			list, err := indexEntries(e)
-			if err != nil {
-				return err
-			}
-			var errs []error
-			for i, m := range list {
-				for _, k := range []string{"state", "reason", "version"} {
-					if raw, ok := m[k]; ok {
-						var s string
-						if json.Unmarshal(raw, &s) != nil {
-							errs = append(errs, fmt.Errorf("index[%d].%s is %s, want a string", i, k, clipped(string(raw), 40)))
-						}
-					}
-				}
-			}
-			return errors.Join(errs...)
-		}))
-		Verify(e).Soft("the catalog does not enumerate states; Triton's ready state is READY").To(PassCheck(func(e *Exchange) error {
-			list, err := indexEntries(e)
-			if err != nil {
-				return err
-			}
+		Verify(e).To(MatchSchema())
+		list, ok := ReadBody[[]oip.RepositoryModel](Verify(e))
+		if !ok {
+			return
+		}
+		Verify(e).Soft("the catalog does not enumerate states; Triton's ready state is READY").To(PassCheck(func(*Exchange) error {
 			for _, m := range indexed(list, "add_sub") {
-				if s, _ := StringField(m, "state"); s != "READY" {
-					return fmt.Errorf("add_sub, loaded, has state %s, want \"READY\"", clipped(string(m["state"]), 40))
+				if m.State != "READY" {
+					return fmt.Errorf("add_sub, loaded, has state %q, want \"READY\"", m.State)
 				}
 			}
 			for _, m := range indexed(list, "broken") {
-				s, _ := StringField(m, "state")
-				r, _ := StringField(m, "reason")
-				if s == "READY" || r == "" {
-					return fmt.Errorf("broken, never loaded, has state %q and reason %q; want a state other than READY and a reason", s, r)
+				if m.State == "READY" || m.Reason == "" {
+					return fmt.Errorf("broken, never loaded, has state %q and reason %q; want a state other than READY and a reason", m.State, m.Reason)
 				}
 			}
 			return nil

@@ -37,8 +37,7 @@ func traceModelPath(m string) string { return "/v2/models/" + PathEscape(m) + "/
 var _ = RegisterProbe(specs.ExtTrace, func(ctx context.Context, p *Prober) ProbeResult {
 	return p.RESTThenGRPC(ctx, func(ctx context.Context) ProbeResult {
 		e := p.Get(ctx, traceGlobal)
-		var s oip.TraceSettings
-		switch err := DecodeBody(e, &s); {
+		switch err := DecodeBody(e, &restTrace{}); {
 		case e.Err != nil:
 			return Unanswered()
 		case err == nil, errors.Is(err, ErrBodyBreaksSchema) && bytes.HasPrefix(bytes.TrimSpace(e.Body), []byte("{")):
@@ -62,8 +61,41 @@ var _ = RegisterProbe(specs.ExtTrace, func(ctx context.Context, p *Prober) Probe
 // traceSettings are settings as values: each a list of strings. Their
 // shapes over REST (OIP-EXT-TRACE-002 for GET, -003 for the answer to a
 // POST) are the schema's trace_settings; the specs read the values with
-// oip.TraceSettings and check what changed.
+// restTrace and check what changed.
 type traceSettings map[string][]string
+
+// restTrace is what the specs read of REST trace settings: the defined
+// settings, each a string or an array of strings. Other members are the
+// server's own (A-40), which oip.TraceSettings, the client's reading,
+// would refuse when they are not settings.
+type restTrace struct {
+	File         traceValue `json:"trace_file"`
+	Level        traceValue `json:"trace_level"`
+	Rate         traceValue `json:"trace_rate"`
+	Count        traceValue `json:"trace_count"`
+	LogFrequency traceValue `json:"log_frequency"`
+}
+
+func (r restTrace) settings() traceSettings {
+	return traceSettings{oip.TraceFile: r.File, oip.TraceLevel: r.Level, oip.TraceRate: r.Rate, oip.TraceCount: r.Count, oip.TraceLogFrequency: r.LogFrequency}
+}
+
+// traceValue is a setting's value, a string or an array of strings, as a
+// list.
+type traceValue []string
+
+func (v *traceValue) UnmarshalJSON(b []byte) error {
+	var one string
+	switch {
+	case string(b) == "null":
+		*v = nil
+	case json.Unmarshal(b, &one) == nil:
+		*v = traceValue{one}
+	default:
+		return json.Unmarshal(b, (*[]string)(v))
+	}
+	return nil
+}
 
 func postTrace(ctx context.Context, path, body string) *Exchange {
 	return Do(ctx, http.MethodPost, path, jsonHeader(), []byte(body))
@@ -72,8 +104,8 @@ func postTrace(ctx context.Context, path, body string) *Exchange {
 // readTrace reads the settings answer e for c, a check of e (ReadBody: a
 // body the schema refuses is graded by it, not here).
 func readTrace(c *Check) (traceSettings, bool) {
-	s, ok := ReadBody[oip.TraceSettings](c)
-	return traceSettings(s), ok
+	r, ok := ReadBody[restTrace](c)
+	return r.settings(), ok
 }
 
 // traceBefore reads the settings at path that a spec compares with or puts
@@ -212,8 +244,9 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 		// The settings to put back; none when the schema refuses the body
 		// (it grades it).
 		e := Get(ctx, traceGlobal)
-		var before oip.TraceSettings
-		err := DecodeBody(e, &before)
+		var read restTrace
+		err := DecodeBody(e, &read)
+		before := read.settings()
 		if !errors.Is(err, ErrBodyBreaksSchema) && !Verify(e).To(PassCheck(func(*Exchange) error { return err }), "the trace settings must be readable to put them back") {
 			return
 		}
