@@ -24,9 +24,9 @@ import (
 	"github.com/oipkit/oipkit/specs"
 )
 
-// The JSON Schema of the REST success bodies (specs/oip-rest.schema.json,
-// written from OIP-YAML's components) and a strict reading of what servers
-// send. Strict, because encoding/json is lenient where the schema is not:
+// The JSON Schema of the REST JSON bodies (specs/oip-rest.schema.json: the
+// core's from OIP-YAML's components, the extensions' from the catalog's
+// statements) and a strict reading of what servers send. Strict, because encoding/json is lenient where the schema is not:
 // it matches member names case-insensitively (a response with "OUTPUTS"
 // would pass for outputs), keeps the last of duplicate members, and turns
 // invalid UTF-8 into U+FFFD. Here member names count as sent, a duplicate
@@ -37,8 +37,10 @@ import (
 // once, after the spec (see checkReceived): each problem is graded under the
 // requirement the schema names for that place (x-oip-requirement: the MUST
 // (schema) entries such as OIP-REST-RESP-002 and OIP-REST-RESP-006, or the
-// weaker entry of an optional member). A spec that checks a schema
-// requirement itself uses [MatchSchema], and the body is not graded twice.
+// weaker entry of an optional member; a warning where x-oip-soft says why).
+// A spec that checks a schema requirement itself uses [MatchSchema], and
+// the body is not graded twice; the same problems on the same route are
+// recorded once per run.
 
 // Schema components of the bodies servers send.
 const (
