@@ -16,13 +16,20 @@ import (
 // A Target sends one request. Do is called concurrently from many
 // goroutines and must be safe for that. seq numbers the request within the
 // run (from 0) and selects which pre-serialized payload to send, so Do does
-// no encoding. Do returns nil for a successful answer, or an error that
-// [classify] understands: a [*client.Error], a gRPC status, an
-// [*HTTPStatusError], a [*ValidationError], or one wrapping
-// context.DeadlineExceeded for a timeout.
+// no encoding. Do returns nil for a successful answer, or an error the
+// engine classifies (see [ErrorClass]): a [*client.Error], a gRPC status,
+// an [*HTTPStatusError], a [*ValidationError], or one wrapping
+// context.DeadlineExceeded for a timeout. Package loadgen/oiptarget has the
+// OIP one; any other system under test needs only a Do.
 type Target interface {
 	Do(ctx context.Context, seq uint64) error
 }
+
+// TargetFunc is a function used as a [Target].
+type TargetFunc func(ctx context.Context, seq uint64) error
+
+// Do calls f.
+func (f TargetFunc) Do(ctx context.Context, seq uint64) error { return f(ctx, seq) }
 
 // Run executes the load described by cfg against t and returns its result:
 // one measurement, of a single level or of a rate profile. Sweeps and SLO
