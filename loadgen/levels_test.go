@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // queueTarget is a server with one worker and a fixed service time: a
@@ -267,7 +269,7 @@ func TestStabilityEndsTheRun(t *testing.T) {
 	if st := res.Stability; st == nil || st.Converged || !strings.HasPrefix(st.Reason, "not converged") {
 		t.Fatalf("capped run: %+v", st)
 	}
-	if _, err := EvaluateThresholds(res, nil); err != nil || Judge(res).Status != StatusInconclusive {
+	if _, err := EvaluateThresholds(res, nil); err != nil || Judge(res).Status != verdict.Inconclusive {
 		t.Errorf("an unconverged run: verdict %+v", Judge(res))
 	}
 }
@@ -280,7 +282,7 @@ func TestAbortOnFail(t *testing.T) {
 	if res.EndReason != EndAborted || res.Duration.D() >= time.Minute || !strings.Contains(res.Error, "p50<1ms") {
 		t.Fatalf("end %s after %v: %s", res.EndReason, res.Duration, res.Error)
 	}
-	if _, err := EvaluateThresholds(res, cfg.Thresholds); err != nil || Judge(res).Status != StatusFailed {
+	if _, err := EvaluateThresholds(res, cfg.Thresholds); err != nil || Judge(res).Status != verdict.Failed {
 		t.Errorf("an aborted run: verdict %+v", Judge(res))
 	}
 	// A failing request rate aborts too (the default bound).

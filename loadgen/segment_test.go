@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // arrival is one entry of a schedule: request i of the test at offset off.
@@ -363,7 +365,7 @@ func TestSegmentsSendTheScheduleBetweenThem(t *testing.T) {
 	if ivCompleted != 1000 {
 		t.Errorf("the merged intervals hold %d requests, want 1000", ivCompleted)
 	}
-	if v := Judge(m); v.Status != StatusPass && v.Status != StatusInconclusive {
+	if v := Judge(m); v.Status != verdict.Pass && v.Status != verdict.Inconclusive {
 		t.Errorf("merged verdict %v", v)
 	}
 
@@ -486,7 +488,7 @@ func TestCheckSegmentsRefusals(t *testing.T) {
 
 	// A forced merge of overlapping segments is not the test: inconclusive.
 	m, _ := Merge(fakeSegment(t, a, 0, 2, start), fakeSegment(t, a, 0, 2, start), fakeSegment(t, a, 1, 2, start))
-	if v := Judge(m); v.Status != StatusInconclusive || !strings.Contains(strings.Join(v.Reasons, ";"), "given twice") {
+	if v := Judge(m); v.Status != verdict.Inconclusive || !strings.Contains(strings.Join(v.Reasons, ";"), "given twice") {
 		t.Errorf("forced overlapping merge: %v", v)
 	}
 }
@@ -497,14 +499,14 @@ func TestMissingAndFailedSegmentsAreIncomplete(t *testing.T) {
 	cfg.Load.StartAt = start
 	full, _ := Merge(fakeSegment(t, cfg, 0, 3, start), fakeSegment(t, cfg, 1, 3, start), fakeSegment(t, cfg, 2, 3, start))
 	EvaluateThresholds(full, nil)
-	if v := Judge(full); v.Status != StatusPass {
+	if v := Judge(full); v.Status != verdict.Pass {
 		t.Errorf("all segments: %v", v)
 	}
 
 	m, _ := Merge(fakeSegment(t, cfg, 0, 3, start), fakeSegment(t, cfg, 2, 3, start))
 	EvaluateThresholds(m, []string{"p99<1ns"}) // fails, but incomplete outranks it
 	v := Judge(m)
-	if v.Status != StatusInconclusive || !strings.Contains(strings.Join(v.Reasons, ";"), "1 of 3 segments missing (1/3)") {
+	if v.Status != verdict.Inconclusive || !strings.Contains(strings.Join(v.Reasons, ";"), "1 of 3 segments missing (1/3)") {
 		t.Errorf("a segment missing: %v", v)
 	}
 	if m.Counts.Sent != 20 || !slices.Equal(m.Segments.Missing, []int{1}) || !slices.Equal(m.Segments.Merged, []int{0, 2}) {
@@ -516,7 +518,7 @@ func TestMissingAndFailedSegmentsAreIncomplete(t *testing.T) {
 	c1.Load.Segment = &Segment{Index: 1, Count: 3}
 	failed := NewErrorResult(c1, start.Add(time.Minute), fmt.Errorf("the start time had passed"))
 	m, _ = Merge(fakeSegment(t, cfg, 0, 3, start), failed, fakeSegment(t, cfg, 2, 3, start))
-	if v := Judge(m); v.Status != StatusInconclusive || !strings.Contains(strings.Join(v.Reasons, ";"), "segment 1/3 did not complete: error: the start time had passed") {
+	if v := Judge(m); v.Status != verdict.Inconclusive || !strings.Contains(strings.Join(v.Reasons, ";"), "segment 1/3 did not complete: error: the start time had passed") {
 		t.Errorf("a failed segment: %v", v)
 	}
 	if m.Duration != Duration(time.Second) {
@@ -524,7 +526,7 @@ func TestMissingAndFailedSegmentsAreIncomplete(t *testing.T) {
 	}
 	// None ran: the test did not run.
 	m, _ = Merge(failed)
-	if v := Judge(m); v.Status != StatusNotRun {
+	if v := Judge(m); v.Status != verdict.NotRun {
 		t.Errorf("no segment ran: %v", v)
 	}
 }

@@ -3,25 +3,17 @@ package loadgen
 import (
 	"fmt"
 	"strings"
+
+	"github.com/oipkit/oipkit/verdict"
 )
 
-// Status is the verdict on a result, in the order the CLI's exit statuses
-// rank them: a run that did not complete says nothing; an inconclusive one
-// (its numbers describe the generator, or never settled) outranks a failed
-// gate, whose verdict would rest on those numbers.
-type Status string
-
-// The statuses.
-const (
-	StatusPass         Status = "pass"
-	StatusFailed       Status = "failed"       // a threshold, SLO or the default failed-request bound failed
-	StatusInconclusive Status = "inconclusive" // generator-bound, unstable, an SLO search bounded by the generator, or a merged result missing segments
-	StatusNotRun       Status = "not-run"      // interrupted, or the run could not go on
-)
-
-// Verdict is a result's status and why.
+// Verdict is a result's status and why. The statuses are oipkit's one
+// vocabulary (package verdict), ranked for a load result as the CLI's exit
+// statuses rank them: a run that did not complete says nothing; an
+// inconclusive one (its numbers describe the generator, or never settled)
+// outranks a failed gate, whose verdict would rest on those numbers.
 type Verdict struct {
-	Status  Status
+	Status  verdict.Status
 	Reasons []string
 }
 
@@ -35,7 +27,7 @@ func Judge(r *Result) Verdict {
 		if r.Error != "" {
 			why += ": " + r.Error
 		}
-		return Verdict{StatusNotRun, []string{why}}
+		return Verdict{verdict.NotRun, []string{why}}
 	}
 
 	var inconclusive []string
@@ -57,7 +49,7 @@ func Judge(r *Result) Verdict {
 		inconclusive = append(inconclusive, sr.Summary)
 	}
 	if len(inconclusive) > 0 {
-		return Verdict{StatusInconclusive, inconclusive}
+		return Verdict{verdict.Inconclusive, inconclusive}
 	}
 
 	var failed []string
@@ -81,7 +73,7 @@ func Judge(r *Result) Verdict {
 		failed = append(failed, fmt.Sprintf("%s: actual %s", what, t.ActualStr))
 	}
 	if len(failed) > 0 {
-		return Verdict{StatusFailed, failed}
+		return Verdict{verdict.Failed, failed}
 	}
-	return Verdict{Status: StatusPass}
+	return Verdict{Status: verdict.Pass}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/oipkit/oipkit/loadgen/oiptarget"
 	"github.com/oipkit/oipkit/loadgen/render"
 	"github.com/oipkit/oipkit/loadgen/search"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 func init() {
@@ -189,7 +190,7 @@ by the generator). 4 outranks 3.`)
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return exitError{exitUsage} // the flag package printed the error
+		return exitError{verdict.ExitUsage} // the flag package printed the error
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected arguments %q", fs.Args())
@@ -246,9 +247,9 @@ by the generator). 4 outranks 3.`)
 		_ = writeOutputs(res, f) // a failed run still leaves its record
 		fmt.Fprintf(os.Stderr, "oipkit load: %v\n", err)
 		if errors.Is(err, loadgen.ErrConfig) {
-			return exitError{exitUsage}
+			return exitError{verdict.ExitUsage}
 		}
-		return exitError{exitNotRun}
+		return exitError{verdict.ExitNotRun}
 	}
 	tcfg := cfg
 	if !startAt.IsZero() {
@@ -285,7 +286,7 @@ by the generator). 4 outranks 3.`)
 	res, err := search.Run(ctx, target, cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "oipkit load: %v\n", err)
-		return exitError{exitUsage}
+		return exitError{verdict.ExitUsage}
 	}
 	res.Target = &info
 	res.Clock = clock
@@ -486,14 +487,6 @@ func checkWritable(path string) error {
 	return os.Remove(probe.Name())
 }
 
-// exitFor maps a verdict to the exit status of DESIGN.md's scheme.
-var exitFor = map[loadgen.Status]int{
-	loadgen.StatusPass:         exitPass,
-	loadgen.StatusFailed:       exitFailed,
-	loadgen.StatusInconclusive: exitInconclusive,
-	loadgen.StatusNotRun:       exitNotRun,
-}
-
 // finish evaluates thresholds, writes the outputs, prints the report and
 // returns the exit status, for load and report alike.
 //
@@ -513,11 +506,11 @@ func finish(res *loadgen.Result, thresholds []string, format render.Format, writ
 	}
 	if werr != nil {
 		fmt.Fprintf(os.Stderr, "oipkit: %v\n", werr)
-		return exitError{exitUsage}
+		return exitError{verdict.ExitUsage}
 	}
 	v := loadgen.Judge(res)
-	code := exitFor[v.Status]
-	if code != exitPass {
+	code := v.Status.ExitCode()
+	if code != verdict.ExitPass {
 		// One line on stderr, whatever the format: the reason a CI job failed.
 		fmt.Fprintf(os.Stderr, "oipkit: exit status %d (%s): %s\n", code, v.Status, strings.Join(v.Reasons, "; "))
 		return exitError{code}
@@ -623,5 +616,5 @@ func shortDur(ns int64) time.Duration {
 // usageError prints a usage or configuration error and returns exit 1.
 func usageError(format string, args ...any) error {
 	fmt.Fprintf(os.Stderr, "oipkit: %s\n", fmt.Sprintf(format, args...))
-	return exitError{exitUsage}
+	return exitError{verdict.ExitUsage}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/verdict"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
@@ -50,7 +51,7 @@ func garbageVerdict(t *testing.T, res *loadgen.Result, counts map[string]int, fi
 	if _, err := loadgen.EvaluateThresholds(res, nil); err != nil {
 		t.Fatal(err)
 	}
-	if v := loadgen.Judge(res); v.Status != loadgen.StatusFailed {
+	if v := loadgen.Judge(res); v.Status != verdict.Failed {
 		t.Errorf("verdict %s %v (%d ok, %d failed): want failed", v.Status, v.Reasons, res.Counts.OK, res.Counts.Errors)
 	}
 }

@@ -2,11 +2,12 @@ package render
 
 import (
 	"fmt"
-	"github.com/oipkit/oipkit/loadgen"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/client"
 )

@@ -2,10 +2,11 @@ package render
 
 import (
 	"bytes"
-	"github.com/oipkit/oipkit/loadgen"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/oip"

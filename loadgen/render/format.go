@@ -2,8 +2,9 @@ package render
 
 import (
 	"fmt"
-	"github.com/oipkit/oipkit/loadgen"
 	"strings"
+
+	"github.com/oipkit/oipkit/loadgen"
 )
 
 // A Format is a named rendering of one result, as `oipkit load --format`

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"github.com/oipkit/oipkit/loadgen"
 	"html/template"
 	"io"
 	"maps"
@@ -13,6 +12,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/verdict"
 
 	"github.com/oipkit/oipkit/htmlpage"
 	"github.com/oipkit/oipkit/version"
@@ -719,8 +721,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"pct":       func(f float64) string { return loadgen.FormatPercentile(f) },
 	"percent":   func(f float64) string { return loadgen.FormatPercent(f) },
 	"est":       describeEstimate,
-	"status":    func(s loadgen.Status) string { return string(s) },
-	"upper":     func(s loadgen.Status) string { return strings.ToUpper(string(s)) },
+	"status":    func(s verdict.Status) string { return string(s) },
+	"upper":     func(s verdict.Status) string { return strings.ToUpper(string(s)) },
 	"loadOf":    func(r *loadgen.Result) string { return loadgen.DescribeLoad(r.Config) },
 	"server":    loadgen.ServerOf,
 	"time":      func(t time.Time) string { return t.Format(time.RFC3339) },

@@ -3,11 +3,12 @@ package render
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/oipkit/oipkit/loadgen"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 
 	"github.com/oipkit/oipkit/client"
 )

@@ -3,7 +3,6 @@ package render
 import (
 	"encoding/csv"
 	"fmt"
-	"github.com/oipkit/oipkit/loadgen"
 	"io"
 	"maps"
 	"math"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 )
 
 // A Reporter writes a rendering of a result. Reporters are pure functions

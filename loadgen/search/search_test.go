@@ -2,12 +2,14 @@ package search
 
 import (
 	"context"
-	"github.com/oipkit/oipkit/loadgen"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // queueTarget is a server with one worker and a fixed service time: a
@@ -119,7 +121,7 @@ func TestSweepMeasuresEachLevel(t *testing.T) {
 	if pass, _ := loadgen.EvaluateThresholds(res, []string{"p50<2500us"}); pass {
 		t.Error("p50<2.5ms passed although c=4 queues for about 4ms")
 	}
-	if v := loadgen.Judge(res); v.Status != loadgen.StatusFailed || !strings.Contains(strings.Join(v.Reasons, " "), "c=4: p50<2500us") {
+	if v := loadgen.Judge(res); v.Status != verdict.Failed || !strings.Contains(strings.Join(v.Reasons, " "), "c=4: p50<2500us") {
 		t.Errorf("verdict %+v", v)
 	}
 }
@@ -174,7 +176,7 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 		if rates[0] != 200 || (rates[1] != 400 && rates[1] != 100) {
 			t.Errorf("probes %v: want the start rate, then double or half of it", rates)
 		}
-		if loadgen.Judge(res).Status != loadgen.StatusPass {
+		if loadgen.Judge(res).Status != verdict.Pass {
 			t.Errorf("verdict %+v", loadgen.Judge(res))
 		}
 	})
@@ -186,7 +188,7 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 		if s := res.Search; s.Found || s.Fails != 1 || len(res.Steps) != 2 || res.Steps[1].Verdict != "fails" {
 			t.Fatalf("search %+v over %d probes", s, len(res.Steps))
 		}
-		if v := loadgen.Judge(res); v.Status != loadgen.StatusFailed {
+		if v := loadgen.Judge(res); v.Status != verdict.Failed {
 			t.Errorf("verdict %+v", v)
 		}
 	})
@@ -203,7 +205,7 @@ func TestSearchTooFewSamples(t *testing.T) {
 	if s == nil || s.Found || !s.Unjudged || len(res.Steps) != 1 || !strings.Contains(s.Summary, "too few samples") {
 		t.Fatalf("search %+v over %d probes", s, len(res.Steps))
 	}
-	if v := loadgen.Judge(res); v.Status != loadgen.StatusInconclusive {
+	if v := loadgen.Judge(res); v.Status != verdict.Inconclusive {
 		t.Errorf("verdict %+v", v)
 	}
 }

@@ -3,11 +3,12 @@ package search
 import (
 	"context"
 	"fmt"
-	"github.com/oipkit/oipkit/loadgen"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 )
 
 // Search bounds.

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"fmt"
+
 	"github.com/oipkit/oipkit/loadgen"
 
 	"strconv"
