@@ -3,21 +3,22 @@ package report
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 )
 
-// Defect is one distinct defect of a report: the fail findings of failed
-// requirements that share one failing exchange (the same request and the
-// same answer) are one defect, whatever requirements they were checked
-// against.
+// Defect is one distinct defect of a report: a failed requirement once
+// [Block] has taken the cascades out, so that each failed requirement fails
+// on at least one exchange no other failed requirement explains. The
+// findings file, the terminal summary and [ConformanceReport.DistinctDefects]
+// count the same defects.
 type Defect struct {
-	// IDs are the requirements it breaks, in report order.
+	// IDs are the requirements it breaks: the failed one.
 	IDs []string
-	// Checks are its fail findings, each with its requirement.
+	// Checks are its fail findings, each with its requirement; the first
+	// is the one its reproducer sends.
 	Checks []DefectCheck
-	// Blocked are the requirements its failed answers block ([Block]):
-	// not graded, because they could not be checked on those answers.
+	// Blocked are the requirements it blocks ([Block]): not graded,
+	// because every exchange they failed on fails this one.
 	Blocked []string
 }
 
@@ -30,40 +31,33 @@ type DefectCheck struct {
 // First is the check that stands for the defect: the first found.
 func (d Defect) First() DefectCheck { return d.Checks[0] }
 
-// Defects groups the fail findings of the report's failed requirements
-// into distinct defects, in report order: a finding joins the defect of
-// the same [defectKey].
+// Exchanges is the number of distinct exchanges its checks failed on.
+func (d Defect) Exchanges() int {
+	seen := map[string]bool{}
+	for _, c := range d.Checks {
+		seen[defectKey(c.Requirement, c.Finding)] = true
+	}
+	return len(seen)
+}
+
+// Defects lists the report's distinct defects, one per failed requirement,
+// in report order, each with the requirements it blocks.
 func Defects(r *ConformanceReport) []Defect {
 	var ds []Defect
-	index := map[string]int{}
 	for _, q := range r.Requirements {
 		if q.Status != StatusFailed {
 			continue
 		}
+		d := Defect{IDs: []string{q.ID}}
 		for _, f := range failing(q) {
-			k := defectKey(q, f)
-			i, ok := index[k]
-			if !ok {
-				i = len(ds)
-				index[k] = i
-				ds = append(ds, Defect{})
-			}
-			d := &ds[i]
-			if !contains(d.IDs, q.ID) {
-				d.IDs = append(d.IDs, q.ID)
-			}
 			d.Checks = append(d.Checks, DefectCheck{Requirement: q, Finding: f})
 		}
-	}
-	for _, q := range r.Requirements {
-		if q.Status != StatusBlocked {
-			continue
-		}
-		for _, f := range failing(q) {
-			if i, ok := index[defectKey(q, f)]; ok && !contains(ds[i].Blocked, q.ID) {
-				ds[i].Blocked = append(ds[i].Blocked, q.ID)
+		for _, b := range r.Requirements {
+			if b.Status == StatusBlocked && contains(b.BlockedBy, q.ID) {
+				d.Blocked = append(d.Blocked, b.ID)
 			}
 		}
+		ds = append(ds, d)
 	}
 	return ds
 }
@@ -163,8 +157,9 @@ func WriteFindings(w io.Writer, r *ConformanceReport, cite Citer) error {
 	fmt.Fprintf(&b, "Defects oipkit's Open Inference Protocol conformance suite (suite %s, oipkit %s) found in %s on %s",
 		r.SuiteVersion, r.OIPKitVersion, impl, r.Date.UTC().Format("2006-01-02"))
 	fmt.Fprintf(&b, " (HTTP %s, gRPC %s). ", orNone(r.Targets.HTTP), orNone(r.Targets.GRPC))
-	b.WriteString("One entry per distinct defect: the checks that failed on one exchange (the same request and answer) are one entry, " +
-		"listing every requirement they break. The reproducers send the request to the addresses of the run; " +
+	b.WriteString("One entry per distinct defect: each failed requirement once cascades are taken out (a requirement whose every failing " +
+		"exchange fails another failed requirement is blocked by it, listed under it and not graded). An entry's reproducer sends its " +
+		"first failing exchange; its other failing checks are listed. The reproducers send the request to the addresses of the run; " +
 		"the gRPC ones read the proto from an oipkit checkout (run them from its root). " +
 		"The full report, with every check, is report.md next to this file.\n\n")
 	var failed []string
@@ -178,7 +173,7 @@ func WriteFindings(w io.Writer, r *ConformanceReport, cite Citer) error {
 	if len(ds) == 0 {
 		b.WriteString("No requirement failed.\n")
 	} else {
-		fmt.Fprintf(&b, "%d defect(s) breaking %d requirement(s): %s.\n", len(ds), len(failed), strings.Join(failed, ", "))
+		fmt.Fprintf(&b, "%d distinct defect(s), one per failed requirement: %s.\n", len(ds), strings.Join(failed, ", "))
 	}
 	if n := r.Counts[StatusLenient] + r.Counts[StatusWarning]; n > 0 {
 		fmt.Fprintf(&b, "\n%d lenient and %d warning requirement(s) are not listed here: they do not fail a verdict (report.md has them).\n",
@@ -231,7 +226,11 @@ func WriteFindings(w io.Writer, r *ConformanceReport, cite Citer) error {
 		} else {
 			fmt.Fprintf(&b, "%s\n\n", mdInline(clipText(firstLine(c.Finding.Message), 300)))
 		}
-		b.WriteString("**Failed checks:**\n\n")
+		if n := d.Exchanges(); n > 1 {
+			fmt.Fprintf(&b, "**Failed checks** (on %d exchanges; report.md has each one's request and answer):\n\n", n)
+		} else {
+			b.WriteString("**Failed checks:**\n\n")
+		}
 		for _, k := range d.Checks {
 			fmt.Fprintf(&b, "- %s: %s\n", k.Requirement.ID, mdInline(k.Finding.Spec))
 		}
@@ -267,59 +266,11 @@ func clipText(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// shownDefects picks at most limit defects for a summary so that every
-// failed requirement appears in one: first the first defect of each
-// requirement, then, round by round, the next defect of each, so that no
-// requirement crowds out the others. They keep report order; the number
-// left out is returned too.
+// shownDefects picks the first limit defects for a summary, and says how
+// many it left out.
 func shownDefects(ds []Defect, limit int) ([]Defect, int) {
 	if len(ds) <= limit {
 		return ds, 0
 	}
-	// The defects of each requirement, by the requirement listed first.
-	var order []string
-	byReq := map[string][]int{}
-	for i, d := range ds {
-		id := d.IDs[0]
-		if byReq[id] == nil {
-			order = append(order, id)
-		}
-		byReq[id] = append(byReq[id], i)
-	}
-	pick := map[int]bool{}
-	covered := map[string]bool{}
-	for i, d := range ds {
-		for _, id := range d.IDs {
-			if !covered[id] {
-				pick[i] = true
-			}
-		}
-		if pick[i] {
-			for _, id := range d.IDs {
-				covered[id] = true
-			}
-		}
-	}
-	for round := 0; len(pick) < limit; round++ {
-		added := false
-		for _, id := range order {
-			if list := byReq[id]; round < len(list) && len(pick) < limit {
-				added = added || !pick[list[round]]
-				pick[list[round]] = true
-			}
-		}
-		if !added && round > len(ds) {
-			break
-		}
-	}
-	idx := make([]int, 0, len(pick))
-	for i := range pick {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	out := make([]Defect, 0, len(idx))
-	for _, i := range idx {
-		out = append(out, ds[i])
-	}
-	return out, len(ds) - len(out)
+	return ds[:limit], len(ds) - limit
 }

@@ -32,26 +32,28 @@ func defectsReport() *ConformanceReport {
 		Targets: Targets{HTTP: "http://127.0.0.1:8000"}, Counts: Count(rs), Requirements: rs}
 }
 
-// TestDefectsGroupByExchange: checks that failed on one exchange (the
-// same request and answer, whatever its Date and X-Request-Id) are one defect listing
-// every requirement; another request is another defect; warnings of a
-// run that is not strict are none.
-func TestDefectsGroupByExchange(t *testing.T) {
-	ds := Defects(defectsReport())
-	if len(ds) != 2 {
-		t.Fatalf("%d defects, want 2: %+v", len(ds), ds)
+// TestDefectsOnePerFailedRequirement: once Block has taken the cascades
+// out, each failed requirement is one defect with every check that failed
+// it, naming the requirements it blocks; RESP-001, failing only on an
+// exchange INFER-001 fails (whatever its Date and X-Request-Id), is
+// blocked by it; warnings of a run that is not strict are none.
+func TestDefectsOnePerFailedRequirement(t *testing.T) {
+	r := defectsReport()
+	Block(r.Requirements, nil)
+	ds := Defects(r)
+	if len(ds) != 1 || ds[0].IDs[0] != "OIP-REST-INFER-001" || len(ds[0].Checks) != 2 || ds[0].Exchanges() != 2 {
+		t.Fatalf("defects %+v, want one: INFER-001 with 2 checks on 2 exchanges", ds)
 	}
-	if got := strings.Join(ds[0].IDs, ","); got != "OIP-REST-INFER-001,OIP-REST-RESP-001" || len(ds[0].Checks) != 2 {
-		t.Errorf("first defect: %s with %d checks, want INFER-001 and RESP-001 with 2", got, len(ds[0].Checks))
+	if got := strings.Join(ds[0].Blocked, ","); got != "OIP-REST-RESP-001" {
+		t.Errorf("INFER-001 blocks %q, want OIP-REST-RESP-001", got)
 	}
-	if got := strings.Join(ds[1].IDs, ","); got != "OIP-REST-INFER-001" {
-		t.Errorf("second defect: %s, want OIP-REST-INFER-001", got)
+	if n := r.DistinctDefects(); n != len(ds) {
+		t.Errorf("DistinctDefects %d, findings %d: two meanings of a defect", n, len(ds))
 	}
 	// Under --strict a warning fails its requirement, and is its defect.
-	r := defectsReport()
 	r.Requirements[2].Status = StatusFailed
-	if ds := Defects(r); len(ds) != 3 || ds[2].IDs[0] != "OIP-REST-ERR-003" {
-		t.Errorf("strict: %d defects, want a third for OIP-REST-ERR-003", len(ds))
+	if ds := Defects(r); len(ds) != 2 || ds[1].IDs[0] != "OIP-REST-ERR-003" {
+		t.Errorf("strict: %d defects, want a second for OIP-REST-ERR-003", len(ds))
 	}
 }
 
@@ -60,33 +62,35 @@ func TestWriteFindings(t *testing.T) {
 		return Citation{Level: "MUST", Statement: "quoted " + id, Source: "OIP-REST §Inference"}, true
 	}
 	var b bytes.Buffer
-	if err := WriteFindings(&b, defectsReport(), cite); err != nil {
+	r := defectsReport()
+	Block(r.Requirements, nil)
+	if err := WriteFindings(&b, r, cite); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	for _, want := range []string{
 		"# Findings: kserve 0.21.0\n",
-		"2 defect(s) breaking 2 requirement(s): OIP-REST-INFER-001, OIP-REST-RESP-001.",
+		"1 distinct defect(s), one per failed requirement: OIP-REST-INFER-001.",
 		"## 1. POST /v2/models/add_sub/infer: got 500, want 200\n",
-		"- **Affected requirements:** OIP-REST-INFER-001, OIP-REST-RESP-001\n",
-		"> **OIP-REST-RESP-001** (MUST): quoted OIP-REST-RESP-001\n> — OIP-REST §Inference\n",
+		"- **Affected requirements:** OIP-REST-INFER-001\n",
+		"- **Blocked by it (not graded):** OIP-REST-RESP-001\n",
+		"> **OIP-REST-INFER-001** (MUST): quoted OIP-REST-INFER-001\n> — OIP-REST §Inference\n",
 		"**Reproducer:**\n\n```sh\nprintf '%s' '{\"a\":1}' |\n  curl -sS -i http://127.0.0.1:8000/v2/models/add_sub/infer -H 'Content-Type: application/json' --data-binary @-\n```\n",
-		"**Expected:**\n\n- OIP-REST-INFER-001: 200\n- OIP-REST-RESP-001: 200\n",
+		"**Expected:**\n\n- OIP-REST-INFER-001: 200\n\n",
 		"**Observed:**\n\n```\nHTTP 500\nDate: Mon\nX-Request-Id: Mon\n\n{\"error\":\"boom\"}\n```\n",
-		"- OIP-REST-RESP-001: answers success with 200\n",
-		"## 2. ",
+		"**Failed checks** (on 2 exchanges; report.md has each one's request and answer):\n\n- OIP-REST-INFER-001: answers add_sub\n- OIP-REST-INFER-001: answers add_sub again\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("findings file lacks %q\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "## 3. ") || strings.Contains(out, "a warning") {
+	if strings.Contains(out, "## 2. ") || strings.Contains(out, "a warning") {
 		t.Errorf("findings file lists a warning as a defect:\n%s", out)
 	}
 }
 
-// TestTextSummaryListsEveryFailedRequirement: however many defects one
-// requirement has, the summary stays short and names every failed one.
+// TestTextSummaryListsEveryFailedRequirement: however many exchanges one
+// requirement fails on, the summary stays short and names every failed one.
 func TestTextSummaryListsEveryFailedRequirement(t *testing.T) {
 	var fs []Finding
 	for i := range 60 {
@@ -102,7 +106,7 @@ func TestTextSummaryListsEveryFailedRequirement(t *testing.T) {
 	if n := strings.Count(out, "\n"); n > 30 {
 		t.Errorf("summary of 61 defects is %d lines:\n%s", n, out)
 	}
-	for _, want := range []string{"FAIL    OIP-REST-INFER-001 [MUST]", "FAIL    OIP-REST-RESP-001 [MUST]", "more failing exchange(s)"} {
+	for _, want := range []string{"FAIL    OIP-REST-INFER-001 [MUST]", "FAIL    OIP-REST-RESP-001 [MUST]", "(and 59 more failing exchange(s))"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}

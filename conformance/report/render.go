@@ -63,12 +63,12 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 	for _, d := range ds {
 		c := d.First()
 		q := c.Requirement
-		also := ""
-		if len(d.IDs) > 1 {
-			also = " +" + strings.Join(d.IDs[1:], ",")
+		more := ""
+		if n := d.Exchanges(); n > 1 {
+			more = fmt.Sprintf(" (and %d more failing exchange(s))", n-1)
 		}
-		fmt.Fprintf(&b, "  FAIL    %s [%s]%s: %s — %s\n", q.ID, q.Level, also,
-			clipText(q.Statement, 80), clipText(firstLine(c.Finding.Message), 160))
+		fmt.Fprintf(&b, "  FAIL    %s [%s]: %s — %s%s\n", q.ID, q.Level,
+			clipText(q.Statement, 80), clipText(firstLine(c.Finding.Message), 160), more)
 		if reproducers {
 			if cmd := c.Finding.ReproducerFor(r.Targets); cmd != "" {
 				b.WriteString("          " + strings.ReplaceAll(cmd, "\n", "\n          ") + "\n")
@@ -76,7 +76,7 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 		}
 	}
 	if hidden > 0 {
-		fmt.Fprintf(&b, "  FAIL    and %d more failing exchange(s) of these requirements: report.md and 'oipkit report --findings' have them all\n", hidden)
+		fmt.Fprintf(&b, "  FAIL    and %d more distinct defect(s): report.md and 'oipkit report --findings' have them all\n", hidden)
 	}
 	for _, q := range r.Requirements {
 		if q.Status != StatusLenient && !(q.Status == StatusWarning && r.Strict) {
