@@ -77,7 +77,7 @@ type collector struct {
 
 	judge     *stabilityJudge
 	stability *Stability
-	aborts    []Threshold // evaluated at every full interval (--abort-on-fail)
+	aborts    []Threshold // evaluated at every full interval (Config.AbortOnFail)
 	abortWhy  string
 
 	done   chan struct{}
@@ -285,7 +285,7 @@ func (c *collector) closeInterval(end int64, full bool) {
 	}
 }
 
-// abortAfterWindows is how many windows pass before --abort-on-fail
+// abortAfterWindows is how many windows pass before Config.AbortOnFail
 // judges the run, so that a threshold is not judged on a handful of
 // requests.
 const abortAfterWindows = 5

@@ -30,7 +30,7 @@ type Config struct {
 	AbortOnFail bool `json:"abortOnFail,omitempty"`
 	// Percentile is the latency percentile that the stability rule, the
 	// sweep tables and the knee use (default 99), like perf_analyzer's
-	// --percentile.
+	// percentile option.
 	Percentile float64 `json:"percentile,omitempty"`
 	// SLO turns the run into a search for the highest load that holds
 	// every one of these thresholds (see [Search]).
@@ -63,7 +63,7 @@ type TargetConfig struct {
 	HTTP string `json:"http,omitempty"`
 	// GRPC is host:port, for the gRPC protocols.
 	GRPC         string          `json:"grpc,omitempty"`
-	Protocol     client.Protocol `json:"protocol"` // default http for --http, grpc-raw for --grpc
+	Protocol     client.Protocol `json:"protocol"` // default http for Target.HTTP, grpc-raw for Target.GRPC
 	Model        string          `json:"model"`
 	ModelVersion string          `json:"modelVersion,omitempty"`
 	// TLSFiles secures the connection: TLS, CA, Cert, Key, ServerName,
@@ -84,7 +84,7 @@ type TargetConfig struct {
 	MaxBodyBytes        int64 `json:"maxBodyBytes,omitempty"`
 	GRPCMaxMessageBytes int64 `json:"grpcMaxMessageBytes,omitempty"`
 	MaxHeaderBytes      int64 `json:"maxHeaderBytes,omitempty"`
-	// MetricsURL is the server's Prometheus metrics (--metrics-url, e.g.
+	// MetricsURL is the server's Prometheus metrics (Target.MetricsURL, e.g.
 	// http://host:8002/metrics for Triton): the server-side breakdown when
 	// the statistics extension is absent, and the server's stream timings.
 	MetricsURL string `json:"metricsURL,omitempty"`
@@ -129,7 +129,7 @@ type InputConfig struct {
 	CheckEvery *int `json:"checkEvery,omitempty"`
 	// Seed seeds random input data and Poisson arrivals (default 1).
 	Seed uint64 `json:"seed"`
-	// SharedMemory is perf_analyzer's --shared-memory: "none" (default) or
+	// SharedMemory is perf_analyzer's shared-memory option: "none" (default) or
 	// "system" (inputs placed once in registered POSIX shared memory
 	// regions, requests naming them, outputs written to regions; the
 	// server must run on this host). "cuda" is not supported.
@@ -265,11 +265,11 @@ func (c *Config) Normalize() error {
 	}
 	if c.SLO != nil {
 		if len(c.SLO) == 0 {
-			return configErr("an SLO search needs at least one --slo, e.g. p99<50ms")
+			return configErr("an SLO search needs at least one Config.SLO, e.g. p99<50ms")
 		}
 		for _, s := range c.SLO {
 			if _, err := ParseThreshold(s); err != nil {
-				return configErr("--slo: %v", err)
+				return configErr("Config.SLO: %v", err)
 			}
 		}
 		switch {
@@ -279,7 +279,7 @@ func (c *Config) Normalize() error {
 			return configErr("SLO resolution must be a fraction in (0, 1), got %v", c.SLOResolution)
 		}
 	} else if c.SLOResolution != 0 {
-		return configErr("--slo-resolution needs --slo")
+		return configErr("Config.SLOResolution needs Config.SLO")
 	}
 	if err := c.normalizeSequences(); err != nil {
 		return err
@@ -302,21 +302,21 @@ func (c *Config) checkSegment() error {
 	}
 	switch {
 	case c.SLO != nil:
-		return configErr("--segment %s: an SLO search picks each level from the previous probe's result, which no segment has alone; search with one generator, or run one segmented test per level", seg)
+		return configErr("Load.Segment %s: an SLO search picks each level from the previous probe's result, which no segment has alone; search with one generator, or run one segmented test per level", seg)
 	case c.Sweep():
-		return configErr("--segment %s: a sweep's levels start one after another, each after the previous level's requests drained, so the segments' levels would drift apart; run one segmented test per level", seg)
+		return configErr("Load.Segment %s: a sweep's levels start one after another, each after the previous level's requests drained, so the segments' levels would drift apart; run one segmented test per level", seg)
 	case l.Stability != nil:
-		return configErr("--segment %s: --stability ends a measurement when its own figures settle, so each segment would end at a different time; give a --duration", seg)
+		return configErr("Load.Segment %s: Load.Stability ends a measurement when its own figures settle, so each segment would end at a different time; give a Load.Duration", seg)
 	case c.AbortOnFail:
-		return configErr("--segment %s: --abort-on-fail judges one segment's share of the test; gate the merged result with oipkit report --threshold", seg)
+		return configErr("Load.Segment %s: Config.AbortOnFail judges one segment's share of the test; gate the merged result with oipkit report Config.Thresholds", seg)
 	case len(c.Thresholds) > 0:
-		return configErr("--segment %s: thresholds hold for the whole test; give them to oipkit report, which merges the segments and gates the merged result", seg)
+		return configErr("Load.Segment %s: thresholds hold for the whole test; give them to oipkit report, which merges the segments and gates the merged result", seg)
 	case l.Concurrency > 0 && l.Concurrency < seg.Count:
-		return configErr("--segment %s: concurrency %d leaves some of the %d segments without a worker", seg, l.Concurrency, seg.Count)
+		return configErr("Load.Segment %s: concurrency %d leaves some of the %d segments without a worker", seg, l.Concurrency, seg.Count)
 	case l.Requests > 0 && l.Requests < int64(seg.Count):
-		return configErr("--segment %s: %d requests leave some of the %d segments without a request", seg, l.Requests, seg.Count)
+		return configErr("Load.Segment %s: %d requests leave some of the %d segments without a request", seg, l.Requests, seg.Count)
 	case l.WarmupRequests > 0 && !l.StartAt.IsZero() && seg.Count > 1:
-		return configErr("--segment %s with --start-at: a warm-up of %d requests ends at a different time in every segment, so their measurements would not line up; give the warm-up as a duration", seg, l.WarmupRequests)
+		return configErr("Load.Segment %s with Load.StartAt: a warm-up of %d requests ends at a different time in every segment, so their measurements would not line up; give the warm-up as a duration", seg, l.WarmupRequests)
 	}
 	return nil
 }
@@ -327,7 +327,7 @@ func (l *LoadConfig) normalize(search bool) error {
 		spec    string
 		integer bool
 		flag    string
-	}{{l.ConcurrencyRange, true, "--concurrency-range"}, {l.RateRange, false, "--rate-range"}} {
+	}{{l.ConcurrencyRange, true, "Load.ConcurrencyRange"}, {l.RateRange, false, "Load.RateRange"}} {
 		if r.spec == "" {
 			continue
 		}
@@ -338,15 +338,15 @@ func (l *LoadConfig) normalize(search bool) error {
 	}
 	switch {
 	case ranges > 1:
-		return configErr("give one of --concurrency-range and --rate-range")
+		return configErr("give one of Load.ConcurrencyRange and Load.RateRange")
 	case l.Concurrency > 0 && l.Rate != "":
-		return configErr("give one of --concurrency (closed loop) and --rate (open loop)")
+		return configErr("give one of Load.Concurrency (closed loop) and Load.Rate (open loop)")
 	case l.Concurrency < 0:
 		return configErr("concurrency must be at least 1, got %d", l.Concurrency)
 	case ranges > 0 && !search && (l.Concurrency > 0 || l.Rate != ""):
-		return configErr("a sweep (--concurrency-range, --rate-range) sets the load of each level: drop --concurrency and --rate")
+		return configErr("a sweep (Load.ConcurrencyRange, Load.RateRange) sets the load of each level: drop Load.Concurrency and Load.Rate")
 	case search && l.ConcurrencyRange != "" && l.Rate != "", search && l.RateRange != "" && l.Concurrency > 0:
-		return configErr("an SLO search over a concurrency range starts from --concurrency, over a rate range from --rate")
+		return configErr("an SLO search over a concurrency range starts from Load.Concurrency, over a rate range from Load.Rate")
 	case l.Concurrency == 0 && l.Rate == "" && ranges == 0 && !search:
 		l.Concurrency = 1
 	}
@@ -356,7 +356,7 @@ func (l *LoadConfig) normalize(search bool) error {
 			return configErr("%v", err)
 		}
 		if search && !p.constant() {
-			return configErr("an SLO search starts from a constant --rate, not %s", l.Rate)
+			return configErr("an SLO search starts from a constant Load.Rate, not %s", l.Rate)
 		}
 	}
 	open := l.Rate != "" || l.RateRange != "" || (search && l.ConcurrencyRange == "" && l.Concurrency == 0)
@@ -374,7 +374,7 @@ func (l *LoadConfig) normalize(search bool) error {
 			l.MaxInFlight = DefaultMaxInFlight
 		}
 	} else if l.Arrival != "" || l.MaxInFlight != 0 {
-		return configErr("--arrival and --max-inflight apply to open-loop runs (--rate) only")
+		return configErr("Load.Arrival and Load.MaxInFlight apply to open-loop runs (Load.Rate) only")
 	}
 
 	if l.Requests < 0 {
@@ -392,19 +392,19 @@ func (l *LoadConfig) normalize(search bool) error {
 		}
 		switch {
 		case st.MaxDuration < 0:
-			return configErr("--max-duration must be positive, got %v", st.MaxDuration)
+			return configErr("Load.Stability.MaxDuration must be positive, got %v", st.MaxDuration)
 		case st.MaxDuration == 0:
 			st.MaxDuration = Duration(DefaultStabilityMax)
 		}
 		if l.Duration != 0 && l.Duration != st.MaxDuration {
-			return configErr("with --stability the measurement lasts until stable: give its cap as --max-duration, not --duration")
+			return configErr("with Load.Stability the measurement lasts until stable: give its cap as Load.Stability.MaxDuration, not Load.Duration")
 		}
 		if l.Requests > 0 {
-			return configErr("give one of --stability and a request count (-n)")
+			return configErr("give one of Load.Stability and a request count (Load.Requests)")
 		}
 		if l.Rate != "" {
 			if p, _ := ParseRate(l.Rate); !p.constant() {
-				return configErr("--stability needs a steady load (--concurrency or a constant --rate), not %s", l.Rate)
+				return configErr("Load.Stability needs a steady load (Load.Concurrency or a constant Load.Rate), not %s", l.Rate)
 			}
 		}
 		l.Duration = st.MaxDuration

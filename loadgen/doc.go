@@ -133,7 +133,7 @@
 // tolerance. The default tolerance is 2 ms rather than perf_analyzer's 1 ms
 // because on a small shared machine (the project's CI has 2 cores that also
 // run the server) thread wake-ups alone are late by up to about a
-// millisecond under load; --lag-tolerance tightens it. GC pauses
+// millisecond under load; Checks.LagTolerance tightens it. GC pauses
 // (runtime/metrics), scheduling latency, a 1 ms hiccup goroutine and the
 // process's CPU time are reported alongside as warnings.
 package loadgen

@@ -10,7 +10,7 @@ import (
 // ParseLevels parses a sweep range "START:END[:STEP]": the levels START,
 // START+STEP, ... up to END, or with STEP "xF" (or "*F") START, START·F,
 // START·F², ...; END is always the last level. STEP defaults to 1, as in
-// perf_analyzer's --concurrency-range. integer asks for whole levels (a
+// perf_analyzer's concurrency-range option. integer asks for whole levels (a
 // concurrency). At most MaxLevels levels.
 func ParseLevels(spec string, integer bool) ([]float64, error) {
 	parts := strings.Split(spec, ":")

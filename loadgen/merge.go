@@ -456,7 +456,7 @@ func mergeSegments(results []*Result) *Result {
 		var snapped bool
 		m.Intervals, snapped = mergeIntervals(ran, lo, iv)
 		if snapped {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("the segments' measurements started up to %s apart (no shared --start-at): their intervals were aligned to the nearest whole interval",
+			m.Warnings = append(m.Warnings, fmt.Sprintf("the segments' measurements started up to %s apart (no shared Load.StartAt): their intervals were aligned to the nearest whole interval",
 				set.StartSpread.D().Round(time.Millisecond)))
 		}
 		m.Steps = mergeProfileSteps(ran)

@@ -39,7 +39,7 @@ type tally struct {
 	timeouts int64
 	errors   int64
 	clamped  int64 // values above the histogram range, recorded as its maximum
-	// stream is nil unless the run streams (--streaming).
+	// stream is nil unless the run streams (Config.Streaming).
 	stream *streamTally
 	codes  map[errorKey]int64
 	// samples holds the first MaxErrorSamples distinct messages of each

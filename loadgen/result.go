@@ -26,7 +26,7 @@ const (
 	EndCanceled  EndReason = "canceled"  // the caller cancelled (e.g. Ctrl-C)
 	EndDeadline  EndReason = "deadline"  // the caller's context deadline expired
 	EndError     EndReason = "error"     // the run could not go on (see Error)
-	// EndAborted: a threshold failed during the run under --abort-on-fail
+	// EndAborted: a threshold failed during the run under Config.AbortOnFail
 	// (or a sweep level failed one); the run counts as failed, not as
 	// incomplete.
 	EndAborted EndReason = "aborted"
@@ -125,7 +125,7 @@ type ServerBreakdown struct {
 	Requests   int64             `json:"requests"`
 	Components []ServerComponent `json:"components"`
 	// Stream is the server's account of a streaming run's responses, from
-	// its /metrics (--metrics-url); nil when it exports none.
+	// its /metrics (Target.MetricsURL); nil when it exports none.
 	Stream *ServerStream `json:"stream,omitempty"`
 }
 

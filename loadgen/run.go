@@ -57,12 +57,12 @@ func Run(ctx context.Context, t Target, cfg Config) (*Result, error) {
 func CheckTarget(t Target, cfg Config) error {
 	if cfg.Streaming != nil {
 		if _, ok := t.(StreamTarget); !ok {
-			return configErr("--streaming: the target %T does not stream", t)
+			return configErr("Config.Streaming: the target %T does not stream", t)
 		}
 	}
 	if cfg.Sequence != nil {
 		if _, ok := t.(SequenceTarget); !ok {
-			return configErr("--sequence-length: the target %T does not send sequences", t)
+			return configErr("Sequence.Length: the target %T does not send sequences", t)
 		}
 	}
 	return nil
@@ -106,7 +106,7 @@ type runner struct {
 	inflight atomic.Int64
 
 	// stop ends the current phase early (stable, or a threshold failed
-	// under --abort-on-fail): dispatching stops, requests in flight finish.
+	// under Config.AbortOnFail): dispatching stops, requests in flight finish.
 	stop     chan struct{}
 	stopOnce *sync.Once
 	stopAt   atomic.Int64
@@ -237,7 +237,7 @@ func (r *runner) run(ctx context.Context) *Result {
 			res.Error = "the caller's deadline expired"
 		}
 	} else if col.abortWhy != "" {
-		res.EndReason, res.Error = EndAborted, col.abortWhy+" (--abort-on-fail)"
+		res.EndReason, res.Error = EndAborted, col.abortWhy+" (Config.AbortOnFail)"
 	}
 	if statsBefore != nil && ctx.Err() == nil {
 		res.Server = readServerStats(ctx, r.target).Delta(statsBefore)

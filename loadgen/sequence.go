@@ -17,10 +17,10 @@ import (
 // starts a new one.
 type SequenceConfig struct {
 	// Length is the number of requests per sequence (perf_analyzer's
-	// --sequence-length).
+	// sequence-length option).
 	Length int `json:"length"`
 	// Sequences is how many sequences an open loop keeps live
-	// (perf_analyzer's --num-of-sequences; default 4).
+	// (perf_analyzer's num-of-sequences option; default 4).
 	Sequences int `json:"sequences,omitempty"`
 	// IDStart is the first sequence id (default 1); ids are unique across
 	// the segments of a split test.
@@ -37,11 +37,11 @@ func (c *Config) normalizeSequences() error {
 	}
 	switch {
 	case s.Length < 1:
-		return configErr("--sequence-length must be at least 1, got %d", s.Length)
+		return configErr("Sequence.Length must be at least 1, got %d", s.Length)
 	case s.Sequences < 0:
-		return configErr("--num-of-sequences must be at least 1, got %d", s.Sequences)
+		return configErr("Sequence.Sequences must be at least 1, got %d", s.Sequences)
 	case s.Sequences > 0 && !c.OpenLoop():
-		return configErr("--num-of-sequences applies to open-loop runs (--rate); a closed loop runs one sequence per worker (--concurrency)")
+		return configErr("Sequence.Sequences applies to open-loop runs (Load.Rate); a closed loop runs one sequence per worker (Load.Concurrency)")
 	}
 	if s.Sequences == 0 && c.OpenLoop() {
 		s.Sequences = DefaultSequences

@@ -12,8 +12,8 @@ type StepKind string
 
 // The step kinds.
 const (
-	// StepLevel is one level of a sweep (--concurrency-range,
-	// --rate-range), measured on its own: its own warm-up, window and
+	// StepLevel is one level of a sweep (Load.ConcurrencyRange,
+	// Load.RateRange), measured on its own: its own warm-up, window and
 	// histograms.
 	StepLevel StepKind = "level"
 	// StepProbe is one measurement of an SLO search.

@@ -8,7 +8,7 @@ import (
 	"github.com/oipkit/oipkit/client"
 )
 
-// StreamConfig turns a run into a streaming one (`--streaming`, as
+// StreamConfig turns a run into a streaming one (Config.Streaming, as
 // perf_analyzer names it): every request is answered by a stream of
 // responses, over gRPC ModelStreamInfer or REST generate_stream
 // (server-sent events), and the run records each request's time to first
@@ -25,7 +25,7 @@ type StreamConfig struct {
 	// DefaultPrompt).
 	TextInput string `json:"textInput,omitempty"`
 	// Shape is the message shape of the server's ModelStreamInfer answers
-	// (`--stream-shape`): triton (ModelStreamInferResponse), mlserver
+	// (Streaming.Shape): triton (ModelStreamInferResponse), mlserver
 	// (plain ModelInferResponse, one stream per request) or auto (""),
 	// which picks from the server's metadata. gRPC only.
 	Shape client.StreamShape `json:"shape,omitempty"`
@@ -36,7 +36,7 @@ func (c *Config) normalizeStreaming() error {
 	if s == nil {
 		for _, e := range append(append([]string(nil), c.Thresholds...), c.SLO...) {
 			if t, err := ParseThreshold(e); err == nil && (t.hist == "first_response" || t.hist == "inter_response") {
-				return configErr("threshold %s: %s_ metrics need --streaming", t.Text, t.hist)
+				return configErr("threshold %s: %s_ metrics need Config.Streaming", t.Text, t.hist)
 			}
 		}
 		return nil

@@ -55,7 +55,7 @@ type ThresholdResult struct {
 	Actual    float64 `json:"actual"`     // in the threshold's unit (ns, fraction, req/s or count)
 	ActualStr string  `json:"actualText"` // human form, e.g. "18.2ms"
 	Pass      bool    `json:"pass"`
-	// Default marks the default failed-request bound (not a --threshold).
+	// Default marks the default failed-request bound (not a Config.Thresholds).
 	Default bool `json:"default,omitempty"`
 	// Level names the sweep level the verdict is about ("c=8", "500/s");
 	// empty for the whole run.

@@ -65,7 +65,7 @@ func Judge(r *Result) Verdict {
 		}
 		what := t.Threshold
 		if t.Default {
-			what += " (the default bound on failed requests; --max-error-rate changes it)"
+			what += " (the default bound on failed requests; Checks.MaxErrorRate changes it)"
 		}
 		if t.Level != "" {
 			what = t.Level + ": " + what

@@ -47,72 +47,27 @@ type loadFlags struct {
 	sequenceLength, sequences                     int
 }
 
+// runLoad is oipkit load: flags, then one test (a measurement, a sweep or
+// an SLO search) against an OIP server.
 func runLoad(ctx context.Context, args []string) error {
 	var cfg loadgen.Config
 	var f loadFlags
-	fs := newFlagSet("load", "load (--http HOST:PORT | --grpc HOST:PORT) --model NAME [flags]", `
-Send inference requests to one model of an Open Inference Protocol server and
-measure latency, in a closed loop (--concurrency N workers back to back) or
-an open loop (--rate: requests start at precomputed intended times, and
-response time is measured from those times, so a stalled server cannot hide
-its stall from the numbers). Request bodies are serialized once, from the
-model metadata (--data, --shape) or a perf_analyzer input-data file.
+	fs := newLoadFlagSet(&cfg, &f)
+	format, hdrFile, err := loadSetup(fs, args, &cfg, &f)
+	if err != nil {
+		return err
+	}
+	if hdrFile != nil {
+		defer hdrFile.Close()
+		cfg.HDRLog = hdrFile
+	}
+	return runLoadTest(ctx, cfg, f, format)
+}
 
-Rate profiles: --rate 1000, --rate step:100:1000:100:5s (from:to:step:every),
---rate linear:100:1000:30s (from:to:over); or --rate 100 --rate-step 100
---step-duration 5s [--rate-max 1000]. Step and linear profiles are reported
-per step too.
-
-Sweeps: --concurrency-range 1:32:x2 or --rate-range 100:1000:100 measure each
-level on its own (own warm-up, window and histograms) and report one row per
-level; STEP is a number or xF for a factor (default 1, as perf_analyzer).
-
-SLO search: --slo 'p99<50ms' [--slo 'error_rate<0.1%'] finds the highest rate
-(open loop; or concurrency with --concurrency/--concurrency-range) that holds
-every SLO, by doubling then bisecting to --slo-resolution, and reports every
-probe. --rate or the ranges give the start and bounds.
-
-Stability: --stability 5% measures each level until the 95% confidence
-intervals of throughput and of the --percentile latency are within ±5%
-(with a minimum sample count for that percentile), up to --max-duration.
-
-Thresholds (repeatable): p99<20ms, p(95)<500ms, p99.9<=50ms, service_p50<5ms,
-send_lag_p99<1ms, max<1s, avg<10ms, error_rate<0.1%, rps>1000,
-offered_rps>=990, dropped<=0, timeouts==0. Unless one bounds error_rate,
-errors or timeouts, failed requests above --max-error-rate (default 1%) fail
-the run. --abort-on-fail ends a long run (or a sweep) at the first failure.
-
-Segments: --segment I/N runs segment I (from 0) of N of the same test, for
-load from several machines or pods: the open-loop schedule is dealt out
-request by request (segment I sends requests I, I+N, I+2N, ... of the whole
-schedule, so the segments' union is exactly the one-process schedule),
-concurrency and -n are split with the remainder going to the first
-segments. --start-at 2025-06-01T12:00:00Z (RFC 3339) starts every segment
-at that time, after waiting for the target; the measurement then starts at
---start-at + --warmup. Each segment's result records its segment, the test's
-identity and the offset of the target's clock from its own; 'oipkit report'
-merges them into the whole test's result and gates it. A segment takes no
---threshold, sweep, SLO search, --stability or --abort-on-fail.
-
-Answer checks: every answer's framing and status are checked (HTTP status,
-lengths, chunking, Inference-Header-Content-Length; gRPC framing and
-status). Besides, the first answer and then every --check-every N-th
-(default 32) is decoded in full and checked against the model metadata:
-JSON or protobuf validity, output names, datatypes, shapes (-1 matches any)
-and element counts against the data. One that fails is a failed request
-("validation", with its reason), so a server answering 200 with what is not
-an inference response fails the --max-error-rate bound. An answer not
-sampled costs no extra allocation; the default rule adds about 2% to the
-generator's CPU per REST JSON request, under 1% per gRPC request. Streamed
-responses are not sampled: each ModelStreamInfer message's protobuf wire
-format is scanned, and each generate_stream event decoded, as it comes.
---validate checks every answer, values included.
-
-Exit status: 0 pass; 1 usage error (nothing ran); 2 could not run or complete
-(unreachable, not an OIP server, never ready, interrupted, the start time
-passed); 3 a threshold, SLO or the failed-request bound failed; 4 inconclusive
-(generator-bound, not stable within --max-duration, or an SLO search bounded
-by the generator). 4 outranks 3.`)
+// newLoadFlagSet defines the flags of oipkit load, each setting a field of
+// cfg or of f (those apply turns into configuration).
+func newLoadFlagSet(cfg *loadgen.Config, f *loadFlags) *flag.FlagSet {
+	fs := newFlagSet("load", "load (--http HOST:PORT | --grpc HOST:PORT) --model NAME [flags]", loadDoc)
 	t := &cfg.Target
 	fs.StringVar(&t.HTTP, "http", "", "REST address of the server: `HOST:PORT` or a base URL (http://…, https://…)")
 	fs.StringVar(&t.GRPC, "grpc", "", "gRPC `HOST:PORT` of the server, e.g. 127.0.0.1:8001")
@@ -186,56 +141,67 @@ by the generator). 4 outranks 3.`)
 	fs.StringVar(&f.hdrLog, "hdr-log", "", "write an HdrHistogram interval log (v1.3) to `file`")
 	fs.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when a terminal), always or never")
 
+	return fs
+}
+
+// loadSetup parses and checks the flags into cfg: the configuration is
+// complete and normalized, the output files writable, and the HDR log (if
+// asked for) created.
+func loadSetup(fs *flag.FlagSet, args []string, cfg *loadgen.Config, f *loadFlags) (render.Format, *os.File, error) {
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return render.Format{}, nil, err
 		}
-		return exitError{verdict.ExitUsage} // the flag package printed the error
+		return render.Format{}, nil, exitError{verdict.ExitUsage} // the flag package printed the error
 	}
 	if fs.NArg() > 0 {
-		return usageError("unexpected arguments %q", fs.Args())
+		return render.Format{}, nil, usageError("unexpected arguments %q", fs.Args())
 	}
 	if err := checkSetFlags(fs); err != nil {
-		return usageError("%v", err)
+		return render.Format{}, nil, usageError("%v", err)
 	}
-	if err := f.apply(&cfg, fs); err != nil {
-		return usageError("%v", err)
+	if err := f.apply(cfg, fs); err != nil {
+		return render.Format{}, nil, usageError("%v", err)
 	}
 	format, err := render.FormatNamed(f.format)
 	if err != nil {
-		return usageError("--format: %v", err)
+		return render.Format{}, nil, usageError("--format: %v", err)
 	}
-	if err := oiptarget.Normalize(&cfg); err != nil {
-		return usageError("%v", err)
+	if err := oiptarget.Normalize(cfg); err != nil {
+		return render.Format{}, nil, usageError("%v", err)
 	}
 	if f.progress != "auto" && f.progress != "always" && f.progress != "never" {
-		return usageError("--progress %q: want auto, always or never", f.progress)
+		return render.Format{}, nil, usageError("--progress %q: want auto, always or never", f.progress)
 	}
 	for _, o := range []struct{ flag, path string }{
 		{"--output", f.output}, {"--html", f.html}, {"--csv", f.csv}, {"--summary-csv", f.summaryCSV}, {"--hdr-log", f.hdrLog},
 	} {
 		if err := checkWritable(o.path); err != nil {
-			return usageError("%s: %v", o.flag, err)
+			return render.Format{}, nil, usageError("%s: %v", o.flag, err)
 		}
 	}
 
 	var hdrFile *os.File
 	if f.hdrLog != "" {
 		if hdrFile, err = os.Create(f.hdrLog); err != nil {
-			return usageError("--hdr-log: %v", err)
+			return render.Format{}, nil, usageError("--hdr-log: %v", err)
 		}
-		defer hdrFile.Close()
-		cfg.HDRLog = hdrFile
 	}
+	return format, hdrFile, nil
+}
+
+// runLoadTest connects to the target, runs the configured test and
+// reports it.
+func runLoadTest(ctx context.Context, cfg loadgen.Config, f loadFlags, format render.Format) error {
 	progress := f.progress == "always" || (f.progress == "auto" && term.IsTerminal(int(os.Stderr.Fd())))
 	if progress {
-		cfg.Progress = progressLine(os.Stderr)
-		cfg.StepDone = stepLine(os.Stderr, cfg.Percentile)
+		cfg.Progress = progressLine(flagWriter{os.Stderr})
+		cfg.StepDone = stepLine(flagWriter{os.Stderr}, cfg.Percentile)
 	}
 	if f.progress != "never" {
 		timeout := cfg.Target.ReadyTimeout.D()
 		cfg.Target.ReadyProgress = func(waited time.Duration, why string) {
-			fmt.Fprintf(os.Stderr, "oipkit load: waiting for the target to be ready (%s of %s): %s\n",
+			fmt.Fprintf(flagWriter{os.Stderr}, "oipkit load: waiting for the target to be ready (%s of %s): %s\n",
 				waited.Round(time.Second), timeout, why)
 		}
 	}
@@ -245,7 +211,7 @@ by the generator). 4 outranks 3.`)
 	notRun := func(err error) error {
 		res := loadgen.NewErrorResult(cfg, start, err)
 		_ = writeOutputs(res, f) // a failed run still leaves its record
-		fmt.Fprintf(os.Stderr, "oipkit load: %v\n", err)
+		fmt.Fprintf(flagWriter{os.Stderr}, "oipkit load: %v\n", err)
 		if errors.Is(err, loadgen.ErrConfig) {
 			return exitError{verdict.ExitUsage}
 		}
@@ -269,7 +235,7 @@ by the generator). 4 outranks 3.`)
 	defer target.Close()
 	info := target.Info()
 	if progress {
-		fmt.Fprintf(os.Stderr, "oipkit load: %s %s over %s, %d payload(s) of %v bytes\n",
+		fmt.Fprintf(flagWriter{os.Stderr}, "oipkit load: %s %s over %s, %d payload(s) of %v bytes\n",
 			info.Server.Name, info.Model.Name, cfg.Target.Protocol, info.Payloads, info.Bytes)
 	}
 	var clock *loadgen.ClockOffset
@@ -277,21 +243,86 @@ by the generator). 4 outranks 3.`)
 		c := estimateClock(ctx, target, startAt)
 		clock = &c
 		if f.progress != "never" {
-			fmt.Fprintf(os.Stderr, "oipkit load: segment %s of test %s; the target's clock against this one: %s\n", seg, loadgen.ShortID(loadgen.TestID(cfg)), c)
+			fmt.Fprintf(flagWriter{os.Stderr}, "oipkit load: segment %s of test %s; the target's clock against this one: %s\n", seg, loadgen.ShortID(loadgen.TestID(cfg)), c)
 		}
 	}
 	if !startAt.IsZero() && f.progress != "never" {
-		fmt.Fprintf(os.Stderr, "oipkit load: starting at %s (in %v)\n", startAt.Format(time.RFC3339Nano), time.Until(startAt).Round(time.Millisecond))
+		fmt.Fprintf(flagWriter{os.Stderr}, "oipkit load: starting at %s (in %v)\n", startAt.Format(time.RFC3339Nano), time.Until(startAt).Round(time.Millisecond))
 	}
 	res, err := search.Run(ctx, target, cfg)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "oipkit load: %v\n", err)
+		fmt.Fprintf(flagWriter{os.Stderr}, "oipkit load: %v\n", err)
 		return exitError{verdict.ExitUsage}
 	}
 	res.Target = &info
 	res.Clock = clock
 	return finish(res, cfg.Thresholds, format, func(r *loadgen.Result) error { return writeOutputs(r, f) })
 }
+
+// loadDoc is oipkit load's help text.
+const loadDoc = `
+Send inference requests to one model of an Open Inference Protocol server and
+measure latency, in a closed loop (--concurrency N workers back to back) or
+an open loop (--rate: requests start at precomputed intended times, and
+response time is measured from those times, so a stalled server cannot hide
+its stall from the numbers). Request bodies are serialized once, from the
+model metadata (--data, --shape) or a perf_analyzer input-data file.
+
+Rate profiles: --rate 1000, --rate step:100:1000:100:5s (from:to:step:every),
+--rate linear:100:1000:30s (from:to:over); or --rate 100 --rate-step 100
+--step-duration 5s [--rate-max 1000]. Step and linear profiles are reported
+per step too.
+
+Sweeps: --concurrency-range 1:32:x2 or --rate-range 100:1000:100 measure each
+level on its own (own warm-up, window and histograms) and report one row per
+level; STEP is a number or xF for a factor (default 1, as perf_analyzer).
+
+SLO search: --slo 'p99<50ms' [--slo 'error_rate<0.1%'] finds the highest rate
+(open loop; or concurrency with --concurrency/--concurrency-range) that holds
+every SLO, by doubling then bisecting to --slo-resolution, and reports every
+probe. --rate or the ranges give the start and bounds.
+
+Stability: --stability 5% measures each level until the 95% confidence
+intervals of throughput and of the --percentile latency are within ±5%
+(with a minimum sample count for that percentile), up to --max-duration.
+
+Thresholds (repeatable): p99<20ms, p(95)<500ms, p99.9<=50ms, service_p50<5ms,
+send_lag_p99<1ms, max<1s, avg<10ms, error_rate<0.1%, rps>1000,
+offered_rps>=990, dropped<=0, timeouts==0. Unless one bounds error_rate,
+errors or timeouts, failed requests above --max-error-rate (default 1%) fail
+the run. --abort-on-fail ends a long run (or a sweep) at the first failure.
+
+Segments: --segment I/N runs segment I (from 0) of N of the same test, for
+load from several machines or pods: the open-loop schedule is dealt out
+request by request (segment I sends requests I, I+N, I+2N, ... of the whole
+schedule, so the segments' union is exactly the one-process schedule),
+concurrency and -n are split with the remainder going to the first
+segments. --start-at 2025-06-01T12:00:00Z (RFC 3339) starts every segment
+at that time, after waiting for the target; the measurement then starts at
+--start-at + --warmup. Each segment's result records its segment, the test's
+identity and the offset of the target's clock from its own; 'oipkit report'
+merges them into the whole test's result and gates it. A segment takes no
+--threshold, sweep, SLO search, --stability or --abort-on-fail.
+
+Answer checks: every answer's framing and status are checked (HTTP status,
+lengths, chunking, Inference-Header-Content-Length; gRPC framing and
+status). Besides, the first answer and then every --check-every N-th
+(default 32) is decoded in full and checked against the model metadata:
+JSON or protobuf validity, output names, datatypes, shapes (-1 matches any)
+and element counts against the data. One that fails is a failed request
+("validation", with its reason), so a server answering 200 with what is not
+an inference response fails the --max-error-rate bound. An answer not
+sampled costs no extra allocation; the default rule adds about 2% to the
+generator's CPU per REST JSON request, under 1% per gRPC request. Streamed
+responses are not sampled: each ModelStreamInfer message's protobuf wire
+format is scanned, and each generate_stream event decoded, as it comes.
+--validate checks every answer, values included.
+
+Exit status: 0 pass; 1 usage error (nothing ran); 2 could not run or complete
+(unreachable, not an OIP server, never ready, interrupted, the start time
+passed); 3 a threshold, SLO or the failed-request bound failed; 4 inconclusive
+(generator-bound, not stable within --max-duration, or an SLO search bounded
+by the generator). 4 outranks 3.`
 
 // clockBudget is how long a segment spends estimating the target's clock
 // offset when it has the time: about three rounds of probes.
@@ -501,18 +532,18 @@ func finish(res *loadgen.Result, thresholds []string, format render.Format, writ
 		}
 	}
 	werr := write(res)
-	if err := format.New(res)(os.Stdout); err != nil {
-		fmt.Fprintf(os.Stderr, "oipkit: write report: %v\n", err)
+	if err := flagReporter(format.New(res))(os.Stdout); err != nil {
+		fmt.Fprintf(flagWriter{os.Stderr}, "oipkit: write report: %v\n", err)
 	}
 	if werr != nil {
-		fmt.Fprintf(os.Stderr, "oipkit: %v\n", werr)
+		fmt.Fprintf(flagWriter{os.Stderr}, "oipkit: %v\n", werr)
 		return exitError{verdict.ExitUsage}
 	}
 	v := loadgen.Judge(res)
 	code := v.Status.ExitCode()
 	if code != verdict.ExitPass {
 		// One line on stderr, whatever the format: the reason a CI job failed.
-		fmt.Fprintf(os.Stderr, "oipkit: exit status %d (%s): %s\n", code, v.Status, strings.Join(v.Reasons, "; "))
+		fmt.Fprintf(flagWriter{os.Stderr}, "oipkit: exit status %d (%s): %s\n", code, v.Status, strings.Join(v.Reasons, "; "))
 		return exitError{code}
 	}
 	return nil
@@ -525,10 +556,10 @@ func writeOutputs(res *loadgen.Result, f loadFlags) error {
 		path string
 		rep  render.Reporter
 	}{
-		{f.output, render.NewJSONReporter(res)},
-		{f.html, render.NewHTMLReporter(res)},
-		{f.csv, render.NewIntervalCSVReporter(res)},
-		{f.summaryCSV, render.NewSummaryCSVReporter(res)},
+		{f.output, flagReporter(render.NewJSONReporter(res))},
+		{f.html, flagReporter(render.NewHTMLReporter(res))},
+		{f.csv, flagReporter(render.NewIntervalCSVReporter(res))},
+		{f.summaryCSV, flagReporter(render.NewSummaryCSVReporter(res))},
 	} {
 		if o.path == "" {
 			continue
@@ -615,6 +646,6 @@ func shortDur(ns int64) time.Duration {
 
 // usageError prints a usage or configuration error and returns exit 1.
 func usageError(format string, args ...any) error {
-	fmt.Fprintf(os.Stderr, "oipkit: %s\n", fmt.Sprintf(format, args...))
+	fmt.Fprintf(flagWriter{os.Stderr}, "oipkit: %s\n", fmt.Sprintf(format, args...))
 	return exitError{verdict.ExitUsage}
 }

@@ -24,14 +24,14 @@ func Normalize(cfg *loadgen.Config) error {
 		return err
 	}
 	if cfg.Streaming != nil && cfg.Inputs.SharedMemory == SharedMemorySystem {
-		return configErr("--shared-memory system applies to single requests; --streaming sends its inputs in each streamed request")
+		return configErr("Inputs.SharedMemory system applies to single requests; Config.Streaming sends its inputs in each streamed request")
 	}
 	if cfg.Sequence != nil {
 		switch {
 		case cfg.Inputs.Validate:
-			return configErr("--validate does not apply to sequences: a stateful model's outputs depend on the requests before")
+			return configErr("Inputs.Validate does not apply to sequences: a stateful model's outputs depend on the requests before")
 		case cfg.Streaming != nil && !cfg.Target.Protocol.IsGRPC():
-			return configErr("sequences on streams need gRPC ModelStreamInfer (--grpc): generate_stream requests carry no sequence")
+			return configErr("sequences on streams need gRPC ModelStreamInfer (Target.GRPC): generate_stream requests carry no sequence")
 		}
 	}
 	return cfg.Normalize()
@@ -50,24 +50,24 @@ func normalizeStreaming(c *loadgen.Config) error {
 	}
 	switch {
 	case s.Responses < 0:
-		return configErr("--stream-responses must be at least 0, got %d", s.Responses)
+		return configErr("Streaming.Responses must be at least 0, got %d", s.Responses)
 	case c.Inputs.Validate:
-		return configErr("--validate does not apply to --streaming: a stream's responses are counted and timed, not compared")
+		return configErr("Inputs.Validate does not apply to Config.Streaming: a stream's responses are counted and timed, not compared")
 	case c.Target.Protocol == client.ProtocolHTTPBinary:
-		return configErr("--streaming over REST uses generate_stream, whose requests are JSON: use --protocol http")
+		return configErr("Config.Streaming over REST uses generate_stream, whose requests are JSON: use Target.Protocol http")
 	case c.Target.Protocol.IsGRPC() && s.TextInput != "":
-		return configErr("--text-input is the prompt of REST generate_stream: over gRPC give the inputs with --input-data or --data")
+		return configErr("Streaming.TextInput is the prompt of REST generate_stream: over gRPC give the inputs with Inputs.File or Inputs.Data")
 	case !c.Target.Protocol.IsGRPC() && s.Responses > 0:
-		return configErr("--stream-responses applies to gRPC streams; a generate_stream request ends with its event stream")
+		return configErr("Streaming.Responses applies to gRPC streams; a generate_stream request ends with its event stream")
 	case !c.Target.Protocol.IsGRPC() && c.Inputs.File != "":
-		return configErr("--input-data does not apply to REST streaming: generate_stream takes a prompt, --text-input")
+		return configErr("Inputs.File does not apply to REST streaming: generate_stream takes a prompt, Streaming.TextInput")
 	}
 	shape, err := client.ParseStreamShape(string(s.Shape))
 	if err != nil {
-		return configErr("--stream-shape: %v", err)
+		return configErr("Streaming.Shape: %v", err)
 	}
 	if !c.Target.Protocol.IsGRPC() && shape != client.StreamShapeAuto {
-		return configErr("--stream-shape applies to gRPC ModelStreamInfer; REST streaming is generate_stream")
+		return configErr("Streaming.Shape applies to gRPC ModelStreamInfer; REST streaming is generate_stream")
 	}
 	if shape == client.StreamShapeAuto {
 		shape = ""
@@ -82,28 +82,28 @@ func normalizeStreaming(c *loadgen.Config) error {
 func normalizeTarget(t *loadgen.TargetConfig) error {
 	switch {
 	case t.HTTP != "" && t.GRPC != "":
-		return configErr("give one of --http and --grpc")
+		return configErr("give one of Target.HTTP and Target.GRPC")
 	case t.HTTP == "" && t.GRPC == "":
-		return configErr("give a target: --http HOST:PORT or --grpc HOST:PORT")
+		return configErr("give a target: Target.HTTP HOST:PORT or Target.GRPC HOST:PORT")
 	}
 	if t.HTTP != "" {
 		u, err := client.HTTPBaseURL(t.HTTP)
 		if err != nil {
-			return configErr("--http: %v", err)
+			return configErr("Target.HTTP: %v", err)
 		}
 		t.HTTP = u
 	}
 	if t.MetricsURL != "" {
 		u, err := MetricsURL(t.MetricsURL)
 		if err != nil {
-			return configErr("--metrics-url: %v", err)
+			return configErr("Target.MetricsURL: %v", err)
 		}
 		t.MetricsURL = u
 	}
 	if t.GRPC != "" {
 		a, err := client.GRPCAddress(t.GRPC)
 		if err != nil {
-			return configErr("--grpc: %v", err)
+			return configErr("Target.GRPC: %v", err)
 		}
 		t.GRPC = a
 	}
@@ -117,10 +117,10 @@ func normalizeTarget(t *loadgen.TargetConfig) error {
 		return configErr("%v", err)
 	}
 	if t.Protocol.IsGRPC() != (t.GRPC != "") {
-		return configErr("protocol %s needs --%s", t.Protocol, map[bool]string{true: "grpc", false: "http"}[t.Protocol.IsGRPC()])
+		return configErr("protocol %s needs %s", t.Protocol, map[bool]string{true: "Target.GRPC", false: "Target.HTTP"}[t.Protocol.IsGRPC()])
 	}
 	if t.Model == "" {
-		return configErr("give a model: --model NAME")
+		return configErr("give a model: Target.Model NAME")
 	}
 	for _, d := range []struct {
 		name string
@@ -146,7 +146,7 @@ func normalizeInputs(in *loadgen.InputConfig) error {
 		in.Data = "random"
 	case "random", "zero":
 	default:
-		return configErr("unknown --data %q (want random or zero)", in.Data)
+		return configErr("unknown Inputs.Data %q (want random or zero)", in.Data)
 	}
 	switch {
 	case in.StringLength < 0:
@@ -168,18 +168,18 @@ func normalizeInputs(in *loadgen.InputConfig) error {
 		in.SharedMemory = SharedMemoryNone
 	case SharedMemoryNone, SharedMemorySystem:
 	case SharedMemoryCUDA:
-		return configErr("--shared-memory cuda is not supported (no GPU support); use system or none")
+		return configErr("Inputs.SharedMemory cuda is not supported (no GPU support); use system or none")
 	default:
-		return configErr("unknown --shared-memory %q (want none or system)", in.SharedMemory)
+		return configErr("unknown Inputs.SharedMemory %q (want none or system)", in.SharedMemory)
 	}
 	switch {
 	case in.OutputSharedMemorySize < 0:
-		return configErr("--output-shared-memory-size must be positive, got %d", in.OutputSharedMemorySize)
+		return configErr("Inputs.OutputSharedMemorySize must be positive, got %d", in.OutputSharedMemorySize)
 	case in.OutputSharedMemorySize == 0:
 		in.OutputSharedMemorySize = DefaultOutputSharedMemorySize
 	}
 	if in.SharedMemory == SharedMemorySystem && in.Validate {
-		return configErr("--validate checks the outputs in each response; with --shared-memory system they are written to regions that concurrent requests share, so the two cannot be combined")
+		return configErr("Inputs.Validate checks the outputs in each response; with Inputs.SharedMemory system they are written to regions that concurrent requests share, so the two cannot be combined")
 	}
 	return nil
 }

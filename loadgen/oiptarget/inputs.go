@@ -24,7 +24,7 @@ type inputSet struct {
 	expect []tensor.Tensor // nil: nothing to validate against
 }
 
-// parseShapes parses --shape values "NAME:d1,d2,...".
+// parseShapes parses Inputs.Shapes values "NAME:d1,d2,...".
 func parseShapes(specs []string) (map[string][]int64, error) {
 	out := map[string][]int64{}
 	for _, s := range specs {
@@ -45,7 +45,7 @@ func parseShapes(specs []string) (map[string][]int64, error) {
 	return out, nil
 }
 
-// shapesFor parses --shape values and checks that each names an input of
+// shapesFor parses Inputs.Shapes values and checks that each names an input of
 // the model: a misspelt name would otherwise be ignored silently.
 func shapesFor(specs []string, meta *oip.ModelMetadata) (map[string][]int64, error) {
 	shapes, err := parseShapes(specs)
@@ -58,18 +58,18 @@ func shapesFor(specs []string, meta *oip.ModelMetadata) (map[string][]int64, err
 	}
 	for name := range shapes {
 		if !slices.Contains(names, name) {
-			return nil, configErr("--shape %s: model %q has no input %q (its inputs: %s)", name, meta.Name, name, strings.Join(names, ", "))
+			return nil, configErr("Inputs.Shapes %s: model %q has no input %q (its inputs: %s)", name, meta.Name, name, strings.Join(names, ", "))
 		}
 	}
 	return shapes, nil
 }
 
-// concreteShape resolves a metadata shape: a --shape for the tensor wins
+// concreteShape resolves a metadata shape: a Inputs.Shapes for the tensor wins
 // (and must match the metadata); otherwise each -1 becomes 1.
 func concreteShape(md oip.TensorMetadata, shapes map[string][]int64) ([]int64, error) {
 	if s, ok := shapes[md.Name]; ok {
 		if !tensor.ShapeMatches(md.Shape, s) {
-			return nil, configErr("--shape %s:%v does not fit the model's shape %v", md.Name, s, md.Shape)
+			return nil, configErr("Inputs.Shapes %s:%v does not fit the model's shape %v", md.Name, s, md.Shape)
 		}
 		return s, nil
 	}
@@ -196,7 +196,7 @@ type tensorJSON struct {
 // tensor is a JSON array of elements (nested or flat), an object
 // {"content": [...], "shape": [...]}, or {"b64": "..."} holding the raw
 // little-endian bytes (BYTES elements 4-byte length-prefixed). Without an
-// explicit shape the metadata shape is used, with --shape for variable
+// explicit shape the metadata shape is used, with Inputs.Shapes for variable
 // dimensions or, when exactly one dimension is variable, that dimension
 // inferred from the element count.
 func readInputFile(path string, meta *oip.ModelMetadata, in loadgen.InputConfig) ([]inputSet, error) {
@@ -302,7 +302,7 @@ func decodeFileTensor(md oip.TensorMetadata, raw json.RawMessage, shapes map[str
 }
 
 // inferDim sets the single variable dimension of meta so that shape holds
-// n elements, unless --shape fixed the shape or that is impossible.
+// n elements, unless Inputs.Shapes fixed the shape or that is impossible.
 func inferDim(meta, shape []int64, n int64, fixed bool) []int64 {
 	if fixed || n < 0 {
 		return shape
@@ -369,7 +369,7 @@ func hasTensor(ts []oip.TensorMetadata, name string) bool {
 	return ok
 }
 
-// parseParameters parses --param values "name=value": integers, floats,
+// parseParameters parses Inputs.Parameters values "name=value": integers, floats,
 // true/false, anything else a string.
 func parseParameters(specs []string) (oip.Parameters, error) {
 	if len(specs) == 0 {

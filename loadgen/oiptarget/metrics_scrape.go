@@ -20,7 +20,7 @@ import (
 	"github.com/oipkit/oipkit/client"
 )
 
-// Reading a server's Prometheus /metrics (`--metrics-url`, as
+// Reading a server's Prometheus /metrics (TargetConfig.MetricsURL, as
 // perf_analyzer names it): the subset of the text exposition format that
 // counters and histograms use, parsed by hand (no client library), with a
 // bounded body and a timeout. Triton serves it on :8002/metrics, the
@@ -34,7 +34,7 @@ const maxMetricsBody = 16 << 20
 // maxMetricsLine bounds one line of a /metrics answer.
 const maxMetricsLine = 64 << 10
 
-// MetricsURL checks a --metrics-url: a URL, or host:port[/path] taken as
+// MetricsURL checks a Target.MetricsURL: a URL, or host:port[/path] taken as
 // http://; the path defaults to /metrics.
 func MetricsURL(s string) (string, error) {
 	s = strings.TrimSpace(s)
@@ -89,7 +89,7 @@ func newMetricsScraper(rawURL string, tlsConfig *tls.Config) *metricsScraper {
 	return &metricsScraper{url: rawURL, client: &http.Client{Transport: tr, Timeout: statsTimeout}}
 }
 
-// openMetrics sets up --metrics-url and reads it once, so that a wrong URL
+// openMetrics sets up Target.MetricsURL and reads it once, so that a wrong URL
 // fails before the run rather than leaving the breakdown out.
 func (t *OIPTarget) openMetrics(ctx context.Context) error {
 	if t.cfg.MetricsURL == "" {
@@ -99,7 +99,7 @@ func (t *OIPTarget) openMetrics(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
 	defer cancel()
 	if _, err := t.metrics.scrape(ctx); err != nil {
-		return fmt.Errorf("--metrics-url: %w", err)
+		return fmt.Errorf("Target.MetricsURL: %w", err)
 	}
 	return nil
 }

@@ -222,7 +222,7 @@ func TestStreamingServerMetrics(t *testing.T) {
 	cfg.Target.MetricsURL = srv.HTTPURL() + "/nope"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if tg, err := NewTarget(ctx, cfg); err == nil || !strings.Contains(err.Error(), "--metrics-url") || !strings.Contains(err.Error(), "404") {
+	if tg, err := NewTarget(ctx, cfg); err == nil || !strings.Contains(err.Error(), "Target.MetricsURL") || !strings.Contains(err.Error(), "404") {
 		if tg != nil {
 			tg.Close()
 		}

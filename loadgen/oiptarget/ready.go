@@ -38,7 +38,7 @@ func controlClient(addr string, p client.Protocol, opts client.Options) (client.
 	opts.MaxResponseBytes = maxControlBytes
 	opts.Connections = 1
 	// Control calls get their own budget: a request timeout set for the
-	// model's answers (--timeout 2ms to count timeouts) must not make a
+	// model's answers (Target.Timeout 2ms to count timeouts) must not make a
 	// loaded machine's readiness probe fail.
 	opts.Timeout = probeTimeout
 	return client.New(addr, p, opts)

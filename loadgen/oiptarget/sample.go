@@ -42,13 +42,13 @@ func normalizeCheckEvery(in *loadgen.InputConfig) error {
 		v := DefaultCheckEvery
 		in.CheckEvery = &v
 	} else if *in.CheckEvery < 0 {
-		return configErr("--check-every must be 0 (no sampled checks) or more, got %d", *in.CheckEvery)
+		return configErr("Inputs.CheckEvery must be 0 (no sampled checks) or more, got %d", *in.CheckEvery)
 	}
 	return nil
 }
 
 // sampled reports whether the answer about to be received is checked in
-// full: always with --validate, never with CheckEvery 0, else the first
+// full: always with Inputs.Validate, never with CheckEvery 0, else the first
 // answer and every CheckEvery-th after it.
 func (t *OIPTarget) sampled() bool {
 	switch t.checkEvery {
@@ -70,7 +70,7 @@ type answerCount struct {
 }
 
 // sampleKeep is the largest REST answer kept to check it when the outputs
-// are not known in advance (no --validate): 16 times an estimate of the
+// are not known in advance (no Inputs.Validate): 16 times an estimate of the
 // answer — the request's size plus 32 bytes of JSON per output element the
 // metadata shapes give, a variable dimension counted as 1 — plus 1 MiB. A
 // larger answer fails the sampled request ("too large to check") rather than

@@ -150,7 +150,7 @@ func TestCheckEveryConfig(t *testing.T) {
 	}
 	neg := -1
 	cfg.Inputs.CheckEvery = &neg
-	if err := Normalize(&cfg); err == nil || !strings.Contains(err.Error(), "--check-every") {
+	if err := Normalize(&cfg); err == nil || !strings.Contains(err.Error(), "Inputs.CheckEvery") {
 		t.Errorf("--check-every -1: %v, want a configuration error", err)
 	}
 }

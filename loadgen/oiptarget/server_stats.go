@@ -17,8 +17,8 @@ type statisticsReader interface {
 }
 
 // ServerStats reads the model's breakdown: from the statistics extension
-// when the server advertises it and answers, else from --metrics-url
-// (Triton's nv_inference_* counters); with --metrics-url it adds the
+// when the server advertises it and answers, else from Target.MetricsURL
+// (Triton's nv_inference_* counters); with Target.MetricsURL it adds the
 // server's stream timings.
 func (t *OIPTarget) ServerStats(ctx context.Context) (*loadgen.ServerBreakdown, error) {
 	b, err := t.statisticsBreakdown(ctx)

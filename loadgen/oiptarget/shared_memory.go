@@ -12,7 +12,7 @@ import (
 	"github.com/oipkit/oipkit/tensor"
 )
 
-// Shared memory modes (perf_analyzer's --shared-memory).
+// Shared memory modes (perf_analyzer's shared-memory option).
 const (
 	SharedMemoryNone   = "none"
 	SharedMemorySystem = "system"
@@ -20,7 +20,7 @@ const (
 )
 
 // DefaultOutputSharedMemorySize is the bytes given to each output in shared
-// memory, as perf_analyzer's --output-shared-memory-size (100 KiB).
+// memory, as perf_analyzer's output-shared-memory-size option (100 KiB).
 const DefaultOutputSharedMemorySize = 100 << 10
 
 // shmRegistrar registers regions: *client.REST and *client.GRPC.
@@ -29,7 +29,7 @@ type shmRegistrar interface {
 	SystemSharedMemoryUnregister(ctx context.Context, region string) error
 }
 
-// sharedMemory holds the regions of a --shared-memory system run: one
+// sharedMemory holds the regions of a Inputs.SharedMemory system run: one
 // object and region for the inputs of each distinct request (written once,
 // before the run) and one for its outputs (every output gets
 // OutputSharedMemorySize bytes; concurrent requests overwrite them, as in
@@ -44,7 +44,7 @@ type sharedMemory struct {
 func newSharedMemory(c client.Client) (*sharedMemory, error) {
 	reg, ok := c.(shmRegistrar)
 	if !ok {
-		return nil, configErr("--shared-memory system: the %T client cannot register shared memory", c)
+		return nil, configErr("Inputs.SharedMemory system: the %T client cannot register shared memory", c)
 	}
 	return &sharedMemory{reg: reg, prefix: fmt.Sprintf("oipkit_load_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)}, nil
 }

@@ -107,7 +107,7 @@ func TestSharedMemoryCleanupOnFailure(t *testing.T) {
 	if l := leftovers(t); len(l) > 0 {
 		t.Errorf("objects left in /dev/shm: %v", l)
 	}
-	for _, c := range []struct{ mode, want string }{{"cuda", "not supported"}, {"gpu", "unknown --shared-memory"}} {
+	for _, c := range []struct{ mode, want string }{{"cuda", "not supported"}, {"gpu", "unknown Inputs.SharedMemory"}} {
 		cfg.Inputs.SharedMemory = c.mode
 		if _, err := oiptarget.NewTarget(ctx, cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--shared-memory %s: %v, want an error saying %q", c.mode, err, c.want)

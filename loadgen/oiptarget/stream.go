@@ -19,7 +19,7 @@ import (
 )
 
 // DefaultPrompt is the text_input of REST streaming requests without
-// --text-input.
+// Streaming.TextInput.
 const DefaultPrompt = "The quick brown fox jumps over the lazy dog"
 
 // grpcStream is one ModelStreamInfer stream of the target. It carries one

@@ -153,8 +153,8 @@ func TestStreamShapeConfigErrors(t *testing.T) {
 		cfg  loadgen.Config
 		want string
 	}{
-		{loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{Shape: "ovms"}}, "--stream-shape"},
-		{loadgen.Config{Target: loadgen.TargetConfig{HTTP: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{Shape: client.StreamShapeMLServer}}, "--stream-shape"},
+		{loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{Shape: "ovms"}}, "Streaming.Shape"},
+		{loadgen.Config{Target: loadgen.TargetConfig{HTTP: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{Shape: client.StreamShapeMLServer}}, "Streaming.Shape"},
 	} {
 		err := Normalize(&c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {

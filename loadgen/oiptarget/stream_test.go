@@ -293,10 +293,10 @@ func TestStreamingConfigErrors(t *testing.T) {
 		cfg  loadgen.Config
 		want string
 	}{
-		{loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{Responses: -1}}, "--stream-responses"},
-		{loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Inputs: loadgen.InputConfig{Validate: true}, Streaming: &loadgen.StreamConfig{}}, "--validate"},
-		{loadgen.Config{Target: loadgen.TargetConfig{HTTP: "h:1", Model: "m", Protocol: client.ProtocolHTTPBinary}, Streaming: &loadgen.StreamConfig{}}, "--protocol http"},
-		{loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{TextInput: "x"}}, "--text-input"},
+		{loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{Responses: -1}}, "Streaming.Responses"},
+		{loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Inputs: loadgen.InputConfig{Validate: true}, Streaming: &loadgen.StreamConfig{}}, "Inputs.Validate"},
+		{loadgen.Config{Target: loadgen.TargetConfig{HTTP: "h:1", Model: "m", Protocol: client.ProtocolHTTPBinary}, Streaming: &loadgen.StreamConfig{}}, "Target.Protocol http"},
+		{loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{TextInput: "x"}}, "Streaming.TextInput"},
 		{loadgen.Config{Target: loadgen.TargetConfig{HTTP: "h:1", Model: "m"}, Streaming: &loadgen.StreamConfig{Responses: 2}}, "gRPC streams"},
 	} {
 		err := Normalize(&c.cfg)
@@ -424,7 +424,7 @@ func TestStreamingThresholds(t *testing.T) {
 		t.Errorf("verdicts %v (first response p50 %v)", got, res.Histograms.FirstResponse.Quantile(50))
 	}
 	bad := loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Thresholds: []string{"first_response_p99<1s"}}
-	if err := Normalize(&bad); err == nil || !strings.Contains(err.Error(), "--streaming") {
+	if err := Normalize(&bad); err == nil || !strings.Contains(err.Error(), "Config.Streaming") {
 		t.Errorf("a first_response threshold without --streaming: %v", err)
 	}
 }

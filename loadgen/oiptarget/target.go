@@ -33,21 +33,21 @@ type OIPTarget struct {
 	rest     *client.REST
 	grpc     *client.GRPC
 	conn     grpc.ClientConnInterface // gRPC sequences, streams and the clock probe, with the pre-encoded codec
-	md       metadata.MD              // gRPC metadata from --header
+	md       metadata.MD              // gRPC metadata from Target.Headers
 	callOpts []grpc.CallOption
 	payloads []payload
 	validate bool
 	// checkEvery is the sample rule (see sample.go): 0 checks no answer in
-	// full, 1 every answer (also with --validate), N the first and every
+	// full, 1 every answer (also with Inputs.Validate), N the first and every
 	// N-th after it, counted in answers.
 	checkEvery uint64
 	answers    answerCount
 	info       loadgen.TargetInfo
 	tls        *tls.Config     // nil for plaintext
-	shm        *sharedMemory   // --shared-memory system; nil otherwise
-	metrics    *metricsScraper // --metrics-url; nil otherwise
+	shm        *sharedMemory   // Inputs.SharedMemory system; nil otherwise
+	metrics    *metricsScraper // Target.MetricsURL; nil otherwise
 
-	streaming *loadgen.StreamConfig // nil unless --streaming
+	streaming *loadgen.StreamConfig // nil unless Config.Streaming
 	pool      streamPool            // idle gRPC streams
 	params    oip.Parameters        // request parameters (REST streaming sends them per request)
 }
@@ -214,7 +214,7 @@ func (t *OIPTarget) encode(ctx context.Context, i int, set inputSet, params oip.
 	}
 	if t.shm != nil {
 		if err := t.shm.place(ctx, i, req, t.info.Model.Outputs, outSize); err != nil {
-			return payload{}, fmt.Errorf("--shared-memory system: %w", err)
+			return payload{}, fmt.Errorf("Inputs.SharedMemory system: %w", err)
 		}
 	}
 	p := payload{expect: set.expect, inputs: set.inputs}
@@ -243,7 +243,7 @@ func (t *OIPTarget) encode(ctx context.Context, i int, set inputSet, params oip.
 			p.keepRule = "16 times the expected outputs, plus 1 MiB"
 		} else {
 			p.keep = sampleKeep(t.info.Model.Outputs, len(body))
-			p.keepRule = "16 times the answer the metadata and the request suggest, plus 1 MiB; --check-every 0 checks framing only"
+			p.keepRule = "16 times the answer the metadata and the request suggest, plus 1 MiB; Inputs.CheckEvery 0 checks framing only"
 		}
 	default:
 		pb, err := oip.ToProtoRequest(req, t.cfg.Protocol == client.ProtocolGRPCRaw)
@@ -287,7 +287,7 @@ func (t *OIPTarget) Info() loadgen.TargetInfo { return t.info }
 // (client.PreparedInfer), gRPC's HTTP/2 and message framing and its status
 // (client.PreparedGRPCInfer). The body is kept only when the answer is
 // sampled (see sample.go), to be decoded and checked against the model's
-// metadata, and with --validate against the expected outputs.
+// metadata, and with Inputs.Validate against the expected outputs.
 func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 	p := &t.payloads[seq%uint64(len(t.payloads))]
 	check := t.sampled()
@@ -323,7 +323,7 @@ func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 const modelInferMethod = inferencepb.GRPCInferenceService_ModelInfer_FullMethodName
 
 // checkAnswer checks a sampled answer against the model's metadata and,
-// with --validate, against the expected outputs.
+// with Inputs.Validate, against the expected outputs.
 func (t *OIPTarget) checkAnswer(p *payload, r *oip.InferResponse) error {
 	if err := checkAnswer(t.info.Model.Outputs, r); err != nil {
 		return err

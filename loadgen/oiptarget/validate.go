@@ -47,14 +47,14 @@ func checkOutputs(expect []tensor.Tensor, expectRaw [][]byte, r *oip.InferRespon
 func fixtureExpectations(meta *oip.ModelMetadata, version string, params oip.Parameters, sets []inputSet) error {
 	m, err := fixture.Lookup(meta.Name, version)
 	if errors.Is(err, fixture.ErrNotFixture) {
-		return configErr("--validate: model %q is not an oipkit fixture and the input data has no validation_data", meta.Name)
+		return configErr("Inputs.Validate: model %q is not an oipkit fixture and the input data has no validation_data", meta.Name)
 	}
 	if err != nil {
-		return configErr("--validate: %v", err)
+		return configErr("Inputs.Validate: %v", err)
 	}
 	fm := m.Metadata()
 	if !fixture.SameTensors(fm.Inputs, meta.Inputs) || !fixture.SameTensors(fm.Outputs, meta.Outputs) {
-		return configErr("--validate: the server's %q differs from the oipkit fixture of that name; give validation_data", meta.Name)
+		return configErr("Inputs.Validate: the server's %q differs from the oipkit fixture of that name; give validation_data", meta.Name)
 	}
 	for i := range sets {
 		in := map[string]tensor.Tensor{}
@@ -63,7 +63,7 @@ func fixtureExpectations(meta *oip.ModelMetadata, version string, params oip.Par
 		}
 		outs, err := fixture.Outputs(m, in, params)
 		if err != nil {
-			return configErr("--validate: fixture %q on request %d: %v", meta.Name, i, err)
+			return configErr("Inputs.Validate: fixture %q on request %d: %v", meta.Name, i, err)
 		}
 		sets[i].expect = outs
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/oipkit/oipkit/loadgen"
 )
 
-// A Format is a named rendering of one result, as `oipkit load --format`
-// and `oipkit report --format` print it. The names are defined here only.
+// A Format is a named rendering of one result, as oipkit load and oipkit
+// report print it on request. The names are defined here only.
 type Format struct {
 	Name string
 	Doc  string
@@ -18,7 +18,7 @@ type Format struct {
 // Formats lists every format, the default first.
 var Formats = []Format{
 	{"text", "a human summary", NewTextReporter},
-	{"json", "the result, as --output writes it", NewJSONReporter},
+	{"json", "the result record, as saved for oipkit report", NewJSONReporter},
 	{"csv", "one row per interval", NewIntervalCSVReporter},
 	{"summary-csv", "perf_analyzer-style rows: one per level, probe or step, else one", NewSummaryCSVReporter},
 	{"hgrm", "the response-time percentile spectrum (HdrHistogram .hgrm)", NewPercentilesReporter},

@@ -31,7 +31,7 @@ const (
 // generator's.
 //
 // The search is open loop unless it is given a concurrency
-// (--concurrency as the start or --concurrency-range as the bounds). An
+// (Load.Concurrency as the start or Load.ConcurrencyRange as the bounds). An
 // open-loop search without a start rate first measures one closed-loop
 // worker and starts at that throughput.
 func search(ctx context.Context, t loadgen.Target, cfg loadgen.Config) *loadgen.Result {
@@ -210,11 +210,11 @@ func search(ctx context.Context, t loadgen.Target, cfg loadgen.Config) *loadgen.
 		}
 		out.Summary = fmt.Sprintf("no level holds %s: even %s %s; %d probes", strings.Join(cfg.SLO, " and "), level(fail), why, countProbes(steps))
 		if unjudged > 0 {
-			out.Summary += fmt.Sprintf(" (%s and below have too few samples to judge in --duration)", level(unjudged))
+			out.Summary += fmt.Sprintf(" (%s and below have too few samples to judge in Load.Duration)", level(unjudged))
 		}
 	case unjudged > 0:
 		out.Unjudged = true
-		out.Summary = fmt.Sprintf("no level could be judged: %s has too few samples for %s (a longer --duration); %d probes",
+		out.Summary = fmt.Sprintf("no level could be judged: %s has too few samples for %s (a longer Load.Duration); %d probes",
 			level(unjudged), strings.Join(cfg.SLO, " and "), countProbes(steps))
 	default:
 		out.Summary = "the search did not run"
@@ -246,7 +246,7 @@ func search(ctx context.Context, t loadgen.Target, cfg loadgen.Config) *loadgen.
 // maxProbeDuration caps how far a rate probe is lengthened for samples.
 const maxProbeDuration = time.Minute
 
-// probeDuration is how long an open-loop probe at rate lasts: --duration,
+// probeDuration is how long an open-loop probe at rate lasts: Load.Duration,
 // or longer when that would give too few samples to judge the SLOs'
 // percentiles (10% over the count they need, for the Poisson count's
 // spread), up to a minute — a search must not be too short to judge the
@@ -291,7 +291,7 @@ func tooFewSamples(s *loadgen.Step, slo []string) string {
 		}
 		need := int64(math.Ceil(minTailSamples*100/(100-q) - 1e-9))
 		if n := h.Count(); n < need {
-			return fmt.Sprintf("%d samples are too few to judge %s (it needs %d: a longer --duration)", n, t.Text, need)
+			return fmt.Sprintf("%d samples are too few to judge %s (it needs %d: a longer Load.Duration)", n, t.Text, need)
 		}
 	}
 	return ""

@@ -86,7 +86,7 @@ func sweep(ctx context.Context, t loadgen.Target, cfg loadgen.Config) *loadgen.R
 			break
 		}
 		if !pass && cfg.AbortOnFail {
-			end, why = loadgen.EndAborted, fmt.Sprintf("%s failed a threshold; the sweep stopped (--abort-on-fail)", loadgen.DescribeLevel(c, rate))
+			end, why = loadgen.EndAborted, fmt.Sprintf("%s failed a threshold; the sweep stopped (Config.AbortOnFail)", loadgen.DescribeLevel(c, rate))
 			break
 		}
 	}
