@@ -38,185 +38,221 @@ func NewJSONReporter(r *loadgen.Result) Reporter { return r.WriteJSON }
 func NewTextReporter(r *loadgen.Result) Reporter {
 	return func(w io.Writer) error {
 		p := &printer{w: w}
-		c := r.Config
-		target := c.Target.HTTP
-		if target == "" {
-			target = c.Target.GRPC
-		}
-		if r.Segments != nil {
-			p.f("oipkit %s load: the test merged from %d segment results: %s\n", r.Tool.Version, len(r.Sources), strings.Join(r.Sources, ", "))
-			if len(r.MergedDiffer) > 0 {
-				p.f("WARNING:  the merged segments differ in %s (merge forced); the settings below are the first one's\n", strings.Join(r.MergedDiffer, ", "))
-			}
-			p.f("test:     ")
-		} else if len(r.Sources) > 1 {
-			p.f("oipkit %s load: merged result of %d runs: %s\n", r.Tool.Version, len(r.Sources), strings.Join(r.Sources, ", "))
-			if len(r.MergedDiffer) > 0 {
-				p.f("WARNING:  the merged runs differ in %s (merge forced); the settings below are the first run's\n", strings.Join(r.MergedDiffer, ", "))
-			}
-			p.f("first:    ")
-		} else {
-			p.f("oipkit %s load: ", r.Tool.Version)
-		}
-		p.f("model %s", c.Target.Model)
-		if c.Target.ModelVersion != "" {
-			p.f(" version %s", c.Target.ModelVersion)
-		}
-		p.f(" over %s at %s", c.Target.Protocol, target)
-		if s := loadgen.ServerOf(r); s != "" {
-			p.f(" (%s)", s)
-		}
+		writeRunText(p, r)
 		p.f("\n")
-		p.f("load:     %s\n", loadgen.DescribeLoad(c))
-		writeSegmentText(p, r)
-		p.f("run:      started %s, %s, window %s, elapsed %s", r.Start.Format(time.RFC3339), r.EndReason,
-			round(r.Duration.D()), round(r.Elapsed.D()))
-		if r.Warmup.Requests > 0 {
-			p.f(", warm-up %d requests in %s (not recorded)", r.Warmup.Requests, round(r.Warmup.Duration.D()))
-		}
-		p.f("\n")
-		if r.Error != "" {
-			p.f("error:    %s\n", r.Error)
-		}
-		if len(r.Steps) > 0 && r.Steps[0].Kind == loadgen.StepLevel {
-			p.f("totals:   every level together (per-level figures in the table below)\n")
-		}
-		if r.Search != nil {
-			p.f("totals:   the highest level that held the SLO (every probe in the table below)\n")
-		}
-		n := r.Counts
-		p.f("requests: scheduled %d, sent %d, completed %d (ok %d, errors %d, timeouts %d), dropped %d, unsent %d\n",
-			n.Scheduled, n.Sent, n.Completed, n.OK, n.Errors, n.Timeouts, n.Dropped, n.Unsent)
-		p.f("rates:    ")
-		if r.OpenLoop() && r.Rates.Requested > 0 {
-			p.f("requested %.1f/s, ", r.Rates.Requested)
-		}
-		p.f("offered %.1f/s, completed %.1f/s, error rate %.3g%%\n", r.Rates.Offered, r.Rates.Completed, 100*r.ErrorRate())
-		if c.Streaming != nil {
-			p.f("stream:   %d responses, %.1f/s", n.Responses, r.Rates.Responses)
-			if h := r.Histograms.ResponsesPerRequest; h != nil && h.Count() > 0 {
-				p.f(", per request mean %.2f, min %d, max %d", float64(n.Responses)/float64(n.Completed), int64(h.Min()), int64(h.Max()))
-			}
-			p.f("\n")
-		}
-		if n.Clamped > 0 || n.MergeDropped > 0 {
-			p.f("warning:  %d values above the histogram range were recorded as its maximum, %d lost in merges\n", n.Clamped, n.MergeDropped)
-		}
-
-		p.f("\n")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "latency\t")
-		for _, q := range SummaryPercentiles {
-			fmt.Fprintf(tw, "p%s\t", strconv.FormatFloat(q, 'f', -1, 64))
-		}
-		fmt.Fprint(tw, "max\tmean\tcount\t\n")
-		timeout := c.Target.Timeout.D()
-		for _, row := range []struct {
-			name string
-			h    *loadgen.Histogram
-		}{
-			{"response time", r.Histograms.Response},
-			{"first response", r.Histograms.FirstResponse},
-			{"inter-response", r.Histograms.InterResponse},
-			{"service time", r.Histograms.Service},
-			{"send lag", r.Histograms.SendLag},
-			{"failed (response)", r.Histograms.Failed},
-		} {
-			if row.h == nil || (row.name == "failed (response)" && row.h.Count() == 0) {
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t", row.name)
-			for _, q := range SummaryPercentiles {
-				fmt.Fprintf(tw, "%s\t", percentileCell(row.h, q, timeout, row.name != "send lag"))
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t\n", loadgen.FormatDuration(row.h.Max()), loadgen.FormatDuration(row.h.Mean()), row.h.Count())
-		}
-		if err := tw.Flush(); err != nil {
+		if err := writeLatencyText(p, w, r); err != nil {
 			return err
 		}
-		if c.Streaming != nil {
-			p.f("(streaming: response time is the time to the last response and first response the time to the first, both from the intended start; inter-response is each gap between two responses of a request)\n")
+		if err := writeDetailsText(p, w, r); err != nil {
+			return err
 		}
-		p.f("(response time from the intended start; service time from the actual send; ≥ marks censored values at or above the %s timeout; * marks fewer than 10 samples above)\n", timeout)
+		writeGeneratorText(p, r)
+		writeVerdictText(p, r)
+		return p.err
+	}
+}
 
-		if len(r.Errors) > 0 {
-			p.f("\nfailed requests by class (first messages):\n")
-			for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
-				p.f("  %-20s %d", k, r.Errors[k])
-				if n.Completed > 0 {
-					p.f(" (%.3g%% of completed)", 100*float64(r.Errors[k])/float64(n.Completed))
-				}
-				p.f("\n")
-				for _, m := range r.ErrorSamples[k] {
-					p.f("      %q\n", m)
-				}
-			}
+// writeRunText writes the header: what ran against what, how, and its
+// counts and rates.
+func writeRunText(p *printer, r *loadgen.Result) {
+	c := r.Config
+	target := c.Target.HTTP
+	if target == "" {
+		target = c.Target.GRPC
+	}
+	if r.Segments != nil {
+		p.f("oipkit %s load: the test merged from %d segment results: %s\n", r.Tool.Version, len(r.Sources), strings.Join(r.Sources, ", "))
+		if len(r.MergedDiffer) > 0 {
+			p.f("WARNING:  the merged segments differ in %s (merge forced); the settings below are the first one's\n", strings.Join(r.MergedDiffer, ", "))
 		}
-		if s := r.Stability; s != nil {
-			p.f("\nstability: %s\n", s.Reason)
-			p.f("  throughput %s, p%s %s, %d samples (%d beyond p%s) in %d windows\n",
-				describeEstimate(s.Throughput, false), loadgen.FormatPercentile(s.Percentile), describeEstimate(s.Latency, true),
-				s.Samples, s.TailSamples, loadgen.FormatPercentile(s.Percentile), s.Windows)
-			p.f("  rule: %s\n", s.Rule)
+		p.f("test:     ")
+	} else if len(r.Sources) > 1 {
+		p.f("oipkit %s load: merged result of %d runs: %s\n", r.Tool.Version, len(r.Sources), strings.Join(r.Sources, ", "))
+		if len(r.MergedDiffer) > 0 {
+			p.f("WARNING:  the merged runs differ in %s (merge forced); the settings below are the first run's\n", strings.Join(r.MergedDiffer, ", "))
 		}
-		if sv := r.Server; sv != nil {
-			writeServerText(p, sv, r.Histograms.Service.Mean())
-			writeServerStreamText(p, sv.Stream, &r.Histograms)
-		}
-		if len(r.Steps) > 0 {
-			if err := writeStepsText(p, w, r); err != nil {
-				return err
-			}
-		}
-		if sr := r.Search; sr != nil {
-			p.f("\nSLO search: %s\n", sr.Summary)
-		}
-
-		ck := r.Checks
-		p.f("\ngenerator: ")
-		if ck.GeneratorBound {
-			p.f("GENERATOR-BOUND — these numbers measure the load generator, not the server\n")
-			for _, reason := range ck.Reasons {
-				p.f("  - %s\n", reason)
-			}
-		} else {
-			p.f("ok\n")
-		}
-		p.f("  send-lag p99 %s (tolerance %s), dispatched %.2f%% of schedule, GC pauses %d (max %s), hiccup p99 %s (max %s), CPU %.2fs",
-			loadgen.FormatDuration(time.Duration(ck.SendLagP99)), ck.LagTolerance, 100*ck.DispatchRatio, ck.GCPauses.Count,
-			loadgen.FormatDuration(time.Duration(ck.GCPauses.Max)), loadgen.FormatDuration(time.Duration(ck.HiccupP99)),
-			loadgen.FormatDuration(time.Duration(ck.HiccupMax)), ck.CPUSeconds)
-		if ck.CPUUtilization > 0 {
-			p.f(" (%.0f%% of %d cores)", 100*ck.CPUUtilization, ck.GOMAXPROCS)
-		}
-		if n.Completed > 0 {
-			p.f(", %.3f ms CPU per request", 1000*ck.CPUSeconds/float64(n.Completed))
+		p.f("first:    ")
+	} else {
+		p.f("oipkit %s load: ", r.Tool.Version)
+	}
+	p.f("model %s", c.Target.Model)
+	if c.Target.ModelVersion != "" {
+		p.f(" version %s", c.Target.ModelVersion)
+	}
+	p.f(" over %s at %s", c.Target.Protocol, target)
+	if s := loadgen.ServerOf(r); s != "" {
+		p.f(" (%s)", s)
+	}
+	p.f("\n")
+	p.f("load:     %s\n", loadgen.DescribeLoad(c))
+	writeSegmentText(p, r)
+	p.f("run:      started %s, %s, window %s, elapsed %s", r.Start.Format(time.RFC3339), r.EndReason,
+		round(r.Duration.D()), round(r.Elapsed.D()))
+	if r.Warmup.Requests > 0 {
+		p.f(", warm-up %d requests in %s (not recorded)", r.Warmup.Requests, round(r.Warmup.Duration.D()))
+	}
+	p.f("\n")
+	if r.Error != "" {
+		p.f("error:    %s\n", r.Error)
+	}
+	if len(r.Steps) > 0 && r.Steps[0].Kind == loadgen.StepLevel {
+		p.f("totals:   every level together (per-level figures in the table below)\n")
+	}
+	if r.Search != nil {
+		p.f("totals:   the highest level that held the SLO (every probe in the table below)\n")
+	}
+	n := r.Counts
+	p.f("requests: scheduled %d, sent %d, completed %d (ok %d, errors %d, timeouts %d), dropped %d, unsent %d\n",
+		n.Scheduled, n.Sent, n.Completed, n.OK, n.Errors, n.Timeouts, n.Dropped, n.Unsent)
+	p.f("rates:    ")
+	if r.OpenLoop() && r.Rates.Requested > 0 {
+		p.f("requested %.1f/s, ", r.Rates.Requested)
+	}
+	p.f("offered %.1f/s, completed %.1f/s, error rate %.3g%%\n", r.Rates.Offered, r.Rates.Completed, 100*r.ErrorRate())
+	if c.Streaming != nil {
+		p.f("stream:   %d responses, %.1f/s", n.Responses, r.Rates.Responses)
+		if h := r.Histograms.ResponsesPerRequest; h != nil && h.Count() > 0 {
+			p.f(", per request mean %.2f, min %d, max %d", float64(n.Responses)/float64(n.Completed), int64(h.Min()), int64(h.Max()))
 		}
 		p.f("\n")
-		for _, wn := range append(slices.Clone(ck.Warnings), r.Warnings...) {
-			p.f("  warning: %s\n", wn)
-		}
+	}
+	if n.Clamped > 0 || n.MergeDropped > 0 {
+		p.f("warning:  %d values above the histogram range were recorded as its maximum, %d lost in merges\n", n.Clamped, n.MergeDropped)
+	}
 
-		if len(r.Thresholds) > 0 {
-			p.f("\nthresholds:\n")
-			for _, g := range loadgen.GroupThresholds(r.Thresholds) {
-				verdict := "PASS"
-				if !g.Pass() {
-					verdict = "FAIL"
-				}
-				note := ""
-				if g.Default {
-					note = "  (default bound on failed requests)"
-				}
-				p.f("  %s  %-20s %s%s\n", verdict, g.Threshold, g.Describe(), note)
+}
+
+// writeLatencyText writes the latency table of every histogram.
+func writeLatencyText(p *printer, w io.Writer, r *loadgen.Result) error {
+	c := r.Config
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "latency\t")
+	for _, q := range SummaryPercentiles {
+		fmt.Fprintf(tw, "p%s\t", strconv.FormatFloat(q, 'f', -1, 64))
+	}
+	fmt.Fprint(tw, "max\tmean\tcount\t\n")
+	timeout := c.Target.Timeout.D()
+	for _, row := range []struct {
+		name string
+		h    *loadgen.Histogram
+	}{
+		{"response time", r.Histograms.Response},
+		{"first response", r.Histograms.FirstResponse},
+		{"inter-response", r.Histograms.InterResponse},
+		{"service time", r.Histograms.Service},
+		{"send lag", r.Histograms.SendLag},
+		{"failed (response)", r.Histograms.Failed},
+	} {
+		if row.h == nil || (row.name == "failed (response)" && row.h.Count() == 0) {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t", row.name)
+		for _, q := range SummaryPercentiles {
+			fmt.Fprintf(tw, "%s\t", percentileCell(row.h, q, timeout, row.name != "send lag"))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t\n", loadgen.FormatDuration(row.h.Max()), loadgen.FormatDuration(row.h.Mean()), row.h.Count())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if c.Streaming != nil {
+		p.f("(streaming: response time is the time to the last response and first response the time to the first, both from the intended start; inter-response is each gap between two responses of a request)\n")
+	}
+	p.f("(response time from the intended start; service time from the actual send; ≥ marks censored values at or above the %s timeout; * marks fewer than 10 samples above)\n", timeout)
+
+	return nil
+}
+
+// writeDetailsText writes the failed requests by class, the stability
+// verdict, the server's breakdown, the steps' table and the search.
+func writeDetailsText(p *printer, w io.Writer, r *loadgen.Result) error {
+	n := r.Counts
+	if len(r.Errors) > 0 {
+		p.f("\nfailed requests by class (first messages):\n")
+		for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
+			p.f("  %-20s %d", k, r.Errors[k])
+			if n.Completed > 0 {
+				p.f(" (%.3g%% of completed)", 100*float64(r.Errors[k])/float64(n.Completed))
+			}
+			p.f("\n")
+			for _, m := range r.ErrorSamples[k] {
+				p.f("      %q\n", m)
 			}
 		}
-		v := loadgen.Judge(r)
-		p.f("\nverdict:  %s\n", strings.ToUpper(string(v.Status)))
-		for _, why := range v.Reasons {
-			p.f("  - %s\n", why)
+	}
+	if s := r.Stability; s != nil {
+		p.f("\nstability: %s\n", s.Reason)
+		p.f("  throughput %s, p%s %s, %d samples (%d beyond p%s) in %d windows\n",
+			describeEstimate(s.Throughput, false), loadgen.FormatPercentile(s.Percentile), describeEstimate(s.Latency, true),
+			s.Samples, s.TailSamples, loadgen.FormatPercentile(s.Percentile), s.Windows)
+		p.f("  rule: %s\n", s.Rule)
+	}
+	if sv := r.Server; sv != nil {
+		writeServerText(p, sv, r.Histograms.Service.Mean())
+		writeServerStreamText(p, sv.Stream, &r.Histograms)
+	}
+	if len(r.Steps) > 0 {
+		if err := writeStepsText(p, w, r); err != nil {
+			return err
 		}
-		return p.err
+	}
+	if sr := r.Search; sr != nil {
+		p.f("\nSLO search: %s\n", sr.Summary)
+	}
+
+	return nil
+}
+
+// writeGeneratorText writes the generator's self-check.
+func writeGeneratorText(p *printer, r *loadgen.Result) {
+	n := r.Counts
+	ck := r.Checks
+	p.f("\ngenerator: ")
+	if ck.GeneratorBound {
+		p.f("GENERATOR-BOUND — these numbers measure the load generator, not the server\n")
+		for _, reason := range ck.Reasons {
+			p.f("  - %s\n", reason)
+		}
+	} else {
+		p.f("ok\n")
+	}
+	p.f("  send-lag p99 %s (tolerance %s), dispatched %.2f%% of schedule, GC pauses %d (max %s), hiccup p99 %s (max %s), CPU %.2fs",
+		loadgen.FormatDuration(time.Duration(ck.SendLagP99)), ck.LagTolerance, 100*ck.DispatchRatio, ck.GCPauses.Count,
+		loadgen.FormatDuration(time.Duration(ck.GCPauses.Max)), loadgen.FormatDuration(time.Duration(ck.HiccupP99)),
+		loadgen.FormatDuration(time.Duration(ck.HiccupMax)), ck.CPUSeconds)
+	if ck.CPUUtilization > 0 {
+		p.f(" (%.0f%% of %d cores)", 100*ck.CPUUtilization, ck.GOMAXPROCS)
+	}
+	if n.Completed > 0 {
+		p.f(", %.3f ms CPU per request", 1000*ck.CPUSeconds/float64(n.Completed))
+	}
+	p.f("\n")
+	for _, wn := range append(slices.Clone(ck.Warnings), r.Warnings...) {
+		p.f("  warning: %s\n", wn)
+	}
+
+}
+
+// writeVerdictText writes the thresholds' verdicts and the overall one.
+func writeVerdictText(p *printer, r *loadgen.Result) {
+	if len(r.Thresholds) > 0 {
+		p.f("\nthresholds:\n")
+		for _, g := range loadgen.GroupThresholds(r.Thresholds) {
+			verdict := "PASS"
+			if !g.Pass() {
+				verdict = "FAIL"
+			}
+			note := ""
+			if g.Default {
+				note = "  (default bound on failed requests)"
+			}
+			p.f("  %s  %-20s %s%s\n", verdict, g.Threshold, g.Describe(), note)
+		}
+	}
+	v := loadgen.Judge(r)
+	p.f("\nverdict:  %s\n", strings.ToUpper(string(v.Status)))
+	for _, why := range v.Reasons {
+		p.f("  - %s\n", why)
 	}
 }
 

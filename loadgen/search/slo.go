@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -35,208 +36,260 @@ const (
 // open-loop search without a start rate first measures one closed-loop
 // worker and starts at that throughput.
 func search(ctx context.Context, t loadgen.Target, cfg loadgen.Config) *loadgen.Result {
-	out := &loadgen.SearchOutcome{SLO: cfg.SLO, Resolution: cfg.SLOResolution}
-	closed := cfg.Load.Concurrency > 0 || cfg.Load.ConcurrencyRange != ""
-	var lo, hi float64 // the search bounds
-	start := 0.0
-	if closed {
-		out.Mode, lo, hi = "concurrency", 1, defaultMaxWorkers
-		if l, err := loadgen.ParseLevels(cfg.Load.ConcurrencyRange, true); err == nil {
-			lo, hi = l[0], l[len(l)-1]
+	s := &searcher{ctx: ctx, t: t, cfg: cfg, passIdx: -1, failIdx: -1}
+	s.out = &loadgen.SearchOutcome{SLO: cfg.SLO, Resolution: cfg.SLOResolution}
+	s.closed = cfg.Load.Concurrency > 0 || cfg.Load.ConcurrencyRange != ""
+	start := s.bounds()
+	s.gates = append([]string(nil), cfg.SLO...)
+	if g := (&loadgen.Config{Thresholds: cfg.SLO, Checks: cfg.Checks}).Gates(); len(g) > len(s.gates) {
+		s.gates = g
+	}
+	if !s.closed && start == 0 {
+		_, r := s.probe(1, true)
+		// On the 1-2-5 grid, so that reruns whose calibrations differ by a
+		// few percent probe the same levels and land on the same answer.
+		start = max(s.lo, gridFloor(r.Rates.Completed))
+		if r.Counts.OK == 0 {
+			start = s.lo
 		}
-		start = max(lo, float64(cfg.Load.Concurrency))
+	}
+	s.bracket(min(max(start, s.lo), s.hi))
+	s.bisect()
+	s.summarize()
+	return s.result()
+}
+
+// searcher is the state of one SLO search: its bounds, its probes so far
+// and the bracket they make.
+type searcher struct {
+	ctx    context.Context
+	t      loadgen.Target
+	cfg    loadgen.Config
+	gates  []string // the SLOs, and the default failed-request bound unless they bound failures
+	out    *loadgen.SearchOutcome
+	closed bool    // a concurrency search
+	lo, hi float64 // the search bounds
+
+	runs      []*loadgen.Result
+	steps     []loadgen.Step
+	intervals []loadgen.IntervalStats
+
+	pass, fail       float64 // highest holding, lowest failing level (0: none yet)
+	passIdx, failIdx int
+	limited          bool    // the lowest failing level was generator-bound
+	unjudged         float64 // a level too low to have enough samples to judge
+}
+
+// bounds sets the search's mode and bounds and returns its start level (0:
+// calibrate first).
+func (s *searcher) bounds() (start float64) {
+	l := s.cfg.Load
+	if s.closed {
+		s.out.Mode, s.lo, s.hi = "concurrency", 1, defaultMaxWorkers
+		if lv, err := loadgen.ParseLevels(l.ConcurrencyRange, true); err == nil {
+			s.lo, s.hi = lv[0], lv[len(lv)-1]
+		}
+		start = max(s.lo, float64(l.Concurrency))
 	} else {
-		out.Mode, lo, hi = "rate", minRateSearchStart, defaultMaxRate
-		if l, err := loadgen.ParseLevels(cfg.Load.RateRange, false); err == nil {
-			lo, hi = l[0], l[len(l)-1]
-			start = lo
+		s.out.Mode, s.lo, s.hi = "rate", minRateSearchStart, defaultMaxRate
+		if lv, err := loadgen.ParseLevels(l.RateRange, false); err == nil {
+			s.lo, s.hi = lv[0], lv[len(lv)-1]
+			start = s.lo
 		}
-		if cfg.Load.Rate != "" {
-			if p, err := loadgen.ParseRate(cfg.Load.Rate); err == nil {
+		if l.Rate != "" {
+			if p, err := loadgen.ParseRate(l.Rate); err == nil {
 				start = p.Rate(0)
 			}
 		}
 	}
-	out.Min, out.Max = lo, hi
-	gates := append([]string(nil), cfg.SLO...)
-	if g := (&loadgen.Config{Thresholds: cfg.SLO, Checks: cfg.Checks}).Gates(); len(g) > len(gates) {
-		gates = g
-	}
+	s.out.Min, s.out.Max = s.lo, s.hi
+	return start
+}
 
-	var runs []*loadgen.Result
-	var steps []loadgen.Step
-	var intervals []loadgen.IntervalStats
-	var first *loadgen.Result
-	probe := func(level float64, calibration bool) (*loadgen.Step, *loadgen.Result) {
-		c, rate := 0, level
-		if closed || calibration {
-			c, rate = int(level), 0
-		}
-		pc := cfg
-		if rate > 0 && cfg.Load.Stability == nil {
-			pc.Load.Duration = probeDuration(cfg, rate)
-		}
-		r := levelRun(ctx, t, pc, c, rate)
-		if first == nil {
-			first = r
-		}
-		s := loadgen.StepOf(r, loadgen.StepProbe, r.Start.Sub(first.Start).Seconds())
-		for _, iv := range r.Intervals {
-			iv.Start += s.Start
-			iv.Step = len(steps)
-			intervals = append(intervals, iv)
-		}
-		switch pass := s.Judge(cfg.SLO, gates); {
-		case calibration:
-			s.Verdict = "calibration"
-			s.Why = fmt.Sprintf("one closed-loop worker: the rate search starts at its throughput, %.0f/s, rounded down to 1, 2 or 5 times a power of ten", r.Rates.Completed)
-		case r.EndReason != loadgen.EndCompleted:
-			s.Verdict, s.Why = "inconclusive", fmt.Sprintf("ended %s: %s", r.EndReason, r.Error)
-		case s.GeneratorBound:
-			s.Verdict, s.Why = "inconclusive", "generator-bound: "+strings.Join(s.Reasons, "; ")
-		case s.Stability != nil && !s.Stability.Converged:
-			s.Verdict, s.Why = "inconclusive", "unstable: "+s.Stability.Reason
-		case tooFewSamples(&s, cfg.SLO) != "":
-			s.Verdict, s.Why = "inconclusive", tooFewSamples(&s, cfg.SLO)
-		case pass:
-			s.Verdict = "holds"
-		default:
-			s.Verdict, s.Why = "fails", failedGates(s.Thresholds)
-		}
-		steps = append(steps, s)
-		runs = append(runs, r)
-		if cfg.StepDone != nil {
-			cfg.StepDone(s)
-		}
-		return &steps[len(steps)-1], r
+// probe measures one level (a calibration: one closed-loop worker) and
+// keeps it as a step with its verdict.
+func (s *searcher) probe(level float64, calibration bool) (*loadgen.Step, *loadgen.Result) {
+	c, rate := 0, level
+	if s.closed || calibration {
+		c, rate = int(level), 0
 	}
-	// The search stops when interrupted or when a probe could not go on
-	// (the server stopped answering): later probes would say nothing.
-	stopped := func() bool {
-		return ctx.Err() != nil || (len(runs) > 0 && runs[len(runs)-1].EndReason == loadgen.EndError)
+	pc := s.cfg
+	if rate > 0 && s.cfg.Load.Stability == nil {
+		pc.Load.Duration = probeDuration(s.cfg, rate)
 	}
+	r := levelRun(s.ctx, s.t, pc, c, rate)
+	start := 0.0
+	if len(s.runs) > 0 {
+		start = r.Start.Sub(s.runs[0].Start).Seconds()
+	}
+	st := loadgen.StepOf(r, loadgen.StepProbe, start)
+	for _, iv := range r.Intervals {
+		iv.Start += st.Start
+		iv.Step = len(s.steps)
+		s.intervals = append(s.intervals, iv)
+	}
+	s.judge(&st, r, calibration)
+	s.steps = append(s.steps, st)
+	s.runs = append(s.runs, r)
+	if s.cfg.StepDone != nil {
+		s.cfg.StepDone(st)
+	}
+	return &s.steps[len(s.steps)-1], r
+}
 
-	if !closed && start == 0 {
-		_, r := probe(1, true)
-		// On the 1-2-5 grid, so that reruns whose calibrations differ by a
-		// few percent probe the same levels and land on the same answer.
-		start = max(lo, gridFloor(r.Rates.Completed))
-		if r.Counts.OK == 0 {
-			start = lo
-		}
+// judge gives a probe its verdict: holds, fails, inconclusive (and why) or
+// calibration.
+func (s *searcher) judge(st *loadgen.Step, r *loadgen.Result, calibration bool) {
+	switch pass := st.Judge(s.cfg.SLO, s.gates); {
+	case calibration:
+		st.Verdict = "calibration"
+		st.Why = fmt.Sprintf("one closed-loop worker: the rate search starts at its throughput, %.0f/s, rounded down to 1, 2 or 5 times a power of ten", r.Rates.Completed)
+	case r.EndReason != loadgen.EndCompleted:
+		st.Verdict, st.Why = "inconclusive", fmt.Sprintf("ended %s: %s", r.EndReason, r.Error)
+	case st.GeneratorBound:
+		st.Verdict, st.Why = "inconclusive", "generator-bound: "+strings.Join(st.Reasons, "; ")
+	case st.Stability != nil && !st.Stability.Converged:
+		st.Verdict, st.Why = "inconclusive", "unstable: "+st.Stability.Reason
+	case tooFewSamples(st, s.cfg.SLO) != "":
+		st.Verdict, st.Why = "inconclusive", tooFewSamples(st, s.cfg.SLO)
+	case pass:
+		st.Verdict = "holds"
+	default:
+		st.Verdict, st.Why = "fails", failedGates(st.Thresholds)
 	}
-	start = min(max(start, lo), hi)
+}
 
-	pass, fail := 0.0, 0.0 // highest holding, lowest failing (0: none yet)
-	passIdx, failIdx := -1, -1
-	limited := false
-	unjudged := 0.0 // a level too low to have enough samples to judge
-	try := func(level float64) {
-		s, _ := probe(level, false)
+// stopped says the search must stop: interrupted, or a probe could not go
+// on (the server stopped answering), so later probes would say nothing.
+func (s *searcher) stopped() bool {
+	return s.ctx.Err() != nil || (len(s.runs) > 0 && s.runs[len(s.runs)-1].EndReason == loadgen.EndError)
+}
+
+// try probes level and moves the bracket.
+func (s *searcher) try(level float64) {
+	st, _ := s.probe(level, false)
+	switch {
+	case st.Verdict == "holds":
+		s.pass, s.passIdx = level, len(s.steps)-1
+	case s.pass == 0 && st.Verdict == "inconclusive" && tooFewSamples(st, s.cfg.SLO) != "":
+		// Descending, too few samples to judge, whatever else held it
+		// back (a generator-bound probe too): lower levels have fewer
+		// still, so going on down would only repeat this. Above a level
+		// that held, such a probe counts as failing.
+		s.unjudged = level
+	default:
+		s.fail, s.failIdx = level, len(s.steps)-1
+		s.limited = st.Verdict == "inconclusive" && st.GeneratorBound
+	}
+}
+
+// bracket probes from start, doubling while probes hold and halving while
+// they fail, until a failing level sits above a holding one.
+func (s *searcher) bracket(start float64) {
+	if !s.stopped() {
+		s.try(start)
+	}
+	for len(s.steps) < maxProbes && !s.stopped() && s.unjudged == 0 {
 		switch {
-		case s.Verdict == "holds":
-			pass, passIdx = level, len(steps)-1
-		case pass == 0 && s.Verdict == "inconclusive" && tooFewSamples(s, cfg.SLO) != "":
-			// Descending, too few samples to judge, whatever else held
-			// it back (a generator-bound probe too): lower levels have
-			// fewer still, so going on down would only repeat this.
-			// Above a level that held, such a probe counts as failing.
-			unjudged = level
+		case s.pass > 0 && s.fail == 0: // going up
+			if s.pass >= s.hi {
+				return
+			}
+			s.try(min(s.hi, roundLevel(s.pass*2, s.closed)))
+		case s.fail > 0 && s.pass == 0: // going down
+			if s.fail <= s.lo {
+				return
+			}
+			s.try(max(s.lo, roundLevel(s.fail/2, s.closed)))
 		default:
-			fail, failIdx = level, len(steps)-1
-			limited = s.Verdict == "inconclusive" && s.GeneratorBound
+			return
 		}
 	}
-	// Bracket.
-	if !stopped() {
-		try(start)
-	}
-	for len(steps) < maxProbes && !stopped() && unjudged == 0 {
-		if pass > 0 && fail == 0 { // going up
-			if pass >= hi {
-				break
-			}
-			try(min(hi, roundLevel(pass*2, closed)))
-			continue
-		}
-		if fail > 0 && pass == 0 { // going down
-			next := roundLevel(fail/2, closed)
-			if fail <= lo {
-				break
-			}
-			try(max(lo, next))
-			continue
-		}
-		break
-	}
-	// Bisect.
-	for pass > 0 && fail > 0 && len(steps) < maxProbes && !stopped() {
-		if fail <= pass*(1+cfg.SLOResolution) || (closed && fail-pass <= 1) {
-			break
-		}
-		mid := roundLevel((pass+fail)/2, closed)
-		if mid <= pass || mid >= fail {
-			break
-		}
-		try(mid)
-	}
+}
 
-	out.Found, out.Holds, out.Fails, out.Limited = pass > 0, pass, fail, limited && fail > 0
-	unit := map[bool]string{true: "concurrency ", false: ""}[closed]
-	level := func(v float64) string {
-		if closed {
-			return unit + strconv.Itoa(int(v))
+// bisect narrows the bracket to the resolution (for a concurrency, also
+// until its ends are adjacent).
+func (s *searcher) bisect() {
+	for s.pass > 0 && s.fail > 0 && len(s.steps) < maxProbes && !s.stopped() {
+		if s.fail <= s.pass*(1+s.cfg.SLOResolution) || (s.closed && s.fail-s.pass <= 1) {
+			return
 		}
-		return loadgen.FormatRate(v) + "/s"
+		mid := roundLevel((s.pass+s.fail)/2, s.closed)
+		if mid <= s.pass || mid >= s.fail {
+			return
+		}
+		s.try(mid)
 	}
+}
+
+// level names a level: "concurrency 8" or "500/s".
+func (s *searcher) level(v float64) string {
+	if s.closed {
+		return "concurrency " + strconv.Itoa(int(v))
+	}
+	return loadgen.FormatRate(v) + "/s"
+}
+
+// summarize fills the outcome from the bracket.
+func (s *searcher) summarize() {
+	out, pass, fail := s.out, s.pass, s.fail
+	out.Found, out.Holds, out.Fails, out.Limited = pass > 0, pass, fail, s.limited && fail > 0
+	slo := strings.Join(s.cfg.SLO, " and ")
 	bracket := func() string {
 		switch {
-		case fail == 0 && pass >= hi:
-			return fmt.Sprintf("the search's upper bound %s held too", level(hi))
+		case fail == 0 && pass >= s.hi:
+			return fmt.Sprintf("the search's upper bound %s held too", s.level(s.hi))
 		case fail == 0:
 			return "the search stopped before a level failed"
 		case out.Limited:
-			return fmt.Sprintf("the generator could not produce %s, so the server's limit is at least that", level(fail))
+			return fmt.Sprintf("the generator could not produce %s, so the server's limit is at least that", s.level(fail))
 		}
-		return fmt.Sprintf("%s failed; resolution %s", level(fail), loadgen.FormatPercent(cfg.SLOResolution))
+		return fmt.Sprintf("%s failed; resolution %s", s.level(fail), loadgen.FormatPercent(s.cfg.SLOResolution))
 	}
-	switch {
+	switch probes := countProbes(s.steps); {
 	case out.Found:
-		out.Summary = fmt.Sprintf("%s holds %s (%s); %d probes", level(pass), strings.Join(cfg.SLO, " and "), bracket(), countProbes(steps))
+		out.Summary = fmt.Sprintf("%s holds %s (%s); %d probes", s.level(pass), slo, bracket(), probes)
 	case fail > 0:
 		why := "failed"
-		if st := steps[failIdx]; st.Verdict == "inconclusive" {
+		if st := s.steps[s.failIdx]; st.Verdict == "inconclusive" {
 			why = "did not hold (" + st.Why + ")"
 		}
-		out.Summary = fmt.Sprintf("no level holds %s: even %s %s; %d probes", strings.Join(cfg.SLO, " and "), level(fail), why, countProbes(steps))
-		if unjudged > 0 {
-			out.Summary += fmt.Sprintf(" (%s and below have too few samples to judge in Load.Duration)", level(unjudged))
+		out.Summary = fmt.Sprintf("no level holds %s: even %s %s; %d probes", slo, s.level(fail), why, probes)
+		if s.unjudged > 0 {
+			out.Summary += fmt.Sprintf(" (%s and below have too few samples to judge in Load.Duration)", s.level(s.unjudged))
 		}
-	case unjudged > 0:
+	case s.unjudged > 0:
 		out.Unjudged = true
 		out.Summary = fmt.Sprintf("no level could be judged: %s has too few samples for %s (a longer Load.Duration); %d probes",
-			level(unjudged), strings.Join(cfg.SLO, " and "), countProbes(steps))
+			s.level(s.unjudged), slo, probes)
 	default:
 		out.Summary = "the search did not run"
 	}
+}
 
-	best := runs[len(runs)-1]
-	if passIdx >= 0 {
-		best = runs[passIdx]
-		out.Step = passIdx
+// result is the search's result: the best level's (else the last probe's)
+// figures, every probe as a step, and the outcome.
+func (s *searcher) result() *loadgen.Result {
+	if len(s.runs) == 0 { // interrupted before the first probe
+		return loadgen.NewErrorResult(s.cfg, time.Now(), errors.New("the search was interrupted before its first probe"))
+	}
+	best := s.runs[len(s.runs)-1]
+	if s.passIdx >= 0 {
+		best = s.runs[s.passIdx]
+		s.out.Step = s.passIdx
 	}
 	res := *best
-	res.Config = loadgen.Redacted(cfg)
-	res.Steps = steps
-	res.Intervals = intervals
-	res.Search = out
-	res.Start = first.Start
-	if last := runs[len(runs)-1]; last.EndReason == loadgen.EndError {
-		res.EndReason, res.Error = loadgen.EndError, fmt.Sprintf("probe %d: %s", countProbes(steps), last.Error)
+	res.Config = loadgen.Redacted(s.cfg)
+	res.Steps = s.steps
+	res.Intervals = s.intervals
+	res.Search = s.out
+	res.Start = s.runs[0].Start
+	if last := s.runs[len(s.runs)-1]; last.EndReason == loadgen.EndError {
+		res.EndReason, res.Error = loadgen.EndError, fmt.Sprintf("probe %d: %s", countProbes(s.steps), last.Error)
 	}
-	if ctx.Err() != nil {
+	if err := s.ctx.Err(); err != nil {
 		res.EndReason, res.Error = loadgen.EndCanceled, "the search was interrupted"
-		if ctx.Err() == context.DeadlineExceeded {
+		if err == context.DeadlineExceeded {
 			res.EndReason = loadgen.EndDeadline
 		}
 	}
