@@ -109,7 +109,7 @@ func newCollector(r *runner, startWall time.Time) *collector {
 		)
 	}
 	if p := r.profile; p != nil {
-		c.pstep = p.steps(r.cfg.Load.Duration.D(), r.cfg.Load.Interval.D())
+		c.pstep = pacerSteps(p, r.cfg.Load.Duration.D(), r.cfg.Load.Interval.D())
 		for i, s := range c.pstep {
 			h := Histograms{Response: NewHistogram(), Service: NewHistogram(), SendLag: NewHistogram(), Failed: NewHistogram()}
 			if st {

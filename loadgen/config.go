@@ -39,6 +39,9 @@ type Config struct {
 	// it stops when the lowest failing level is within this fraction of
 	// the highest holding one.
 	SLOResolution float64 `json:"sloResolution,omitempty"`
+	// Pacer, if set, paces an open-loop run instead of Load.Rate and
+	// Load.Arrival (see [Pacer]); it is not recorded in the result.
+	Pacer Pacer `json:"-"`
 	// Streaming makes every request a stream of responses (see
 	// [StreamConfig]); nil: unary requests.
 	Streaming *StreamConfig `json:"streaming,omitempty"`
@@ -229,7 +232,13 @@ func (c *Config) Normalize() error {
 	if err := c.normalizeStreaming(); err != nil {
 		return err
 	}
-	if err := c.Load.normalize(c.SLO != nil); err != nil {
+	if c.Pacer != nil {
+		l := c.Load
+		if l.Rate != "" || l.Arrival != "" || l.Concurrency > 0 || l.ConcurrencyRange != "" || l.RateRange != "" || c.SLO != nil {
+			return configErr("Config.Pacer paces the run: give no Load.Rate, Load.Arrival, Load.Concurrency, range nor Config.SLO")
+		}
+	}
+	if err := c.Load.normalize(c.SLO != nil, c.Pacer != nil); err != nil {
 		return err
 	}
 
@@ -321,7 +330,7 @@ func (c *Config) checkSegment() error {
 	return nil
 }
 
-func (l *LoadConfig) normalize(search bool) error {
+func (l *LoadConfig) normalize(search, paced bool) error {
 	ranges := 0
 	for _, r := range []struct {
 		spec    string
@@ -347,7 +356,7 @@ func (l *LoadConfig) normalize(search bool) error {
 		return configErr("a sweep (Load.ConcurrencyRange, Load.RateRange) sets the load of each level: drop Load.Concurrency and Load.Rate")
 	case search && l.ConcurrencyRange != "" && l.Rate != "", search && l.RateRange != "" && l.Concurrency > 0:
 		return configErr("an SLO search over a concurrency range starts from Load.Concurrency, over a rate range from Load.Rate")
-	case l.Concurrency == 0 && l.Rate == "" && ranges == 0 && !search:
+	case l.Concurrency == 0 && l.Rate == "" && ranges == 0 && !search && !paced:
 		l.Concurrency = 1
 	}
 	if l.Rate != "" {
@@ -359,12 +368,12 @@ func (l *LoadConfig) normalize(search bool) error {
 			return configErr("an SLO search starts from a constant Load.Rate, not %s", l.Rate)
 		}
 	}
-	open := l.Rate != "" || l.RateRange != "" || (search && l.ConcurrencyRange == "" && l.Concurrency == 0)
+	open := l.Rate != "" || l.RateRange != "" || (search && l.ConcurrencyRange == "" && l.Concurrency == 0) || paced
 	if open {
-		if l.Arrival == "" {
+		if l.Arrival == "" && !paced {
 			l.Arrival = ArrivalConstant
 		}
-		if _, err := ParseArrival(string(l.Arrival)); err != nil {
+		if _, err := ParseArrival(string(l.Arrival)); err != nil && !paced {
 			return configErr("%v", err)
 		}
 		switch {
@@ -452,6 +461,19 @@ func defaultErrorGate(max float64) string {
 	return "error_rate<=" + strconv.FormatFloat(100*max, 'g', -1, 64) + "%"
 }
 
+// pacer is an open-loop run's pacing: Config.Pacer, else Load.Rate with
+// Load.Arrival (Poisson seeded with Inputs.Seed).
+func (c *Config) pacer() Pacer {
+	if c.Pacer != nil {
+		return c.Pacer
+	}
+	p, _ := ParseRate(c.Load.Rate) // checked by Normalize
+	if c.Load.Arrival == ArrivalPoisson {
+		return Poisson{Profile: p, Seed: c.Inputs.Seed}
+	}
+	return p
+}
+
 // Sweep reports whether the configuration is a sweep.
 func (c *Config) Sweep() bool {
 	return c.SLO == nil && (c.Load.ConcurrencyRange != "" || c.Load.RateRange != "")
@@ -461,7 +483,7 @@ func (c *Config) Sweep() bool {
 // sweep, or rate search).
 func (c *Config) OpenLoop() bool {
 	l := c.Load
-	return l.Rate != "" || l.RateRange != "" || (c.SLO != nil && l.Concurrency == 0 && l.ConcurrencyRange == "")
+	return l.Rate != "" || l.RateRange != "" || (c.SLO != nil && l.Concurrency == 0 && l.ConcurrencyRange == "") || c.Pacer != nil
 }
 
 // Duration is a time.Duration written in JSON as a Go duration string

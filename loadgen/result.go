@@ -458,10 +458,15 @@ func DescribeLoad(c Config) string {
 		s = "open loop, rate " + l.RateRange + "/s"
 	case l.Rate != "":
 		s = "open loop, rate " + l.Rate + "/s"
+	case c.Pacer != nil:
+		s = fmt.Sprintf("open loop, paced by %T", c.Pacer)
 	default:
 		s = fmt.Sprintf("closed loop, concurrency %d", l.Concurrency)
 	}
-	if c.OpenLoop() {
+	switch {
+	case c.Pacer != nil:
+		s += fmt.Sprintf(", max in flight %d", l.MaxInFlight)
+	case c.OpenLoop():
 		s += fmt.Sprintf(", %s arrivals, max in flight %d", l.Arrival, l.MaxInFlight)
 	}
 	if sq := c.Sequence; sq != nil {

@@ -79,8 +79,7 @@ func runOnce(ctx context.Context, t Target, cfg Config) *Result {
 		r.seqs = newSequences(*cfg.Sequence, r.seg, cfg.OpenLoop())
 	}
 	if cfg.OpenLoop() {
-		p, _ := ParseRate(cfg.Load.Rate) // checked by Normalize
-		r.profile = &p
+		r.profile = cfg.pacer()
 	}
 	return r.run(ctx)
 }
@@ -96,7 +95,7 @@ type runner struct {
 	sequencer SequenceTarget
 	seqs      *sequences
 	cfg       Config
-	profile   *RateProfile // nil for a closed loop
+	profile   Pacer // nil for a closed loop
 	base      time.Time
 	seg       Segment // the run's part of the test (whole when not split)
 	shards    []*shard
@@ -403,7 +402,7 @@ type slot struct {
 // schedule alone); it sends them at once and the lag shows in the response
 // time and the send-lag histogram.
 func (r *runner) openLoop(ctx context.Context, t0 int64, dur time.Duration, limit uint64) phaseEnd {
-	sched := NewSegmentSchedule(*r.profile, r.cfg.Load.Arrival, r.cfg.Inputs.Seed, r.seg)
+	sched := r.profile.Arrivals(r.seg)
 	slots := make(chan slot)
 	var wg sync.WaitGroup
 	workers := 0
@@ -501,7 +500,7 @@ func (r *runner) do(ctx context.Context, sh *shard, seq uint64, due int64) {
 
 // countBefore counts the schedule's remaining slots before dur and below
 // the index limit (0: none).
-func countBefore(s *Schedule, dur time.Duration, limit uint64) int64 {
+func countBefore(s Arrivals, dur time.Duration, limit uint64) int64 {
 	var n int64
 	for {
 		off, ok := s.Next()

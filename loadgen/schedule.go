@@ -209,6 +209,58 @@ func (g segment) offset(m float64) float64 {
 	return 2 * m / (b + math.Sqrt(disc))
 }
 
+// A Pacer paces an open-loop run: the rate it intends at each moment and
+// the intended start times of the requests, computed from the pacing alone
+// (never from completions or from how long sleeps took), so a slow server
+// or a late dispatcher cannot shift them. A [RateProfile] spaces requests
+// evenly at a constant rate ([ConstantRate]) or along a step or linear ramp
+// ([StepRate], [LinearRate]); [Poisson] draws exponential gaps at a
+// profile's rate. Config.Pacer takes a Pacer of one's own.
+type Pacer interface {
+	// Rate is the intended rate at offset t, in requests per second.
+	Rate(t time.Duration) float64
+	// Expected is the expected number of requests due by offset t.
+	Expected(t time.Duration) float64
+	// Arrivals returns the intended start times, in order, of the
+	// requests segment seg sends (all of them when seg.Count is 1): the
+	// arrivals of index i mod seg.Count = seg.Index of the whole test.
+	Arrivals(seg Segment) Arrivals
+}
+
+// Arrivals is a sequence of intended start times; [*Schedule] is one.
+type Arrivals interface {
+	// Next returns the intended start of the next request as an offset
+	// from the run's origin, and false once no request is left.
+	Next() (time.Duration, bool)
+	// Index is the index in the whole test of the arrival Next returned
+	// last.
+	Index() uint64
+}
+
+// Arrivals returns p's evenly spaced arrivals for segment seg.
+func (p RateProfile) Arrivals(seg Segment) Arrivals {
+	return NewSegmentSchedule(p, ArrivalConstant, 0, seg)
+}
+
+// Poisson paces at Profile's rate with exponential gaps drawn from a
+// generator seeded with Seed: under a ramp, a non-homogeneous Poisson
+// process. The same seed gives the same arrivals.
+type Poisson struct {
+	Profile RateProfile
+	Seed    uint64
+}
+
+// Rate is the profile's rate.
+func (p Poisson) Rate(t time.Duration) float64 { return p.Profile.Rate(t) }
+
+// Expected is the profile's expected count.
+func (p Poisson) Expected(t time.Duration) float64 { return p.Profile.Expected(t) }
+
+// Arrivals returns the seeded Poisson arrivals for segment seg.
+func (p Poisson) Arrivals(seg Segment) Arrivals {
+	return NewSegmentSchedule(p.Profile, ArrivalPoisson, p.Seed, seg)
+}
+
 // Arrival is the arrival process of an open-loop run.
 type Arrival string
 

@@ -153,6 +153,18 @@ func (p RateProfile) steps(dur, interval time.Duration) []profileStep {
 	return out
 }
 
+// pacerSteps are the reported steps of a rate profile's pacing (see
+// steps); none for a pacer of one's own.
+func pacerSteps(p Pacer, dur, interval time.Duration) []profileStep {
+	switch p := p.(type) {
+	case RateProfile:
+		return p.steps(dur, interval)
+	case Poisson:
+		return p.Profile.steps(dur, interval)
+	}
+	return nil
+}
+
 // constant reports whether the profile is a single constant rate.
 func (p RateProfile) constant() bool {
 	return len(p.segs) == 1 && p.segs[0].from == p.segs[0].to
