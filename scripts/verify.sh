@@ -2,7 +2,7 @@
 # verify checks the conformance suite's coverage contract:
 #   - specs/coverage.md is what the spec tree generates today (not stale);
 #   - every blocking (MUST) requirement of the core and of every extension the
-#     suite probes (binary_tensor_data, model_configuration, statistics, model_repository) has a spec or a
+#     suite probes (the extensions with a RegisterProbe) has a spec or a
 #     waiver in specs/waivers.yaml;
 #   - no spec is labelled with a requirement ID the catalog does not know.
 # The coverage generator walks the ginkgo tree with PreviewSpecs: no server

@@ -153,10 +153,10 @@ var breakages = []breakage{
 			}
 		}},
 		// One defect: everything read from GET /v2 (the extensions array,
-		// OIP-GEN-004, and the extensions advertised there) fails on the
-		// 503 that fails OIP-REST-SMETA-001, so it is blocked by it.
+		// OIP-GEN-004, and every advertised extension's "lists X") fails on
+		// the 503 that fails OIP-REST-SMETA-001, so it is blocked by it.
 		failed:  []string{"OIP-REST-SMETA-001"},
-		blocked: []string{"OIP-EXT-SEQ-001", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-EXT-SHM-001", "OIP-EXT-CLS-001", "OIP-EXT-LOG-001", "OIP-EXT-TRACE-001", "OIP-EXT-PARAM-001", "OIP-EXT-SCHED-001", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"},
+		blocked: with(listedReqs(false), "OIP-GEN-004", "OIP-REST-SMETA-002", "OIP-REST-SMETA-005"),
 	},
 	{
 		name: "rest-metadata-without-extensions",
@@ -166,10 +166,12 @@ var breakages = []breakage{
 			}
 		}},
 		// Changed by design (probes): the extensions still work, so their
-		// specs run and the MUSTs that a supporting server lists them fail.
-		// schedule_policy has no probe (a server that ignores priority and
-		// timeout answers the same), so its specs do not run.
-		failed: []string{"OIP-EXT-SEQ-001", "OIP-REST-SMETA-002", "OIP-GEN-004", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-EXT-SHM-001", "OIP-EXT-CLS-001", "OIP-EXT-LOG-001", "OIP-EXT-TRACE-001", "OIP-EXT-PARAM-001"},
+		// specs run, and the MUSTs that a supporting server lists them fail
+		// on the GET /v2 that fails OIP-GEN-004: one defect, blocked by it.
+		// An extension without a probe (schedule_policy: a server that
+		// ignores priority and timeout answers the same) is not tested.
+		failed:  []string{"OIP-GEN-004"},
+		blocked: with(listedReqs(true), "OIP-REST-SMETA-002"),
 	},
 	{
 		name: "rest-metadata-wrong-dim",
@@ -648,9 +650,11 @@ var breakages = []breakage{
 		}},
 		// Features come from gRPC server metadata instead, so the extension
 		// specs still run; REST metadata does not report the extensions
-		// (OIP-EXT-CFG-001, OIP-EXT-STAT-001, OIP-EXT-REPO-001, OIP-EXT-SEQ-001).
-		failed: []string{"OIP-EXT-SEQ-001", "OIP-EXT-BIN-001", "OIP-EXT-CFG-001", "OIP-EXT-STAT-001", "OIP-EXT-REPO-001", "OIP-EXT-SHM-001", "OIP-EXT-CLS-001", "OIP-EXT-LOG-001", "OIP-EXT-TRACE-001", "OIP-EXT-PARAM-001", "OIP-EXT-SCHED-001", "OIP-GEN-004", "OIP-REST-SMETA-002"},
-		warned: []string{"OIP-REST-SMETA-004"},
+		// (every advertised extension's "lists X"), on the GET /v2 that
+		// fails OIP-GEN-004: one defect, blocked by it.
+		failed:  []string{"OIP-GEN-004"},
+		blocked: with(listedReqs(false), "OIP-REST-SMETA-002"),
+		warned:  []string{"OIP-REST-SMETA-004"},
 	},
 	{
 		name: "rest-redirects-model-metadata",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/reference/referencetest"
+	"github.com/oipkit/oipkit/specs"
 	"github.com/oipkit/oipkit/verdict"
 )
 
@@ -37,44 +38,11 @@ func TestSelection(t *testing.T) {
 		// notSupported must all be not-supported.
 		notSupported []string
 	}{
-		{"rest-only", []string{"--http", srv.HTTPURL()},
-			map[string]verdict.Status{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "not-supported", "OIP-REST-BINARY": "pass",
-				"OIP-REST-MODEL-CONFIG": "pass", "OIP-GRPC-MODEL-CONFIG": "not-supported",
-				"OIP-REST-STATISTICS": "pass", "OIP-GRPC-STATISTICS": "not-supported",
-				"OIP-REST-MODEL-REPOSITORY": "pass", "OIP-GRPC-MODEL-REPOSITORY": "not-supported",
-				"OIP-REST-SEQUENCE": "pass", "OIP-GRPC-SEQUENCE": "not-supported", "OIP-REST-GENERATE": "pass",
-				"OIP-REST-SYSTEM-SHARED-MEMORY": "pass", "OIP-GRPC-SYSTEM-SHARED-MEMORY": "not-supported",
-				"OIP-REST-CLASSIFICATION": "pass", "OIP-GRPC-CLASSIFICATION": "not-supported",
-				"OIP-REST-LOGGING": "pass", "OIP-GRPC-LOGGING": "not-supported",
-				"OIP-REST-TRACE": "pass", "OIP-GRPC-TRACE": "not-supported",
-				"OIP-REST-PARAMETERS": "pass", "OIP-GRPC-PARAMETERS": "not-supported",
-				"OIP-REST-SCHEDULE-POLICY": "pass", "OIP-GRPC-SCHEDULE-POLICY": "not-supported"},
+		{"rest-only", []string{"--http", srv.HTTPURL()}, profileVerdicts(over(specs.TransportREST)),
 			[]string{"OIP-GRPC-HEALTH-001", "OIP-GRPC-INFER-001", "OIP-GRPC-RAW-007", "OIP-GEN-007"}},
-		{"grpc-only", []string{"--grpc", srv.GRPCAddr()},
-			map[string]verdict.Status{"OIP-REST-CORE": "not-supported", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
-				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "pass",
-				"OIP-REST-STATISTICS": "not-supported", "OIP-GRPC-STATISTICS": "pass",
-				"OIP-REST-MODEL-REPOSITORY": "not-supported", "OIP-GRPC-MODEL-REPOSITORY": "pass",
-				"OIP-REST-SEQUENCE": "not-supported", "OIP-GRPC-SEQUENCE": "pass", "OIP-REST-GENERATE": "not-supported",
-				"OIP-REST-SYSTEM-SHARED-MEMORY": "not-supported", "OIP-GRPC-SYSTEM-SHARED-MEMORY": "pass",
-				"OIP-REST-CLASSIFICATION": "not-supported", "OIP-GRPC-CLASSIFICATION": "pass",
-				"OIP-REST-LOGGING": "not-supported", "OIP-GRPC-LOGGING": "pass",
-				"OIP-REST-TRACE": "not-supported", "OIP-GRPC-TRACE": "pass",
-				"OIP-REST-PARAMETERS": "not-supported", "OIP-GRPC-PARAMETERS": "pass",
-				"OIP-REST-SCHEDULE-POLICY": "not-supported", "OIP-GRPC-SCHEDULE-POLICY": "pass"},
+		{"grpc-only", []string{"--grpc", srv.GRPCAddr()}, profileVerdicts(over(specs.TransportGRPC)),
 			[]string{"OIP-REST-HEALTH-001", "OIP-REST-INFER-001", "OIP-EXT-BIN-002", "OIP-REST-DATA-012"}},
-		{"features-none", []string{"--http", srv.HTTPURL(), "--grpc", srv.GRPCAddr(), "--features", "none"},
-			map[string]verdict.Status{"OIP-REST-CORE": "pass", "OIP-GRPC-CORE": "pass", "OIP-REST-BINARY": "not-supported",
-				"OIP-REST-MODEL-CONFIG": "not-supported", "OIP-GRPC-MODEL-CONFIG": "not-supported",
-				"OIP-REST-STATISTICS": "not-supported", "OIP-GRPC-STATISTICS": "not-supported",
-				"OIP-REST-MODEL-REPOSITORY": "not-supported", "OIP-GRPC-MODEL-REPOSITORY": "not-supported",
-				"OIP-REST-SEQUENCE": "not-supported", "OIP-GRPC-SEQUENCE": "not-supported", "OIP-REST-GENERATE": "not-supported",
-				"OIP-REST-SYSTEM-SHARED-MEMORY": "not-supported", "OIP-GRPC-SYSTEM-SHARED-MEMORY": "not-supported",
-				"OIP-REST-CLASSIFICATION": "not-supported", "OIP-GRPC-CLASSIFICATION": "not-supported",
-				"OIP-REST-LOGGING": "not-supported", "OIP-GRPC-LOGGING": "not-supported",
-				"OIP-REST-TRACE": "not-supported", "OIP-GRPC-TRACE": "not-supported",
-				"OIP-REST-PARAMETERS": "not-supported", "OIP-GRPC-PARAMETERS": "not-supported",
-				"OIP-REST-SCHEDULE-POLICY": "not-supported", "OIP-GRPC-SCHEDULE-POLICY": "not-supported"},
+		{"features-none", []string{"--http", srv.HTTPURL(), "--grpc", srv.GRPCAddr(), "--features", "none"}, profileVerdicts(core),
 			[]string{"OIP-EXT-BIN-001", "OIP-EXT-BIN-009"}},
 	}
 	for _, c := range cases {

@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -32,12 +33,9 @@ const (
 	ExtTrace              Extension = "trace"
 )
 
-// Extensions is the closed vocabulary, alphabetical.
-var Extensions = []Extension{
-	ExtBinaryTensorData, ExtClassification, ExtCUDASharedMemory, ExtGenerate, ExtLogging,
-	ExtModelConfiguration, ExtModelRepository, ExtParameters, ExtSchedulePolicy, ExtSequence,
-	ExtStatistics, ExtSystemSharedMemory, ExtTrace,
-}
+// Extensions is the closed vocabulary, alphabetical: the extensions of
+// extensionGroups, so that a new one is named in one place.
+var Extensions = slices.Sorted(maps.Keys(extensionGroups))
 
 // extensionGroups maps each extension to its requirement group in the
 // catalog (CUDA shared memory shares the shared-memory group).
