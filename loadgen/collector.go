@@ -125,11 +125,7 @@ func newCollector(r *runner, startWall time.Time) *collector {
 		c.judge = &stabilityJudge{tol: st.Tolerance, pct: r.cfg.Percentile}
 	}
 	if r.cfg.AbortOnFail {
-		for _, e := range r.cfg.Gates() {
-			if t, err := ParseThreshold(e); err == nil {
-				c.aborts = append(c.aborts, t)
-			}
-		}
+		c.aborts = r.cfg.Gates()
 	}
 	return c
 }

@@ -23,7 +23,7 @@ type Config struct {
 	// evaluated on the run's merged histograms (on each level of a sweep).
 	// Unless one of them bounds error_rate, errors or timeouts, the
 	// default failed-request bound Checks.MaxErrorRate applies too.
-	Thresholds []string `json:"thresholds,omitempty"`
+	Thresholds []Threshold `json:"thresholds,omitempty"`
 	// AbortOnFail evaluates the thresholds during the run, at the end of
 	// every interval once 5 have passed, and ends the run (and a sweep)
 	// at the first failure, as k6's abortOnFail does.
@@ -34,7 +34,7 @@ type Config struct {
 	Percentile float64 `json:"percentile,omitempty"`
 	// SLO turns the run into a search for the highest load that holds
 	// every one of these thresholds (see [Search]).
-	SLO []string `json:"slo,omitempty"`
+	SLO []Threshold `json:"slo,omitempty"`
 	// SLOResolution is the search's relative resolution (default 0.05):
 	// it stops when the lowest failing level is within this fraction of
 	// the highest holding one.
@@ -267,19 +267,14 @@ func (c *Config) Normalize() error {
 	case !(c.Percentile > 0 && c.Percentile < 100):
 		return configErr("percentile must be in (0, 100), got %v", c.Percentile)
 	}
-	for _, s := range c.Thresholds {
-		if _, err := ParseThreshold(s); err != nil {
-			return configErr("%v", err)
+	for _, t := range append(append([]Threshold(nil), c.Thresholds...), c.SLO...) {
+		if t.op == "" {
+			return configErr("threshold %q was not made by ParseThreshold", t.Text)
 		}
 	}
 	if c.SLO != nil {
 		if len(c.SLO) == 0 {
 			return configErr("an SLO search needs at least one Config.SLO, e.g. p99<50ms")
-		}
-		for _, s := range c.SLO {
-			if _, err := ParseThreshold(s); err != nil {
-				return configErr("Config.SLO: %v", err)
-			}
 		}
 		switch {
 		case c.SLOResolution == 0:
@@ -438,10 +433,10 @@ func (l *LoadConfig) normalize(search, paced bool) error {
 
 // Gates are the thresholds a run is judged by: Thresholds, and the
 // default failed-request bound unless a threshold bounds failures itself.
-func (c *Config) Gates() []string {
-	g := append([]string(nil), c.Thresholds...)
-	for _, s := range c.Thresholds {
-		if t, err := ParseThreshold(s); err == nil && t.boundsFailures() {
+func (c *Config) Gates() []Threshold {
+	g := append([]Threshold(nil), c.Thresholds...)
+	for _, t := range c.Thresholds {
+		if t.boundsFailures() {
 			return g
 		}
 	}
@@ -457,8 +452,12 @@ func (c *Config) Gates() []string {
 
 // defaultErrorGate is the threshold form of the default failed-request
 // bound.
-func defaultErrorGate(max float64) string {
-	return "error_rate<=" + strconv.FormatFloat(100*max, 'g', -1, 64) + "%"
+func defaultErrorGate(max float64) Threshold {
+	t, err := ParseThreshold("error_rate<=" + strconv.FormatFloat(100*max, 'g', -1, 64) + "%")
+	if err != nil { // cannot happen: max is a fraction
+		return Threshold{}
+	}
+	return t
 }
 
 // pacer is an open-loop run's pacing: Config.Pacer, else Load.Rate with

@@ -125,9 +125,9 @@ func TestNormalizeRejectsAndIsIdempotent(t *testing.T) {
 		"bad range":              func(c *Config) { c.Load.ConcurrencyRange = "4:1" },
 		"stability and duration": func(c *Config) { c.Load.Stability, c.Load.Duration = &StabilityConfig{}, Duration(time.Second) },
 		"stability and ramp":     func(c *Config) { c.Load.Stability, c.Load.Rate = &StabilityConfig{}, "linear:1:10:5s" },
-		"empty SLO":              func(c *Config) { c.SLO = []string{} },
-		"bad SLO":                func(c *Config) { c.SLO = []string{"p99"} },
-		"SLO ramp":               func(c *Config) { c.SLO, c.Load.Rate = []string{"p99<1s"}, "step:1:2:1:1s" },
+		"empty SLO":              func(c *Config) { c.SLO = ths() },
+		"unparsed SLO":           func(c *Config) { c.SLO = []Threshold{{Text: "p99"}} },
+		"SLO ramp":               func(c *Config) { c.SLO, c.Load.Rate = ths("p99<1s"), "step:1:2:1:1s" },
 		"resolution without SLO": func(c *Config) { c.SLOResolution = 0.1 },
 	} {
 		c := base()
@@ -140,7 +140,7 @@ func TestNormalizeRejectsAndIsIdempotent(t *testing.T) {
 		"defaults":  func(*Config) {},
 		"stability": func(c *Config) { c.Load.Stability = &StabilityConfig{Tolerance: 0.1} },
 		"sweep":     func(c *Config) { c.Load.RateRange = "10:40:x2" },
-		"search":    func(c *Config) { c.SLO = []string{"p99<10ms"} },
+		"search":    func(c *Config) { c.SLO = ths("p99<10ms") },
 		"requests":  func(c *Config) { c.Load.Requests = 10 },
 	} {
 		c := base()
@@ -173,17 +173,17 @@ func TestThresholdSpellingsAndDefaultBound(t *testing.T) {
 		t.Errorf("p(95)<500 bounds %v, want 500ms (k6's unit)", time.Duration(th.value))
 	}
 	cfg := Config{}
-	if g := cfg.Gates(); !slices.Equal(g, []string{"error_rate<=1%"}) {
+	if g := cfg.Gates(); !slices.Equal(ThresholdTexts(g), []string{"error_rate<=1%"}) {
 		t.Errorf("default gates %v", g)
 	}
-	cfg.Thresholds = []string{"p99<1s", "timeouts==0"}
+	cfg.Thresholds = ths("p99<1s", "timeouts==0")
 	if g := cfg.Gates(); len(g) != 2 {
 		t.Errorf("a threshold on timeouts should replace the default bound: %v", g)
 	}
 	off := 1.0
 	cfg = Config{Checks: CheckConfig{MaxErrorRate: &off}}
 	if g := cfg.Gates(); len(g) != 0 {
-		t.Errorf("--max-error-rate 100%% should turn the bound off: %v", g)
+		t.Errorf("a MaxErrorRate of 100%% should turn the bound off: %v", g)
 	}
 }
 
@@ -269,20 +269,20 @@ func TestStabilityEndsTheRun(t *testing.T) {
 	if st := res.Stability; st == nil || st.Converged || !strings.HasPrefix(st.Reason, "not converged") {
 		t.Fatalf("capped run: %+v", st)
 	}
-	if _, err := EvaluateThresholds(res, nil); err != nil || Judge(res).Status != verdict.Inconclusive {
+	if EvaluateThresholds(res, nil); Judge(res).Status != verdict.Inconclusive {
 		t.Errorf("an unconverged run: verdict %+v", Judge(res))
 	}
 }
 
 func TestAbortOnFail(t *testing.T) {
 	cfg := fakeConfig(LoadConfig{Concurrency: 2, Duration: Duration(time.Minute)})
-	cfg.Thresholds = []string{"p50<1ms"}
+	cfg.Thresholds = ths("p50<1ms")
 	cfg.AbortOnFail = true
 	res := mustRun(t, fixedTarget{delay: 3 * time.Millisecond}, cfg)
 	if res.EndReason != EndAborted || res.Duration.D() >= time.Minute || !strings.Contains(res.Error, "p50<1ms") {
 		t.Fatalf("end %s after %v: %s", res.EndReason, res.Duration, res.Error)
 	}
-	if _, err := EvaluateThresholds(res, cfg.Thresholds); err != nil || Judge(res).Status != verdict.Failed {
+	if EvaluateThresholds(res, cfg.Thresholds); Judge(res).Status != verdict.Failed {
 		t.Errorf("an aborted run: verdict %+v", Judge(res))
 	}
 	// A failing request rate aborts too (the default bound).

@@ -448,7 +448,7 @@ func DescribeLoad(c Config) string {
 	var s string
 	switch {
 	case c.SLO != nil:
-		s = "SLO search " + strings.Join(c.SLO, ", ")
+		s = "SLO search " + strings.Join(ThresholdTexts(c.SLO), ", ")
 		if l.ConcurrencyRange != "" || l.RateRange != "" {
 			s += " over " + l.ConcurrencyRange + l.RateRange
 		}

@@ -172,7 +172,7 @@ func TestID(c Config) string {
 	l.Concurrency, l.Rate, l.Arrival = cl.Concurrency, cl.Rate, cl.Arrival
 	l.Duration, l.Warmup, l.WarmupRequests, l.Interval, l.Requests = cl.Duration, cl.Warmup, cl.WarmupRequests, cl.Interval, cl.Requests
 	l.Stability, l.ConcurrencyRange, l.RateRange = cl.Stability, cl.ConcurrencyRange, cl.RateRange
-	l.SLO, l.SLOResolution = c.SLO, c.SLOResolution
+	l.SLO, l.SLOResolution = ThresholdTexts(c.SLO), c.SLOResolution
 	b, _ := json.Marshal(id) // plain data: cannot fail
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])

@@ -165,7 +165,7 @@ func TestTestIDCoversTheTestOnly(t *testing.T) {
 	same := map[string]func(*Config){
 		"segment":         func(c *Config) { c.Load.Segment = &Segment{Index: 2, Count: 4} },
 		"start":           func(c *Config) { c.Load.StartAt = time.Now() },
-		"thresholds":      func(c *Config) { c.Thresholds = []string{"p99<1ms"} },
+		"thresholds":      func(c *Config) { c.Thresholds = ths("p99<1ms") },
 		"error bound":     func(c *Config) { v := 0.5; c.Checks.MaxErrorRate = &v },
 		"lag tolerance":   func(c *Config) { c.Checks.LagTolerance = Duration(time.Second) },
 		"max in flight":   func(c *Config) { c.Load.MaxInFlight = 7 },
@@ -243,10 +243,10 @@ func TestSegmentConfigRefusals(t *testing.T) {
 	for name, c := range map[string]Config{
 		"sweep":          seg(Config{Target: grpc.Target, Load: LoadConfig{ConcurrencyRange: "1:8"}}),
 		"rate sweep":     seg(Config{Target: grpc.Target, Load: LoadConfig{RateRange: "100:400:100"}}),
-		"SLO search":     seg(Config{Target: grpc.Target, SLO: []string{"p99<10ms"}}),
+		"SLO search":     seg(Config{Target: grpc.Target, SLO: ths("p99<10ms")}),
 		"stability":      seg(Config{Target: grpc.Target, Load: LoadConfig{Concurrency: 8, Stability: &StabilityConfig{}}}),
 		"abort-on-fail":  seg(Config{Target: grpc.Target, Load: LoadConfig{Concurrency: 8}, AbortOnFail: true}),
-		"threshold":      seg(Config{Target: grpc.Target, Load: LoadConfig{Concurrency: 8}, Thresholds: []string{"p99<1s"}}),
+		"threshold":      seg(Config{Target: grpc.Target, Load: LoadConfig{Concurrency: 8}, Thresholds: ths("p99<1s")}),
 		"few workers":    seg(Config{Target: grpc.Target, Load: LoadConfig{Concurrency: 3}}),
 		"few requests":   seg(Config{Target: grpc.Target, Load: LoadConfig{Rate: "100", Requests: 3}}),
 		"warm-up count":  seg(Config{Target: grpc.Target, Load: LoadConfig{Rate: "100", WarmupRequests: 100, StartAt: time.Now().Add(time.Hour)}}),
@@ -504,7 +504,7 @@ func TestMissingAndFailedSegmentsAreIncomplete(t *testing.T) {
 	}
 
 	m, _ := Merge(fakeSegment(t, cfg, 0, 3, start), fakeSegment(t, cfg, 2, 3, start))
-	EvaluateThresholds(m, []string{"p99<1ns"}) // fails, but incomplete outranks it
+	EvaluateThresholds(m, ths("p99<1ns")) // fails, but incomplete outranks it
 	v := Judge(m)
 	if v.Status != verdict.Inconclusive || !strings.Contains(strings.Join(v.Reasons, ";"), "1 of 3 segments missing (1/3)") {
 		t.Errorf("a segment missing: %v", v)

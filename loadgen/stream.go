@@ -34,8 +34,8 @@ type StreamConfig struct {
 func (c *Config) normalizeStreaming() error {
 	s := c.Streaming
 	if s == nil {
-		for _, e := range append(append([]string(nil), c.Thresholds...), c.SLO...) {
-			if t, err := ParseThreshold(e); err == nil && (t.hist == "first_response" || t.hist == "inter_response") {
+		for _, t := range append(append([]Threshold(nil), c.Thresholds...), c.SLO...) {
+			if t.hist == "first_response" || t.hist == "inter_response" {
 				return configErr("threshold %s: %s_ metrics need Config.Streaming", t.Text, t.hist)
 			}
 		}

@@ -25,7 +25,8 @@ import (
 // k6's spellings are accepted too: p(95)<500ms, avg, med and min, and a
 // latency without a unit is in milliseconds as in k6 (p(95)<500).
 type Threshold struct {
-	Text   string
+	Text   string // the expression without blanks, as verdicts name it
+	src    string // the expression as given, as the configuration records it
 	metric string // the metric without its histogram prefix
 	hist   string // response, service or send_lag for latency metrics
 	op     string
@@ -85,10 +86,53 @@ func (h Histograms) named(name string) *Histogram {
 
 var thresholdOps = []string{"<=", ">=", "==", "<", ">"} // two-character operators first
 
+// ParseThresholds parses threshold expressions; the error names the first
+// that does not parse.
+func ParseThresholds(exprs []string) ([]Threshold, error) {
+	var ts []Threshold
+	for _, e := range exprs {
+		t, err := ParseThreshold(e)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+// String is the expression as given.
+func (t Threshold) String() string { return t.src }
+
+// MarshalText writes the expression as given, so that a configuration
+// reads back as it was written.
+func (t Threshold) MarshalText() ([]byte, error) { return []byte(t.src), nil }
+
+// UnmarshalText parses an expression.
+func (t *Threshold) UnmarshalText(b []byte) error {
+	v, err := ParseThreshold(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// ThresholdTexts are the expressions of ts as given.
+func ThresholdTexts(ts []Threshold) []string {
+	if ts == nil {
+		return nil
+	}
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.src
+	}
+	return out
+}
+
 // ParseThreshold parses a threshold expression.
 func ParseThreshold(s string) (Threshold, error) {
 	text := strings.Join(strings.Fields(s), "")
-	t := Threshold{Text: text}
+	t := Threshold{Text: text, src: s}
 	text = k6Spelling(text)
 	var lhs, rhs string
 	for _, op := range thresholdOps {
@@ -276,14 +320,9 @@ func (t Threshold) evalOn(r measures) ThresholdResult {
 // sweep is judged level by level: every level must pass, and each verdict
 // names its level. Other results are judged on their top-level figures
 // (for an SLO search, the level that held).
-func EvaluateThresholds(r *Result, exprs []string) (bool, error) {
+func EvaluateThresholds(r *Result, exprs []Threshold) bool {
 	cfg := Config{Thresholds: exprs, Checks: r.Config.Checks}
 	gates := cfg.Gates()
-	for _, e := range gates {
-		if _, err := ParseThreshold(e); err != nil {
-			return false, err
-		}
-	}
 	r.Thresholds = nil
 	all := true
 	levels := false
@@ -300,17 +339,16 @@ func EvaluateThresholds(r *Result, exprs []string) (bool, error) {
 		}
 	}
 	if levels {
-		return all, nil
+		return all
 	}
 	m := r.measures()
-	for _, e := range gates {
-		t, _ := ParseThreshold(e)
+	for _, t := range gates {
 		v := t.evalOn(m)
-		v.Default = !slices.Contains(exprs, e)
+		v.Default = !slices.Contains(exprs, t)
 		r.Thresholds = append(r.Thresholds, v)
 		all = all && v.Pass
 	}
-	return all, nil
+	return all
 }
 
 // ThresholdGroup is one threshold's verdicts over the levels of a sweep
@@ -367,15 +405,11 @@ func (g ThresholdGroup) Describe() string {
 
 // Judge evaluates gates on the step, stores the verdicts and reports
 // whether all passed; gates not among user are the defaults.
-func (s *Step) Judge(user, gates []string) bool {
+func (s *Step) Judge(user, gates []Threshold) bool {
 	s.Thresholds = nil
 	pass := true
 	for _, g := range gates {
-		th, err := ParseThreshold(g)
-		if err != nil {
-			continue // checked by Normalize
-		}
-		v := th.evalOn(s.measures())
+		v := g.evalOn(s.measures())
 		v.Default = !slices.Contains(user, g)
 		s.Thresholds = append(s.Thresholds, v)
 		pass = pass && v.Pass

@@ -46,7 +46,7 @@ func TestThresholdEval(t *testing.T) {
 			t.Errorf("%s on the test result: pass %v (actual %s), want %v", c.expr, got.Pass, got.ActualStr, c.pass)
 		}
 	}
-	ok, err := EvaluateThresholds(r, []string{"p50<=50.1ms", "rps>2000"})
+	ok, err := EvaluateThresholds(r, ths("p50<=50.1ms", "rps>2000")), error(nil)
 	// The default bound on failed requests (1%) comes third and passes at 0.2%.
 	if err != nil || ok || len(r.Thresholds) != 3 || !r.Thresholds[0].Pass || r.Thresholds[1].Pass ||
 		!r.Thresholds[2].Default || !r.Thresholds[2].Pass {

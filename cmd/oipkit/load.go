@@ -39,7 +39,7 @@ type loadFlags struct {
 	stability, maxErrorRate, sloResolution        string
 	segment, startAt                              string
 	maxDuration                                   time.Duration
-	slo                                           multiFlag
+	slo, thresholds                               multiFlag
 	streaming                                     bool
 	streamResponses                               int
 	streamShape                                   string
@@ -127,7 +127,7 @@ func newLoadFlagSet(cfg *loadgen.Config, f *loadFlags) *flag.FlagSet {
 
 	fs.DurationVar((*time.Duration)(&cfg.Checks.LagTolerance), "lag-tolerance", loadgen.DefaultLagTolerance, "largest acceptable open-loop send-lag p99")
 	fs.Float64Var(&cfg.Checks.RateTolerance, "rate-tolerance", loadgen.DefaultRateTolerance, "largest acceptable dispatch shortfall against the schedule (`fraction`)")
-	fs.Var((*multiFlag)(&cfg.Thresholds), "threshold", "CI gate such as p99<20ms or p(95)<500ms (repeatable)")
+	fs.Var(&f.thresholds, "threshold", "CI gate such as p99<20ms or p(95)<500ms (repeatable)")
 	fs.StringVar(&f.maxErrorRate, "max-error-rate", "1%", "fail the run when failed requests (errors and timeouts) exceed this `fraction` of completed ones (100% turns it off)")
 	fs.BoolVar(&cfg.AbortOnFail, "abort-on-fail", false, "evaluate the thresholds during the run and stop at the first failure (exit 3)")
 	fs.Var(&f.slo, "slo", "search for the highest load that holds this threshold, e.g. 'p99<50ms' (repeatable)")
@@ -464,8 +464,14 @@ func (f *loadFlags) apply(cfg *loadgen.Config, fs *flag.FlagSet) error {
 		return err
 	}
 	cfg.Checks.MaxErrorRate = &mer
+	// Parsed once here: the configuration holds thresholds, not strings.
+	if cfg.Thresholds, err = loadgen.ParseThresholds(f.thresholds); err != nil {
+		return fmt.Errorf("%w: %v", loadgen.ErrConfig, err)
+	}
 	if len(f.slo) > 0 {
-		cfg.SLO = f.slo
+		if cfg.SLO, err = loadgen.ParseThresholds(f.slo); err != nil {
+			return fmt.Errorf("%w: --slo: %v", loadgen.ErrConfig, err)
+		}
 	}
 	if f.sloResolution != "" {
 		if cfg.SLOResolution, err = parseFraction("--slo-resolution", f.sloResolution); err != nil {
@@ -525,11 +531,9 @@ func checkWritable(path string) error {
 // nothing about thresholds or the failed-request bound, which the merged
 // result is judged by (oipkit report). Its status says whether it ran and
 // whether its generator kept up.
-func finish(res *loadgen.Result, thresholds []string, format render.Format, write func(*loadgen.Result) error) error {
+func finish(res *loadgen.Result, thresholds []loadgen.Threshold, format render.Format, write func(*loadgen.Result) error) error {
 	if res.Config.Load.Segment == nil {
-		if _, err := loadgen.EvaluateThresholds(res, thresholds); err != nil {
-			return usageError("%v", err)
-		}
+		loadgen.EvaluateThresholds(res, thresholds)
 	}
 	werr := write(res)
 	if err := flagReporter(format.New(res))(os.Stdout); err != nil {

@@ -49,7 +49,7 @@ func TestResultJSONRoundTripAndMerge(t *testing.T) {
 	cfg := grpcConfig(srv.GRPCAddr(), "add_sub")
 	cfg.Load.Concurrency = 2
 	cfg.Load.Duration = loadgen.Duration(300 * time.Millisecond)
-	cfg.Thresholds = []string{"p99<10s"}
+	cfg.Thresholds = ths("p99<10s")
 	a := runConfig(t, cfg)
 	b := runConfig(t, cfg)
 
@@ -62,7 +62,7 @@ func TestResultJSONRoundTripAndMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !back.Histograms.Response.Equal(a.Histograms.Response) || !back.Histograms.SendLag.Equal(a.Histograms.SendLag) ||
-		back.Counts != a.Counts || back.Config.Load.Concurrency != 2 || back.Config.Thresholds[0] != "p99<10s" ||
+		back.Counts != a.Counts || back.Config.Load.Concurrency != 2 || back.Config.Thresholds[0].String() != "p99<10s" ||
 		back.EndReason != loadgen.EndCompleted || len(back.Intervals) != len(a.Intervals) {
 		t.Errorf("round trip changed the result:\n got %+v\nwant %+v", back.Counts, a.Counts)
 	}

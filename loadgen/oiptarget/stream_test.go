@@ -410,20 +410,16 @@ func TestStreamingThresholds(t *testing.T) {
 	srv := referencetest.Start(t)
 	cfg := tokensConfig(t, srv.GRPCAddr(), 3, 20*time.Millisecond, time.Millisecond)
 	cfg.Load.Concurrency, cfg.Load.Requests = 1, 3
-	cfg.Thresholds = []string{"first_response_p50>=20ms", "first_response_min<10ms", "p(99)<10s", "inter_response_max<10s"}
+	cfg.Thresholds = ths("first_response_p50>=20ms", "first_response_min<10ms", "p(99)<10s", "inter_response_max<10s")
 	res := runConfig(t, cfg)
 	got := map[string]bool{}
 	for _, th := range cfg.Thresholds {
-		tr, err := loadgen.ParseThreshold(th)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[th] = tr.Eval(res).Pass
+		got[th.String()] = th.Eval(res).Pass
 	}
 	if !got["first_response_p50>=20ms"] || got["first_response_min<10ms"] || !got["inter_response_max<10s"] {
 		t.Errorf("verdicts %v (first response p50 %v)", got, res.Histograms.FirstResponse.Quantile(50))
 	}
-	bad := loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Thresholds: []string{"first_response_p99<1s"}}
+	bad := loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Thresholds: ths("first_response_p99<1s")}
 	if err := Normalize(&bad); err == nil || !strings.Contains(err.Error(), "Config.Streaming") {
 		t.Errorf("a first_response threshold without --streaming: %v", err)
 	}

@@ -494,12 +494,8 @@ func stepLines(r *loadgen.Result) []htmlpage.Line {
 // latencyGateLines draws the latency bounds of the SLO and thresholds.
 func latencyGateLines(r *loadgen.Result) []htmlpage.Line {
 	var out []htmlpage.Line
-	add := func(exprs []string, what string) {
-		for _, e := range exprs {
-			t, err := loadgen.ParseThreshold(e)
-			if err != nil {
-				continue
-			}
+	add := func(ts []loadgen.Threshold, what string) {
+		for _, t := range ts {
 			if bound, ok := t.ResponseTimeBound(); ok {
 				out = append(out, htmlpage.Line{Axis: "y", Value: float64(bound) / 1e6, Label: what + " " + t.Text, Color: "#cf222e"})
 			}

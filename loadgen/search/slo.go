@@ -37,10 +37,10 @@ const (
 // worker and starts at that throughput.
 func search(ctx context.Context, t loadgen.Target, cfg loadgen.Config) *loadgen.Result {
 	s := &searcher{ctx: ctx, t: t, cfg: cfg, passIdx: -1, failIdx: -1}
-	s.out = &loadgen.SearchOutcome{SLO: cfg.SLO, Resolution: cfg.SLOResolution}
+	s.out = &loadgen.SearchOutcome{SLO: loadgen.ThresholdTexts(cfg.SLO), Resolution: cfg.SLOResolution}
 	s.closed = cfg.Load.Concurrency > 0 || cfg.Load.ConcurrencyRange != ""
 	start := s.bounds()
-	s.gates = append([]string(nil), cfg.SLO...)
+	s.gates = append([]loadgen.Threshold(nil), cfg.SLO...)
 	if g := (&loadgen.Config{Thresholds: cfg.SLO, Checks: cfg.Checks}).Gates(); len(g) > len(s.gates) {
 		s.gates = g
 	}
@@ -65,7 +65,7 @@ type searcher struct {
 	ctx    context.Context
 	t      loadgen.Target
 	cfg    loadgen.Config
-	gates  []string // the SLOs, and the default failed-request bound unless they bound failures
+	gates  []loadgen.Threshold // the SLOs, and the default failed-request bound unless they bound failures
 	out    *loadgen.SearchOutcome
 	closed bool    // a concurrency search
 	lo, hi float64 // the search bounds
@@ -234,7 +234,7 @@ func (s *searcher) level(v float64) string {
 func (s *searcher) summarize() {
 	out, pass, fail := s.out, s.pass, s.fail
 	out.Found, out.Holds, out.Fails, out.Limited = pass > 0, pass, fail, s.limited && fail > 0
-	slo := strings.Join(s.cfg.SLO, " and ")
+	slo := strings.Join(loadgen.ThresholdTexts(s.cfg.SLO), " and ")
 	bracket := func() string {
 		switch {
 		case fail == 0 && pass >= s.hi:
@@ -310,11 +310,9 @@ func probeDuration(cfg loadgen.Config, rate float64) loadgen.Duration {
 		return cfg.Load.Duration // -n decides the sample count
 	}
 	need := 0.0
-	for _, e := range cfg.SLO {
-		if t, err := loadgen.ParseThreshold(e); err == nil {
-			if q, ok := t.Percentile(); ok {
-				need = max(need, math.Ceil(minTailSamples*100/(100-q)-1e-9))
-			}
+	for _, t := range cfg.SLO {
+		if q, ok := t.Percentile(); ok {
+			need = max(need, math.Ceil(minTailSamples*100/(100-q)-1e-9))
 		}
 	}
 	want := time.Duration(1.1 * need / rate * float64(time.Second)).Round(time.Second)
@@ -328,12 +326,8 @@ const minTailSamples = 10
 
 // tooFewSamples says which percentile SLO the probe has too few samples to
 // judge, or "".
-func tooFewSamples(s *loadgen.Step, slo []string) string {
-	for _, e := range slo {
-		t, err := loadgen.ParseThreshold(e)
-		if err != nil {
-			continue
-		}
+func tooFewSamples(s *loadgen.Step, slo []loadgen.Threshold) string {
+	for _, t := range slo {
 		q, ok := t.Percentile()
 		if !ok {
 			continue
