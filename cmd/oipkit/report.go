@@ -131,7 +131,7 @@ func runReport(ctx context.Context, args []string) error {
 			return usageError("report: comparing results (--compare, or --html with several files) takes neither --threshold nor --output")
 		}
 		if html != "" {
-			if err := writeFile(html, flagReporter(flagReporter(render.NewComparisonHTMLReporter(results, comparisonLabels(results, files))))); err != nil {
+			if err := writeFile(html, flagReporter(render.NewComparisonHTMLReporter(results, comparisonLabels(results, files)))); err != nil {
 				return usageError("%v", err)
 			}
 			fmt.Fprintf(os.Stderr, "oipkit report: %d results overlaid in %s\n", len(results), html)
@@ -148,12 +148,12 @@ func runReport(ctx context.Context, args []string) error {
 	}
 	write := func(r *loadgen.Result) error {
 		if output != "" {
-			if err := writeFile(output, flagReporter(flagReporter(render.NewJSONReporter(r)))); err != nil {
+			if err := writeFile(output, flagReporter(render.NewJSONReporter(r))); err != nil {
 				return err
 			}
 		}
 		if html != "" {
-			return writeFile(html, flagReporter(flagReporter(render.NewHTMLReporter(r))))
+			return writeFile(html, flagReporter(render.NewHTMLReporter(r)))
 		}
 		return nil
 	}
