@@ -15,9 +15,9 @@ import (
 // failed threshold (3): the numbers of a generator-bound run describe the
 // generator, so a verdict on them means nothing.
 
-// Until load.go and its tests use verdict.Exit* (their conversion is under
-// way), these names stand for package verdict's constants; they define
-// nothing of their own.
+// Until the load command's tests (load_*test.go) use verdict.Exit*, these
+// names stand for package verdict's constants there; they define nothing of
+// their own, and no non-test code uses them.
 const (
 	exitPass         = verdict.ExitPass
 	exitUsage        = verdict.ExitUsage
