@@ -1,30 +1,59 @@
-// Package loadgen is oipkit's load generator for Open Inference Protocol
-// servers. It keeps four stages apart, each a small type that can be tested
+// Package loadgen is oipkit's load-generation engine: it runs one
+// measurement of a [Target] — a single load level or a rate profile — and
+// returns a self-describing [Result]. It knows nothing of the Open
+// Inference Protocol nor of command-line flags; three packages build on it:
+//
+//   - loadgen/oiptarget: the OIP target (REST JSON or binary, gRPC typed or
+//     raw, streams, sequences, shared memory, server statistics and
+//     metrics), and the normalization of its settings;
+//   - loadgen/search: sweeps and the SLO search, one [Run] per level;
+//   - loadgen/render: text, CSV, .hgrm, HTML and comparisons of Results.
+//
+// The engine keeps four stages apart, each a small type that can be tested
 // and reused on its own:
 //
-//   - pacing: a [RateProfile] (constant, step or linear ramp) and an
-//     [Arrival] process (constant or seeded Poisson) make a [Schedule] of
-//     intended start times;
-//   - executing: a [Target] sends one pre-serialized request per call;
-//     [OIPTarget] is the OIP one (REST JSON or binary, gRPC typed or raw);
+//   - pacing: a [Pacer] gives an open loop the intended start of every
+//     request — a [RateProfile] (constant, step or linear ramp) with even
+//     spacing, [Poisson] gaps, or a pacer of one's own in Config.Pacer;
+//   - executing: a [Target] sends one pre-serialized request per call
+//     ([TargetFunc] makes one of a function); a [StreamTarget] is answered
+//     by streams of responses, a [SequenceTarget] sends requests in ordered
+//     sequences, a [ServerStatsTarget] reads the server's own timings and
+//     an [AnsweringTarget] says whether its server still answers;
 //   - recording: workers record into sharded HdrHistograms that a collector
 //     swaps and merges at every interval end;
-//   - rendering: a [Result] describes the run completely (configuration,
-//     counts, rates, self-checks and every histogram, encoded), and
-//     [Reporter]s are pure functions of it.
+//   - the result: a [Result] describes the run completely (configuration,
+//     counts, rates, self-checks and every histogram, encoded), is judged by
+//     [EvaluateThresholds] and [Judge], and merges ([Merge]) with the
+//     results of other runs or of the other segments of a split test.
 //
 // [Run] takes a context and returns a Result. The package never owns the
 // process: no signal handling, no os.Exit, no GOMAXPROCS.
 //
+// # Configuration
+//
+// A [Config] is typed: durations are [Duration]s, thresholds and SLOs
+// [Threshold]s parsed once ([ParseThreshold]), a segment a [Segment].
+// [Config.Normalize] fills the engine's defaults and checks its settings;
+// its errors wrap [ErrConfig] and name the configuration's fields
+// (Load.Concurrency, Checks.MaxErrorRate), never a command-line flag — a
+// command translates them (oipkit load does). Config also carries, as
+// plain data, the OIP target's settings (Target, Inputs, and the OIP side
+// of Streaming and Sequence) so that a Result records what was asked for
+// in one JSON document; the engine reads them only to describe and
+// identify the run (Inputs.Seed also seeds Poisson arrivals), and
+// oiptarget.Normalize checks them. A Target of one's own runs with none of
+// them: no address, no model.
+//
 // # Sweeps, searches and steps
 //
-// A sweep (LoadConfig.ConcurrencyRange or RateRange, see [ParseLevels])
-// runs one complete measurement per level — warm-up, window, histograms —
-// and keeps each as a [Step]; an SLO search (Config.SLO) probes levels by
-// doubling, halving and bisecting to a stated resolution and keeps every
-// probe (see [SearchOutcome]); a step or linear rate profile is cut into
-// steps by the interval collector. Results stay small whatever their number
-// of steps: result histograms are sparse (HdrHistogram's packed form).
+// Run measures one level. A sweep (LoadConfig.ConcurrencyRange or RateRange,
+// see [ParseLevels]) or an SLO search (Config.SLO) is package
+// loadgen/search's, which keeps each level or probe as a [Step] and the
+// search's outcome as a [SearchOutcome]; Run refuses such a configuration.
+// A step or linear rate profile is cut into steps by the interval
+// collector. Results stay small whatever their number of steps: result
+// histograms are sparse (HdrHistogram's packed form).
 //
 // # Stability
 //
@@ -36,36 +65,18 @@
 // # Verdicts
 //
 // Thresholds and the default bound on failed requests (Checks.MaxErrorRate)
-// are evaluated by [EvaluateThresholds]; [Judge] turns a result into pass,
-// failed, inconclusive or not-run, which the CLI maps to its exit status.
+// are evaluated by [EvaluateThresholds]; [Judge] turns a result into one
+// of package verdict's words — pass, failed, inconclusive or not-run —
+// whose Status.ExitCode is the CLI's exit status.
 // Failed requests keep their first messages per class (Result.ErrorSamples).
-//
-// # Renderings
-//
-// [Formats] lists the renderings, defined once: text, JSON, interval CSV,
-// perf_analyzer-style summary CSV, the .hgrm spectrum and a self-contained
-// HTML page with plots (package htmlpage); [NewComparisonHTMLReporter]
-// overlays several results and [WriteComparison] tabulates them in
-// Markdown.
-//
-// # Before the run
-//
-// [NewTarget] identifies the target with client.Identify (a wrong port or
-// a server that is not OIP fails at once, naming the likely mistake), waits
-// for readiness with progress, and reads metadata through a control client
-// whose answers are capped (ready.go), so a hostile server cannot grow the
-// generator before the run starts.
 //
 // # Answer checks
 //
-// Every answer's framing and status are checked as it is read. The first
-// answer and then every InputConfig.CheckEvery-th (default 32) is also
-// kept, decoded with the project's codec and checked against the model's
-// metadata (sample.go); a failed check is a [ValidationError] with its
-// reason, counted like any failed request, so a server that answers 200
-// with what is not an inference response fails the default failed-request
-// bound. An answer not sampled is read and dropped, allocating nothing.
-// With Validate every answer is checked, values included.
+// A Target's Do returns an error for a failed request; [ErrorClass] says
+// under which key of Result.Errors the engine counts it (an
+// [*HTTPStatusError], a [*ValidationError] for an answer that failed a
+// check, a timeout, a gRPC code). The OIP target's checks are described in
+// package loadgen/oiptarget.
 //
 // # Load models
 //
@@ -113,17 +124,14 @@
 // # Streaming and sequences
 //
 // With Config.Streaming every request is answered by a stream of
-// responses (gRPC ModelStreamInfer, or REST generate_stream's server-sent
-// events; see [StreamConfig] and [StreamTarget]). Response time is then the
-// time to the last response; three more histograms hold the time to first
-// response (from the intended start, so it is as free of coordinated
-// omission as response time), every gap between two responses of a
-// request (recorded as it arrives) and the responses per request. A gRPC
-// stream carries one request at a time and is given back to a pool after
-// a clean completion, or closed after anything else (a timeout, an error,
-// a response for another id), so nothing late is ever counted for the next
-// request. With Config.Sequence requests go in sequences of a stateful
-// model ([SequenceConfig]).
+// responses (for the OIP target, gRPC ModelStreamInfer or REST
+// generate_stream's server-sent events; see [StreamConfig] and
+// [StreamTarget]). Response time is then the time to the last response;
+// three more histograms hold the time to first response (from the
+// intended start, so it is as free of coordinated omission as response
+// time), every gap between two responses of a request (recorded as it
+// arrives) and the responses per request. With Config.Sequence requests go in sequences of a stateful
+// model ([SequenceConfig], [SequenceStep]).
 //
 // # Generator self-check
 //
