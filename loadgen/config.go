@@ -205,12 +205,9 @@ type CheckConfig struct {
 const (
 	DefaultDuration      = 10 * time.Second
 	DefaultInterval      = time.Second
-	DefaultTimeout       = 10 * time.Second
-	DefaultReadyTimeout  = 30 * time.Second
 	DefaultMaxInFlight   = 10000
 	DefaultLagTolerance  = 2 * time.Millisecond
 	DefaultRateTolerance = 0.01
-	DefaultStringLength  = 16
 	DefaultMaxErrorRate  = 0.01
 	DefaultPercentile    = 99
 	DefaultSLOResolution = 0.05

@@ -8,6 +8,13 @@ import (
 	"github.com/oipkit/oipkit/loadgen"
 )
 
+// The OIP target's defaults.
+const (
+	DefaultTimeout      = 10 * time.Second // per request
+	DefaultReadyTimeout = 30 * time.Second // for server and model readiness
+	DefaultStringLength = 16               // of synthesized BYTES elements
+)
+
 // Normalize fills the OIP target's defaults in cfg (Target, Inputs and the
 // OIP side of Streaming and Sequence) and checks them, then normalizes the
 // engine's part ([loadgen.Config.Normalize]). Like it, it can be called
@@ -126,7 +133,7 @@ func normalizeTarget(t *loadgen.TargetConfig) error {
 		name string
 		v    *loadgen.Duration
 		def  time.Duration
-	}{{"timeout", &t.Timeout, loadgen.DefaultTimeout}, {"ready timeout", &t.ReadyTimeout, loadgen.DefaultReadyTimeout}} {
+	}{{"timeout", &t.Timeout, DefaultTimeout}, {"ready timeout", &t.ReadyTimeout, DefaultReadyTimeout}} {
 		switch {
 		case *d.v < 0:
 			return configErr("%s must be positive, got %v", d.name, *d.v)
@@ -152,7 +159,7 @@ func normalizeInputs(in *loadgen.InputConfig) error {
 	case in.StringLength < 0:
 		return configErr("string length must be positive, got %d", in.StringLength)
 	case in.StringLength == 0:
-		in.StringLength = loadgen.DefaultStringLength
+		in.StringLength = DefaultStringLength
 	}
 	if in.Seed == 0 {
 		in.Seed = 1

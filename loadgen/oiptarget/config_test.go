@@ -37,7 +37,7 @@ func TestNormalizeTargetSettings(t *testing.T) {
 	if err := Normalize(&again); err != nil {
 		t.Errorf("a second Normalize failed: %v", err)
 	}
-	if c.Target.HTTP != "http://127.0.0.1:8000" || c.Target.Timeout.D() != loadgen.DefaultTimeout || c.Inputs.Data != "random" || c.Load.Concurrency != 1 {
+	if c.Target.HTTP != "http://127.0.0.1:8000" || c.Target.Timeout.D() != DefaultTimeout || c.Inputs.Data != "random" || c.Load.Concurrency != 1 {
 		t.Errorf("defaults: %+v, %+v, %+v", c.Target, c.Inputs, c.Load)
 	}
 }
