@@ -61,7 +61,7 @@ func TestTerminalTellsTheStory(t *testing.T) {
 		}
 	}
 	for _, id := range failed {
-		if !strings.Contains(run.output, "FAIL    "+id) && !strings.Contains(run.output, ","+id) && !strings.Contains(run.output, "+"+id) {
+		if !strings.Contains(run.output, "FAIL    "+id) && !strings.Contains(run.output, ", "+id) && !strings.Contains(run.output, "): "+id) {
 			t.Errorf("output does not name failed requirement %s:\n%s", id, run.output)
 		}
 	}

@@ -91,8 +91,9 @@ func answerReason(by []string) string {
 // in INFER and in RESP — or two rules a single wrong answer breaks at
 // once), so it is blocked by those. An exchange whose answer the first rule
 // gave a cause belongs to that cause only. Of requirements failing on the
-// same exchanges, the one failing on more exchanges stays failed (it is the
-// more general defect), then the one that comes first by rank. Then, until
+// same exchanges, the one that comes first by rank stays failed: the
+// catalog puts the core's rules (server metadata, the response) before the
+// extensions' rules that restate them for one feature. Then, until
 // nothing changes, a failed requirement whose exchanges all fail other
 // failed requirements is blocked too, so that no failed requirement is
 // wholly explained by others, and every blocked one names failed ones.
@@ -113,9 +114,6 @@ func blockShared(rs []RequirementResult, before func(a, b string) bool, causes m
 		failed = append(failed, q.ID)
 	}
 	slices.SortStableFunc(failed, func(a, b string) int {
-		if d := len(exchanges[b]) - len(exchanges[a]); d != 0 {
-			return d
-		}
 		if before(a, b) {
 			return -1
 		}

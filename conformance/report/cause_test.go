@@ -36,7 +36,7 @@ func TestBlock(t *testing.T) {
 		{ID: "F-WARN", Status: StatusWarning, Findings: []Finding{{Class: ClassWarning, Evidence: idless(), Scope: ScopeAnswer}}},
 		// A content finding of a 2xx answer that another failed rule
 		// (D-SHAPE) fails as well: one wrong answer, one defect, graded
-		// under the rule that fails on more exchanges.
+		// under the rule first by rank.
 		{ID: "G-VALUES", Status: StatusFailed, Findings: []Finding{fail(exchange(`{"id":"1"}`, "HTTP 200"), "")}},
 	}
 	rank := map[string]int{"A-ANSWER": 0}

@@ -59,7 +59,8 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 	}
 	fmt.Fprintf(&b, "requirements: %s\n", countLine(r.Counts))
 	fmt.Fprintf(&b, "distinct defects: %d%s\n", r.DistinctDefects(), blockedNote(r))
-	ds, hidden := shownDefects(Defects(r), summaryDefects)
+	all := Defects(r)
+	ds, hidden := shownDefects(all, summaryDefects)
 	for _, d := range ds {
 		c := d.First()
 		q := c.Requirement
@@ -76,7 +77,11 @@ func writeText(w io.Writer, r *ConformanceReport, reproducers bool) error {
 		}
 	}
 	if hidden > 0 {
-		fmt.Fprintf(&b, "  FAIL    and %d more distinct defect(s): report.md and 'oipkit report --findings' have them all\n", hidden)
+		var rest []string
+		for _, d := range all[len(ds):] {
+			rest = append(rest, d.IDs[0])
+		}
+		fmt.Fprintf(&b, "  FAIL    and %d more distinct defect(s) (report.md and 'oipkit report --findings' have them all): %s\n", hidden, idList(rest, 6))
 	}
 	for _, q := range r.Requirements {
 		if q.Status != StatusLenient && !(q.Status == StatusWarning && r.Strict) {
