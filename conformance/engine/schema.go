@@ -456,8 +456,9 @@ func (e *Exchange) schemaProblems() []SchemaProblem {
 }
 
 // MatchSchema matches a 2xx REST answer whose body conforms to the schema
-// of its route at every place graded under the requirement of the Verify
-// that applies it: Verify("OIP-REST-RESP-006", e).To(MatchSchema()). The
+// of its route at every place graded under the requirement of the check
+// that applies it: Verify(e).To(MatchSchema()) in a spec labelled
+// OIP-REST-RESP-006. The
 // body is then not graded again for that requirement after the spec.
 func MatchSchema() types.GomegaMatcher {
 	m := &schemaMatcher{}
