@@ -20,8 +20,7 @@ func benchRunner(tb testing.TB, t Target, load LoadConfig) *runner {
 	}
 	r := &runner{target: t, cfg: cfg, base: time.Now()}
 	if cfg.OpenLoop() {
-		p, _ := ParseRate(cfg.Load.Rate)
-		r.profile = &p
+		r.profile = cfg.pacer()
 	}
 	r.shards = newShards(shardCount(r.workers()), false)
 	r.resetStop()
@@ -40,7 +39,7 @@ func benchRunner(tb testing.TB, t Target, load LoadConfig) *runner {
 // It allocates nothing per request (0 allocs/op).
 func BenchmarkGeneratorHotPath(b *testing.B) {
 	b.Run("open-loop", func(b *testing.B) {
-		r := benchRunner(b, noopTarget{}, LoadConfig{Rate: "1000000", MaxInFlight: 64})
+		r := benchRunner(b, noopTarget{}, LoadConfig{Rate: rateOf("1000000"), MaxInFlight: 64})
 		b.ReportAllocs()
 		b.ResetTimer()
 		r.openLoop(context.Background(), r.now(), time.Hour, uint64(b.N))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 
@@ -148,7 +149,7 @@ type LoadConfig struct {
 	// back. Exactly one of Concurrency and Rate is set.
 	Concurrency int `json:"concurrency,omitempty"`
 	// Rate runs an open loop with this rate profile (see [ParseRate]).
-	Rate string `json:"rate,omitempty"`
+	Rate RateProfile `json:"rate,omitzero"`
 	// Arrival is constant (default) or poisson.
 	Arrival Arrival `json:"arrival,omitempty"`
 	// MaxInFlight caps open-loop requests in flight; a request due while
@@ -172,8 +173,8 @@ type LoadConfig struct {
 	// ConcurrencyRange or RateRange makes the run a sweep: each level of
 	// "START:END[:STEP]" (STEP a number, or xF for a factor) is measured
 	// on its own (see [Sweep]). With SLO they bound the search instead.
-	ConcurrencyRange string `json:"concurrencyRange,omitempty"`
-	RateRange        string `json:"rateRange,omitempty"`
+	ConcurrencyRange Levels `json:"concurrencyRange,omitzero"`
+	RateRange        Levels `json:"rateRange,omitzero"`
 	// Segment makes the run one segment of a test split over several
 	// generator processes (see [Segment] for the split rules); nil: the
 	// whole test. Concurrency, Rate and Requests stay the whole test's.
@@ -231,7 +232,7 @@ func (c *Config) Normalize() error {
 	}
 	if c.Pacer != nil {
 		l := c.Load
-		if l.Rate != "" || l.Arrival != "" || l.Concurrency > 0 || l.ConcurrencyRange != "" || l.RateRange != "" || c.SLO != nil {
+		if !l.Rate.IsZero() || l.Arrival != "" || l.Concurrency > 0 || !l.ConcurrencyRange.IsZero() || !l.RateRange.IsZero() || c.SLO != nil {
 			return configErr("Config.Pacer paces the run: give no Load.Rate, Load.Arrival, Load.Concurrency, range nor Config.SLO")
 		}
 	}
@@ -324,43 +325,37 @@ func (c *Config) checkSegment() error {
 
 func (l *LoadConfig) normalize(search, paced bool) error {
 	ranges := 0
-	for _, r := range []struct {
-		spec    string
-		integer bool
-		flag    string
-	}{{l.ConcurrencyRange, true, "Load.ConcurrencyRange"}, {l.RateRange, false, "Load.RateRange"}} {
-		if r.spec == "" {
-			continue
-		}
+	if !l.ConcurrencyRange.IsZero() {
 		ranges++
-		if _, err := ParseLevels(r.spec, r.integer); err != nil {
-			return configErr("%s: %v", r.flag, err)
+		for _, v := range l.ConcurrencyRange.Values() {
+			if v != math.Trunc(v) {
+				return configErr("Load.ConcurrencyRange: range %q: levels must be whole numbers", l.ConcurrencyRange)
+			}
 		}
+	}
+	if !l.RateRange.IsZero() {
+		ranges++
 	}
 	switch {
 	case ranges > 1:
 		return configErr("give one of Load.ConcurrencyRange and Load.RateRange")
-	case l.Concurrency > 0 && l.Rate != "":
+	case l.Concurrency > 0 && !l.Rate.IsZero():
 		return configErr("give one of Load.Concurrency (closed loop) and Load.Rate (open loop)")
 	case l.Concurrency < 0:
 		return configErr("concurrency must be at least 1, got %d", l.Concurrency)
-	case ranges > 0 && !search && (l.Concurrency > 0 || l.Rate != ""):
+	case ranges > 0 && !search && (l.Concurrency > 0 || !l.Rate.IsZero()):
 		return configErr("a sweep (Load.ConcurrencyRange, Load.RateRange) sets the load of each level: drop Load.Concurrency and Load.Rate")
-	case search && l.ConcurrencyRange != "" && l.Rate != "", search && l.RateRange != "" && l.Concurrency > 0:
+	case search && !l.ConcurrencyRange.IsZero() && !l.Rate.IsZero(), search && !l.RateRange.IsZero() && l.Concurrency > 0:
 		return configErr("an SLO search over a concurrency range starts from Load.Concurrency, over a rate range from Load.Rate")
-	case l.Concurrency == 0 && l.Rate == "" && ranges == 0 && !search && !paced:
+	case l.Concurrency == 0 && l.Rate.IsZero() && ranges == 0 && !search && !paced:
 		l.Concurrency = 1
 	}
-	if l.Rate != "" {
-		p, err := ParseRate(l.Rate)
-		if err != nil {
-			return configErr("%v", err)
-		}
+	if p := l.Rate; !p.IsZero() {
 		if search && !p.constant() {
 			return configErr("an SLO search starts from a constant Load.Rate, not %s", l.Rate)
 		}
 	}
-	open := l.Rate != "" || l.RateRange != "" || (search && l.ConcurrencyRange == "" && l.Concurrency == 0) || paced
+	open := !l.Rate.IsZero() || !l.RateRange.IsZero() || (search && l.ConcurrencyRange.IsZero() && l.Concurrency == 0) || paced
 	if open {
 		if l.Arrival == "" && !paced {
 			l.Arrival = ArrivalConstant
@@ -403,8 +398,8 @@ func (l *LoadConfig) normalize(search, paced bool) error {
 		if l.Requests > 0 {
 			return configErr("give one of Load.Stability and a request count (Load.Requests)")
 		}
-		if l.Rate != "" {
-			if p, _ := ParseRate(l.Rate); !p.constant() {
+		if !l.Rate.IsZero() {
+			if !l.Rate.constant() {
 				return configErr("Load.Stability needs a steady load (Load.Concurrency or a constant Load.Rate), not %s", l.Rate)
 			}
 		}
@@ -463,7 +458,7 @@ func (c *Config) pacer() Pacer {
 	if c.Pacer != nil {
 		return c.Pacer
 	}
-	p, _ := ParseRate(c.Load.Rate) // checked by Normalize
+	p := c.Load.Rate
 	if c.Load.Arrival == ArrivalPoisson {
 		return Poisson{Profile: p, Seed: c.Inputs.Seed}
 	}
@@ -472,14 +467,14 @@ func (c *Config) pacer() Pacer {
 
 // Sweep reports whether the configuration is a sweep.
 func (c *Config) Sweep() bool {
-	return c.SLO == nil && (c.Load.ConcurrencyRange != "" || c.Load.RateRange != "")
+	return c.SLO == nil && (!c.Load.ConcurrencyRange.IsZero() || !c.Load.RateRange.IsZero())
 }
 
 // OpenLoop reports whether the configuration is an open-loop run (or rate
 // sweep, or rate search).
 func (c *Config) OpenLoop() bool {
 	l := c.Load
-	return l.Rate != "" || l.RateRange != "" || (c.SLO != nil && l.Concurrency == 0 && l.ConcurrencyRange == "") || c.Pacer != nil
+	return !l.Rate.IsZero() || !l.RateRange.IsZero() || (c.SLO != nil && l.Concurrency == 0 && l.ConcurrencyRange.IsZero()) || c.Pacer != nil
 }
 
 // Duration is a time.Duration written in JSON as a Go duration string

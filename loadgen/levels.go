@@ -12,7 +12,45 @@ import (
 // START·F², ...; END is always the last level. STEP defaults to 1, as in
 // perf_analyzer's concurrency-range option. integer asks for whole levels (a
 // concurrency). At most MaxLevels levels.
-func ParseLevels(spec string, integer bool) ([]float64, error) {
+func ParseLevels(spec string, integer bool) (Levels, error) {
+	v, err := parseLevels(spec, integer)
+	if err != nil {
+		return Levels{}, err
+	}
+	return Levels{spec: spec, values: v}, nil
+}
+
+// Levels are the load levels of a sweep or the bounds of a search, as
+// [ParseLevels] reads them; they are written back as given.
+type Levels struct {
+	spec   string
+	values []float64
+}
+
+// Values are the levels, in increasing order.
+func (l Levels) Values() []float64 { return l.values }
+
+// String is the range as given.
+func (l Levels) String() string { return l.spec }
+
+// IsZero reports whether no range was given.
+func (l Levels) IsZero() bool { return l.spec == "" }
+
+// MarshalText writes the range as given.
+func (l Levels) MarshalText() ([]byte, error) { return []byte(l.spec), nil }
+
+// UnmarshalText parses a range (Config.Normalize checks that a
+// concurrency range is whole).
+func (l *Levels) UnmarshalText(b []byte) error {
+	v, err := ParseLevels(string(b), false)
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
+
+func parseLevels(spec string, integer bool) ([]float64, error) {
 	parts := strings.Split(spec, ":")
 	if len(parts) < 2 || len(parts) > 3 {
 		return nil, fmt.Errorf("range %q: want START:END[:STEP], e.g. 1:32:x2 or 100:1000:100", spec)

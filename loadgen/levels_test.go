@@ -99,7 +99,7 @@ func TestParseLevels(t *testing.T) {
 		{"8:8", true, []float64{8}},
 	} {
 		got, err := ParseLevels(c.spec, c.integer)
-		if err != nil || !slices.Equal(got, c.want) {
+		if err != nil || !slices.Equal(got.Values(), c.want) {
 			t.Errorf("ParseLevels(%q) = %v, %v; want %v", c.spec, got, err, c.want)
 		}
 	}
@@ -120,14 +120,14 @@ func TestNormalizeRejectsAndIsIdempotent(t *testing.T) {
 		"negative requests":      func(c *Config) { c.Load.Requests = -1 },
 		"percentile 100":         func(c *Config) { c.Percentile = 100 },
 		"max error rate 2":       func(c *Config) { v := 2.0; c.Checks.MaxErrorRate = &v },
-		"two ranges":             func(c *Config) { c.Load.ConcurrencyRange, c.Load.RateRange = "1:2", "1:2" },
-		"sweep with rate":        func(c *Config) { c.Load.RateRange, c.Load.Rate = "1:2", "5" },
-		"bad range":              func(c *Config) { c.Load.ConcurrencyRange = "4:1" },
+		"two ranges":             func(c *Config) { c.Load.ConcurrencyRange, c.Load.RateRange = mustLevels("1:2"), mustLevels("1:2") },
+		"sweep with rate":        func(c *Config) { c.Load.RateRange, c.Load.Rate = mustLevels("1:2"), rateOf("5") },
+		"fractional concurrency": func(c *Config) { c.Load.ConcurrencyRange = mustLevels("1.5:4") },
 		"stability and duration": func(c *Config) { c.Load.Stability, c.Load.Duration = &StabilityConfig{}, Duration(time.Second) },
-		"stability and ramp":     func(c *Config) { c.Load.Stability, c.Load.Rate = &StabilityConfig{}, "linear:1:10:5s" },
+		"stability and ramp":     func(c *Config) { c.Load.Stability, c.Load.Rate = &StabilityConfig{}, rateOf("linear:1:10:5s") },
 		"empty SLO":              func(c *Config) { c.SLO = ths() },
 		"unparsed SLO":           func(c *Config) { c.SLO = []Threshold{{Text: "p99"}} },
-		"SLO ramp":               func(c *Config) { c.SLO, c.Load.Rate = ths("p99<1s"), "step:1:2:1:1s" },
+		"SLO ramp":               func(c *Config) { c.SLO, c.Load.Rate = ths("p99<1s"), rateOf("step:1:2:1:1s") },
 		"resolution without SLO": func(c *Config) { c.SLOResolution = 0.1 },
 	} {
 		c := base()
@@ -139,7 +139,7 @@ func TestNormalizeRejectsAndIsIdempotent(t *testing.T) {
 	for name, mutate := range map[string]func(*Config){
 		"defaults":  func(*Config) {},
 		"stability": func(c *Config) { c.Load.Stability = &StabilityConfig{Tolerance: 0.1} },
-		"sweep":     func(c *Config) { c.Load.RateRange = "10:40:x2" },
+		"sweep":     func(c *Config) { c.Load.RateRange = mustLevels("10:40:x2") },
 		"search":    func(c *Config) { c.SLO = ths("p99<10ms") },
 		"requests":  func(c *Config) { c.Load.Requests = 10 },
 	} {
@@ -296,7 +296,7 @@ func TestAbortOnFail(t *testing.T) {
 
 // A step profile is reported per step, each with its own histograms.
 func TestRateProfileSteps(t *testing.T) {
-	cfg := fakeConfig(LoadConfig{Rate: "step:100:300:100:600ms", Duration: Duration(1800 * time.Millisecond),
+	cfg := fakeConfig(LoadConfig{Rate: rateOf("step:100:300:100:600ms"), Duration: Duration(1800 * time.Millisecond),
 		Interval: Duration(200 * time.Millisecond)})
 	res := mustRun(t, fixedTarget{}, cfg)
 	if len(res.Steps) != 3 {

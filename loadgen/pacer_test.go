@@ -39,7 +39,7 @@ func TestCustomPacer(t *testing.T) {
 	if d := DescribeLoad(res.Config); !strings.Contains(d, "paced by loadgen.burstPacer") {
 		t.Errorf("load %q", d)
 	}
-	cfg.Load.Rate = "100"
+	cfg.Load.Rate = rateOf("100")
 	if _, err := Run(context.Background(), target, cfg); err == nil || !strings.Contains(err.Error(), "Config.Pacer") {
 		t.Errorf("a pacer and a rate: %v", err)
 	}

@@ -449,15 +449,15 @@ func DescribeLoad(c Config) string {
 	switch {
 	case c.SLO != nil:
 		s = "SLO search " + strings.Join(ThresholdTexts(c.SLO), ", ")
-		if l.ConcurrencyRange != "" || l.RateRange != "" {
-			s += " over " + l.ConcurrencyRange + l.RateRange
+		if !l.ConcurrencyRange.IsZero() || !l.RateRange.IsZero() {
+			s += " over " + l.ConcurrencyRange.String() + l.RateRange.String()
 		}
-	case l.ConcurrencyRange != "":
-		s = "closed loop, concurrency " + l.ConcurrencyRange
-	case l.RateRange != "":
-		s = "open loop, rate " + l.RateRange + "/s"
-	case l.Rate != "":
-		s = "open loop, rate " + l.Rate + "/s"
+	case !l.ConcurrencyRange.IsZero():
+		s = "closed loop, concurrency " + l.ConcurrencyRange.String()
+	case !l.RateRange.IsZero():
+		s = "open loop, rate " + l.RateRange.String() + "/s"
+	case !l.Rate.IsZero():
+		s = "open loop, rate " + l.Rate.String() + "/s"
 	case c.Pacer != nil:
 		s = fmt.Sprintf("open loop, paced by %T", c.Pacer)
 	default:

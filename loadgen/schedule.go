@@ -83,6 +83,31 @@ func LinearRate(from, to float64, over time.Duration) (RateProfile, error) {
 // a step ramp "step:FROM:TO:STEP:STEP_DURATION" ("step:100:1000:100:5s") or
 // a linear ramp "linear:FROM:TO:DURATION" ("linear:100:1000:30s").
 func ParseRate(s string) (RateProfile, error) {
+	p, err := parseRate(s)
+	if err != nil {
+		return RateProfile{}, err
+	}
+	p.spec = s // written back as given
+	return p, nil
+}
+
+// IsZero reports whether p is the zero profile (no rate given).
+func (p RateProfile) IsZero() bool { return len(p.segs) == 0 }
+
+// MarshalText writes the profile as it was given to ParseRate.
+func (p RateProfile) MarshalText() ([]byte, error) { return []byte(p.spec), nil }
+
+// UnmarshalText parses a profile.
+func (p *RateProfile) UnmarshalText(b []byte) error {
+	v, err := ParseRate(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+func parseRate(s string) (RateProfile, error) {
 	parts := strings.Split(s, ":")
 	nums := func(ss []string) ([]float64, error) {
 		out := make([]float64, len(ss))

@@ -169,9 +169,9 @@ func TestID(c Config) string {
 	in.Data, in.Shapes, in.StringLength = c.Inputs.Data, c.Inputs.Shapes, c.Inputs.StringLength
 	in.Parameters, in.Validate, in.Seed = c.Inputs.Parameters, c.Inputs.Validate, c.Inputs.Seed
 	l, cl := &id.Load, c.Load
-	l.Concurrency, l.Rate, l.Arrival = cl.Concurrency, cl.Rate, cl.Arrival
+	l.Concurrency, l.Rate, l.Arrival = cl.Concurrency, cl.Rate.String(), cl.Arrival
 	l.Duration, l.Warmup, l.WarmupRequests, l.Interval, l.Requests = cl.Duration, cl.Warmup, cl.WarmupRequests, cl.Interval, cl.Requests
-	l.Stability, l.ConcurrencyRange, l.RateRange = cl.Stability, cl.ConcurrencyRange, cl.RateRange
+	l.Stability, l.ConcurrencyRange, l.RateRange = cl.Stability, cl.ConcurrencyRange.String(), cl.RateRange.String()
 	l.SLO, l.SLOResolution = ThresholdTexts(c.SLO), c.SLOResolution
 	b, _ := json.Marshal(id) // plain data: cannot fail
 	sum := sha256.Sum256(b)

@@ -148,7 +148,7 @@ func TestParseSegment(t *testing.T) {
 func segConfig(rate string) Config {
 	c := Config{
 		Target: TargetConfig{HTTP: "http://127.0.0.1:8000", Model: "add_sub"},
-		Load:   LoadConfig{Rate: rate, Duration: Duration(10 * time.Second)},
+		Load:   LoadConfig{Rate: rateOf(rate), Duration: Duration(10 * time.Second)},
 	}
 	if err := c.Normalize(); err != nil {
 		panic(err)
@@ -193,7 +193,7 @@ func TestTestIDCoversTheTestOnly(t *testing.T) {
 		}
 	}
 	differ := map[string]func(*Config){
-		"rate":        func(c *Config) { c.Load.Rate = "1001" },
+		"rate":        func(c *Config) { c.Load.Rate = rateOf("1001") },
 		"arrival":     func(c *Config) { c.Load.Arrival = ArrivalPoisson },
 		"seed":        func(c *Config) { c.Inputs.Seed = 2 },
 		"duration":    func(c *Config) { c.Load.Duration = Duration(11 * time.Second) },
@@ -241,16 +241,16 @@ func TestSegmentConfigRefusals(t *testing.T) {
 	seg := func(c Config) Config { c.Load.Segment = &Segment{Index: 1, Count: 4}; return c }
 	grpc := Config{Target: TargetConfig{GRPC: "127.0.0.1:8001", Model: "m"}}
 	for name, c := range map[string]Config{
-		"sweep":          seg(Config{Target: grpc.Target, Load: LoadConfig{ConcurrencyRange: "1:8"}}),
-		"rate sweep":     seg(Config{Target: grpc.Target, Load: LoadConfig{RateRange: "100:400:100"}}),
+		"sweep":          seg(Config{Target: grpc.Target, Load: LoadConfig{ConcurrencyRange: mustLevels("1:8")}}),
+		"rate sweep":     seg(Config{Target: grpc.Target, Load: LoadConfig{RateRange: mustLevels("100:400:100")}}),
 		"SLO search":     seg(Config{Target: grpc.Target, SLO: ths("p99<10ms")}),
 		"stability":      seg(Config{Target: grpc.Target, Load: LoadConfig{Concurrency: 8, Stability: &StabilityConfig{}}}),
 		"abort-on-fail":  seg(Config{Target: grpc.Target, Load: LoadConfig{Concurrency: 8}, AbortOnFail: true}),
 		"threshold":      seg(Config{Target: grpc.Target, Load: LoadConfig{Concurrency: 8}, Thresholds: ths("p99<1s")}),
 		"few workers":    seg(Config{Target: grpc.Target, Load: LoadConfig{Concurrency: 3}}),
-		"few requests":   seg(Config{Target: grpc.Target, Load: LoadConfig{Rate: "100", Requests: 3}}),
-		"warm-up count":  seg(Config{Target: grpc.Target, Load: LoadConfig{Rate: "100", WarmupRequests: 100, StartAt: time.Now().Add(time.Hour)}}),
-		"index past end": {Target: grpc.Target, Load: LoadConfig{Rate: "100", Segment: &Segment{Index: 4, Count: 4}}},
+		"few requests":   seg(Config{Target: grpc.Target, Load: LoadConfig{Rate: rateOf("100"), Requests: 3}}),
+		"warm-up count":  seg(Config{Target: grpc.Target, Load: LoadConfig{Rate: rateOf("100"), WarmupRequests: 100, StartAt: time.Now().Add(time.Hour)}}),
+		"index past end": {Target: grpc.Target, Load: LoadConfig{Rate: rateOf("100"), Segment: &Segment{Index: 4, Count: 4}}},
 	} {
 		err := c.Normalize()
 		if err == nil {
@@ -319,7 +319,7 @@ func runSegments(t *testing.T, cfg Config, n int, shared bool) ([]*Result, []*re
 func TestSegmentsSendTheScheduleBetweenThem(t *testing.T) {
 	open := Config{
 		Target: TargetConfig{GRPC: "127.0.0.1:1", Model: "m"},
-		Load:   LoadConfig{Rate: "2000", Arrival: ArrivalPoisson, Requests: 1000, Duration: Duration(5 * time.Second), Interval: Duration(100 * time.Millisecond)},
+		Load:   LoadConfig{Rate: rateOf("2000"), Arrival: ArrivalPoisson, Requests: 1000, Duration: Duration(5 * time.Second), Interval: Duration(100 * time.Millisecond)},
 		Inputs: InputConfig{Seed: 9},
 	}
 	results, targets := runSegments(t, open, 3, true)
@@ -394,7 +394,7 @@ func TestSegmentsSendTheScheduleBetweenThem(t *testing.T) {
 func TestMergedIntervalsAreAligned(t *testing.T) {
 	cfg := Config{
 		Target: TargetConfig{GRPC: "127.0.0.1:1", Model: "m"},
-		Load:   LoadConfig{Rate: "step:400:800:400:300ms", Duration: Duration(600 * time.Millisecond), Interval: Duration(100 * time.Millisecond)},
+		Load:   LoadConfig{Rate: rateOf("step:400:800:400:300ms"), Duration: Duration(600 * time.Millisecond), Interval: Duration(100 * time.Millisecond)},
 	}
 	results, _ := runSegments(t, cfg, 2, true)
 	if !results[0].Start.Equal(results[1].Start) {

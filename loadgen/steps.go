@@ -94,7 +94,7 @@ func StepOf(r *Result, kind StepKind, start float64) Step {
 	}
 	if r.OpenLoop() {
 		s.Rate = r.Rates.Requested
-		if p, err := ParseRate(r.Config.Load.Rate); err == nil && p.constant() {
+		if p := r.Config.Load.Rate; !p.IsZero() && p.constant() {
 			s.Rate = p.Rate(0) // the level as asked, not as averaged
 		}
 	} else {

@@ -40,6 +40,7 @@ type loadFlags struct {
 	segment, startAt                              string
 	maxDuration                                   time.Duration
 	slo, thresholds                               multiFlag
+	concurrencyRange, rateRange                   string
 	streaming                                     bool
 	streamResponses                               int
 	streamShape                                   string
@@ -110,8 +111,8 @@ func newLoadFlagSet(cfg *loadgen.Config, f *loadFlags) *flag.FlagSet {
 	fs.Float64Var(&f.rateStep, "rate-step", 0, "raise the rate by `R` every --step-duration (with a numeric --rate)")
 	fs.DurationVar(&f.stepDuration, "step-duration", 0, "`duration` of each rate step")
 	fs.Float64Var(&f.rateMax, "rate-max", 0, "last rate `R` of --rate-step (default: as far as --duration goes)")
-	fs.StringVar(&l.ConcurrencyRange, "concurrency-range", "", "sweep: closed-loop levels `START:END[:STEP]`, STEP a number or xF (e.g. 1:32:x2)")
-	fs.StringVar(&l.RateRange, "rate-range", "", "sweep: open-loop rate levels `START:END[:STEP]` in requests/s (e.g. 100:1000:100)")
+	fs.StringVar(&f.concurrencyRange, "concurrency-range", "", "sweep: closed-loop levels `START:END[:STEP]`, STEP a number or xF (e.g. 1:32:x2)")
+	fs.StringVar(&f.rateRange, "rate-range", "", "sweep: open-loop rate levels `START:END[:STEP]` in requests/s (e.g. 100:1000:100)")
 	fs.StringVar(&f.arrival, "arrival", "", "open-loop arrivals: constant or poisson (default constant)")
 	fs.IntVar(&l.MaxInFlight, "max-inflight", 0, "open loop: most requests in flight; more are dropped and counted (default 10000)")
 	fs.DurationVar((*time.Duration)(&l.Duration), "duration", loadgen.DefaultDuration, "measured `duration` (of each level of a sweep or probe of a search)")
@@ -390,7 +391,9 @@ func (f *loadFlags) apply(cfg *loadgen.Config, fs *flag.FlagSet) error {
 		cfg.Target.Protocol = p
 	}
 	cfg.Load.Arrival = loadgen.Arrival(f.arrival)
-	cfg.Load.Rate = f.rate
+	if err := f.applyRates(cfg); err != nil {
+		return err
+	}
 	switch {
 	case f.streaming:
 		cfg.Streaming = &loadgen.StreamConfig{Responses: f.streamResponses, TextInput: f.textInput, Shape: client.StreamShape(f.streamShape)}
@@ -406,18 +409,6 @@ func (f *loadFlags) apply(cfg *loadgen.Config, fs *flag.FlagSet) error {
 		cfg.Sequence = &loadgen.SequenceConfig{Length: f.sequenceLength, Sequences: f.sequences}
 	case set["num-of-sequences"]:
 		return errors.New("--num-of-sequences needs --sequence-length")
-	}
-	if f.rateStep != 0 || f.stepDuration != 0 || f.rateMax != 0 {
-		from, err := strconv.ParseFloat(f.rate, 64)
-		if err != nil || f.rateStep == 0 || f.stepDuration <= 0 {
-			return errors.New("--rate-step needs a numeric --rate, a non-zero --rate-step and a --step-duration")
-		}
-		to := f.rateMax
-		if to == 0 {
-			steps := math.Ceil(float64(cfg.Load.Duration) / float64(f.stepDuration))
-			to = from + f.rateStep*max(steps-1, 0)
-		}
-		cfg.Load.Rate = fmt.Sprintf("step:%v:%v:%v:%v", from, to, f.rateStep, f.stepDuration)
 	}
 	if f.warmup != "" {
 		if n, err := strconv.ParseInt(f.warmup, 10, 64); err == nil {
@@ -522,6 +513,42 @@ func checkWritable(path string) error {
 	}
 	probe.Close()
 	return os.Remove(probe.Name())
+}
+
+// applyRates parses the rate profile (--rate, or --rate with --rate-step)
+// and the sweep ranges into cfg, once.
+func (f *loadFlags) applyRates(cfg *loadgen.Config) error {
+	rate := f.rate
+	if f.rateStep != 0 || f.stepDuration != 0 || f.rateMax != 0 {
+		from, err := strconv.ParseFloat(f.rate, 64)
+		if err != nil || f.rateStep == 0 || f.stepDuration <= 0 {
+			return errors.New("--rate-step needs a numeric --rate, a non-zero --rate-step and a --step-duration")
+		}
+		to := f.rateMax
+		if to == 0 {
+			steps := math.Ceil(float64(cfg.Load.Duration) / float64(f.stepDuration))
+			to = from + f.rateStep*max(steps-1, 0)
+		}
+		rate = fmt.Sprintf("step:%v:%v:%v:%v", from, to, f.rateStep, f.stepDuration)
+	}
+	var err error
+	if rate != "" {
+		if cfg.Load.Rate, err = loadgen.ParseRate(rate); err != nil {
+			return fmt.Errorf("%w: %v", loadgen.ErrConfig, err)
+		}
+	}
+	for _, r := range []struct {
+		spec, flag string
+		into       *loadgen.Levels
+	}{{f.concurrencyRange, "--concurrency-range", &cfg.Load.ConcurrencyRange}, {f.rateRange, "--rate-range", &cfg.Load.RateRange}} {
+		if r.spec == "" {
+			continue
+		}
+		if *r.into, err = loadgen.ParseLevels(r.spec, r.flag == "--concurrency-range"); err != nil {
+			return fmt.Errorf("%w: %s: %v", loadgen.ErrConfig, r.flag, err)
+		}
+	}
+	return nil
 }
 
 // finish evaluates thresholds, writes the outputs, prints the report and

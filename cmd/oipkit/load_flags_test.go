@@ -53,7 +53,7 @@ func TestLoadErrorsNameFlags(t *testing.T) {
 		"segment":         func(c *loadgen.Config) { c.Load.Segment, c.AbortOnFail = &loadgen.Segment{Index: 0, Count: 2}, true },
 		"shared memory":   func(c *loadgen.Config) { c.Inputs.SharedMemory = "gpu" },
 		"check every":     func(c *loadgen.Config) { n := -1; c.Inputs.CheckEvery = &n },
-		"range and rate":  func(c *loadgen.Config) { c.Load.RateRange, c.Load.Rate = "1:2", "5" },
+		"range and rate":  func(c *loadgen.Config) { c.Load.RateRange, c.Load.Rate = mustLevels("1:2"), mustRate("5") },
 		"duration":        func(c *loadgen.Config) { c.Load.Stability, c.Load.Duration = &loadgen.StabilityConfig{}, loadgen.Duration(time.Second) },
 		"stream validate": func(c *loadgen.Config) { c.Streaming, c.Inputs.Validate = &loadgen.StreamConfig{}, true },
 	} {

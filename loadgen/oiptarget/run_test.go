@@ -88,7 +88,7 @@ func TestResultJSONRoundTripAndMerge(t *testing.T) {
 func TestDroppedAtInFlightCap(t *testing.T) {
 	srv := referencetest.Start(t) // the delay model sleeps 10ms per request
 	cfg := grpcConfig(srv.GRPCAddr(), "delay")
-	cfg.Load.Rate = "400"
+	cfg.Load.Rate = mustRate("400")
 	cfg.Load.MaxInFlight = 1
 	cfg.Load.Duration = loadgen.Duration(time.Second)
 	res := runConfig(t, cfg)
@@ -160,7 +160,7 @@ func TestCoordinatedOmission(t *testing.T) {
 		time.AfterFunc(d, func() { g.pause(time.Second) })
 	}
 	open := grpcConfig(addr, "add_sub")
-	open.Load.Rate = "500"
+	open.Load.Rate = mustRate("500")
 	open.Load.Duration = loadgen.Duration(6 * time.Second)
 	open.Load.Interval = loadgen.Duration(time.Second)
 	stallAt(2500 * time.Millisecond)
@@ -198,7 +198,7 @@ func TestCoordinatedOmission(t *testing.T) {
 func TestHDRLogIsReadable(t *testing.T) {
 	srv := referencetest.Start(t)
 	cfg := grpcConfig(srv.GRPCAddr(), "add_sub")
-	cfg.Load.Rate = "200"
+	cfg.Load.Rate = mustRate("200")
 	cfg.Load.Duration = loadgen.Duration(time.Second)
 	var log bytes.Buffer
 	cfg.HDRLog = &log

@@ -47,7 +47,7 @@ func TestSequencesAccumulate(t *testing.T) {
 		{"closed unary", func(c *loadgen.Config) { c.Load.Concurrency = 3 }},
 		{"closed stream", func(c *loadgen.Config) { c.Load.Concurrency = 3; c.Streaming = &loadgen.StreamConfig{} }},
 		{"open stream", func(c *loadgen.Config) {
-			c.Load.Rate = "500"
+			c.Load.Rate = mustRate("500")
 			c.Sequence.Sequences = 3
 			c.Streaming = &loadgen.StreamConfig{}
 		}},

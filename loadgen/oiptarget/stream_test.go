@@ -116,7 +116,7 @@ func TestStreamingGRPCTokens(t *testing.T) {
 	})
 	t.Run("open", func(t *testing.T) {
 		cfg := tokensConfig(t, srv.GRPCAddr(), n, first, interval)
-		cfg.Load.Rate, cfg.Load.Requests = "100", 30
+		cfg.Load.Rate, cfg.Load.Requests = mustRate("100"), 30
 		res := runConfig(t, cfg)
 		checkStreamResult(t, res, n, first, interval)
 	})
@@ -321,7 +321,7 @@ func TestStreamingCoordinatedOmission(t *testing.T) {
 	cfg := grpcConfig(addr, "tokens")
 	cfg.Streaming = &loadgen.StreamConfig{}
 	cfg.Inputs.File = tokensInput(t, 2)
-	cfg.Load.Rate, cfg.Load.Duration = "100", loadgen.Duration(2*time.Second)
+	cfg.Load.Rate, cfg.Load.Duration = mustRate("100"), loadgen.Duration(2*time.Second)
 	var once sync.Once
 	cfg.Progress = func(loadgen.IntervalStats) { once.Do(func() { go g.pause(600 * time.Millisecond) }) }
 	res := runConfig(t, cfg)

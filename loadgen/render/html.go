@@ -59,12 +59,12 @@ func Label(r *loadgen.Result) string {
 	switch {
 	case r.Config.SLO != nil:
 		parts = append(parts, "SLO search")
-	case l.ConcurrencyRange != "":
-		parts = append(parts, "c="+l.ConcurrencyRange)
-	case l.RateRange != "":
-		parts = append(parts, l.RateRange+"/s")
-	case l.Rate != "":
-		parts = append(parts, l.Rate+"/s")
+	case !l.ConcurrencyRange.IsZero():
+		parts = append(parts, "c="+l.ConcurrencyRange.String())
+	case !l.RateRange.IsZero():
+		parts = append(parts, l.RateRange.String()+"/s")
+	case !l.Rate.IsZero():
+		parts = append(parts, l.Rate.String()+"/s")
 	default:
 		parts = append(parts, fmt.Sprintf("c=%d", l.Concurrency))
 	}

@@ -17,7 +17,12 @@ func Example() {
 		time.Sleep(100 * time.Microsecond)
 		return nil
 	})
-	cfg := loadgen.Config{Load: loadgen.LoadConfig{ConcurrencyRange: "1:4:x2", Requests: 50}}
+	levels, err := loadgen.ParseLevels("1:4:x2", true) // concurrency 1, 2 and 4
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg := loadgen.Config{Load: loadgen.LoadConfig{ConcurrencyRange: levels, Requests: 50}}
 	res, err := search.Run(context.Background(), target, cfg)
 	if err != nil {
 		fmt.Println(err)

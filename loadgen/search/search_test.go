@@ -82,7 +82,7 @@ func mustRun(t *testing.T, tg loadgen.Target, cfg loadgen.Config) *loadgen.Resul
 }
 
 func TestSweepMeasuresEachLevel(t *testing.T) {
-	cfg := fakeConfig(loadgen.LoadConfig{ConcurrencyRange: "1:4:x2", Duration: loadgen.Duration(400 * time.Millisecond), WarmupRequests: 5})
+	cfg := fakeConfig(loadgen.LoadConfig{ConcurrencyRange: mustLevels("1:4:x2"), Duration: loadgen.Duration(400 * time.Millisecond), WarmupRequests: 5})
 	cfg.Thresholds = ths("p99<1h")
 	var seen []string
 	cfg.StepDone = func(s loadgen.Step) { seen = append(seen, s.Label()) }
@@ -152,7 +152,7 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 		}
 	})
 	t.Run("open loop", func(t *testing.T) {
-		cfg := fakeConfig(loadgen.LoadConfig{Rate: "200", Duration: loadgen.Duration(time.Second)})
+		cfg := fakeConfig(loadgen.LoadConfig{Rate: mustRate("200"), Duration: loadgen.Duration(time.Second)})
 		cfg.SLO = ths("p90<30ms")
 		cfg.SLOResolution = 0.05
 		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)

@@ -38,7 +38,7 @@ const (
 func search(ctx context.Context, t loadgen.Target, cfg loadgen.Config) *loadgen.Result {
 	s := &searcher{ctx: ctx, t: t, cfg: cfg, passIdx: -1, failIdx: -1}
 	s.out = &loadgen.SearchOutcome{SLO: loadgen.ThresholdTexts(cfg.SLO), Resolution: cfg.SLOResolution}
-	s.closed = cfg.Load.Concurrency > 0 || cfg.Load.ConcurrencyRange != ""
+	s.closed = cfg.Load.Concurrency > 0 || !cfg.Load.ConcurrencyRange.IsZero()
 	start := s.bounds()
 	s.gates = append([]loadgen.Threshold(nil), cfg.SLO...)
 	if g := (&loadgen.Config{Thresholds: cfg.SLO, Checks: cfg.Checks}).Gates(); len(g) > len(s.gates) {
@@ -86,20 +86,18 @@ func (s *searcher) bounds() (start float64) {
 	l := s.cfg.Load
 	if s.closed {
 		s.out.Mode, s.lo, s.hi = "concurrency", 1, defaultMaxWorkers
-		if lv, err := loadgen.ParseLevels(l.ConcurrencyRange, true); err == nil {
+		if lv := l.ConcurrencyRange.Values(); len(lv) > 0 {
 			s.lo, s.hi = lv[0], lv[len(lv)-1]
 		}
 		start = max(s.lo, float64(l.Concurrency))
 	} else {
 		s.out.Mode, s.lo, s.hi = "rate", minRateSearchStart, defaultMaxRate
-		if lv, err := loadgen.ParseLevels(l.RateRange, false); err == nil {
+		if lv := l.RateRange.Values(); len(lv) > 0 {
 			s.lo, s.hi = lv[0], lv[len(lv)-1]
 			start = s.lo
 		}
-		if l.Rate != "" {
-			if p, err := loadgen.ParseRate(l.Rate); err == nil {
-				start = p.Rate(0)
-			}
+		if !l.Rate.IsZero() {
+			start = l.Rate.Rate(0)
 		}
 	}
 	s.out.Min, s.out.Max = s.lo, s.hi

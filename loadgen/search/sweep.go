@@ -15,13 +15,14 @@ import (
 func levelConfig(cfg loadgen.Config, concurrency int, rate float64) loadgen.Config {
 	l := cfg
 	l.SLO, l.SLOResolution = nil, 0
-	l.Load.ConcurrencyRange, l.Load.RateRange = "", ""
-	l.Load.Concurrency, l.Load.Rate = 0, ""
+	l.Load.ConcurrencyRange, l.Load.RateRange = loadgen.Levels{}, loadgen.Levels{}
+	l.Load.Concurrency, l.Load.Rate = 0, loadgen.RateProfile{}
 	if concurrency > 0 {
 		l.Load.Concurrency = concurrency
 		l.Load.Arrival, l.Load.MaxInFlight = "", 0
 	} else {
-		l.Load.Rate = strconv.FormatFloat(rate, 'g', -1, 64)
+		// Spelled as a sweep level always was, so results read as before.
+		l.Load.Rate, _ = loadgen.ParseRate(strconv.FormatFloat(rate, 'g', -1, 64)) // a positive level
 		if l.Load.Arrival == "" {
 			l.Load.Arrival = loadgen.ArrivalConstant
 		}
@@ -49,12 +50,12 @@ func levelRun(ctx context.Context, t loadgen.Target, cfg loadgen.Config, concurr
 // failed-request bound) are judged on each level; with AbortOnFail the
 // sweep stops at the first level that fails one.
 func sweep(ctx context.Context, t loadgen.Target, cfg loadgen.Config) *loadgen.Result {
-	integer := cfg.Load.ConcurrencyRange != ""
+	integer := !cfg.Load.ConcurrencyRange.IsZero()
 	spec := cfg.Load.RateRange
 	if integer {
 		spec = cfg.Load.ConcurrencyRange
 	}
-	levels, _ := loadgen.ParseLevels(spec, integer) // checked by Normalize
+	levels := spec.Values()
 	var runs []*loadgen.Result
 	var steps []loadgen.Step
 	var intervals []loadgen.IntervalStats
