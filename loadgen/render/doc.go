@@ -3,8 +3,8 @@
 // the JSON record, a self-contained HTML page with plots (its template in
 // report.html.tmpl, embedded), an overlay of several results on one page,
 // and a Markdown comparison table. Every rendering is a pure function of
-// the Result(s): rendering a result saved by `oipkit load --output` again
-// gives the same bytes.
+// the Result(s): rendering a result saved as JSON (oipkit load's output
+// file) again gives the same bytes.
 //
 // [Formats] lists the named renderings of one result, defined here only;
 // [FormatNamed] finds one. [NewComparisonHTMLReporter] overlays several
