@@ -34,7 +34,7 @@ type Config struct {
 	// percentile option.
 	Percentile float64 `json:"percentile,omitempty"`
 	// SLO turns the run into a search for the highest load that holds
-	// every one of these thresholds (see [Search]).
+	// every one of these thresholds (package loadgen/search runs it).
 	SLO []Threshold `json:"slo,omitempty"`
 	// SLOResolution is the search's relative resolution (default 0.05):
 	// it stops when the lowest failing level is within this fraction of
@@ -127,8 +127,8 @@ type InputConfig struct {
 	// Validate checks every response against the expected outputs.
 	Validate bool `json:"validate,omitempty"`
 	// CheckEvery decodes the first answer and then every CheckEvery-th in
-	// full and checks it against the model's metadata (see sample.go);
-	// nil means DefaultCheckEvery, 0 checks only every answer's framing and
+	// full and checks it against the model's metadata (the OIP target's
+	// sample.go); nil means oiptarget.DefaultCheckEvery, 0 checks only every answer's framing and
 	// status. Validate checks every answer.
 	CheckEvery *int `json:"checkEvery,omitempty"`
 	// Seed seeds random input data and Poisson arrivals (default 1).
@@ -172,7 +172,8 @@ type LoadConfig struct {
 	Stability *StabilityConfig `json:"stability,omitempty"`
 	// ConcurrencyRange or RateRange makes the run a sweep: each level of
 	// "START:END[:STEP]" (STEP a number, or xF for a factor) is measured
-	// on its own (see [Sweep]). With SLO they bound the search instead.
+	// on its own (package loadgen/search runs it). With SLO they bound the
+	// search instead.
 	ConcurrencyRange Levels `json:"concurrencyRange,omitzero"`
 	RateRange        Levels `json:"rateRange,omitzero"`
 	// Segment makes the run one segment of a test split over several

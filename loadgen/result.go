@@ -100,7 +100,7 @@ type Result struct {
 	// a split test has the same, and so has a single-process run of it.
 	TestID string `json:"testId,omitempty"`
 	// Clock is a segment's estimate of the offset of the target's clock
-	// from its own, taken before the run (see [EstimateClockOffset]).
+	// from its own, taken before the run (the OIP target's EstimateClockOffset).
 	Clock *ClockOffset `json:"clock,omitempty"`
 	// Segments describes the segments a merged result was made of: which
 	// were merged, which are missing or did not complete.

@@ -22,7 +22,7 @@ type StreamConfig struct {
 	// model's single response does). gRPC only.
 	Responses int `json:"responses,omitempty"`
 	// TextInput is the prompt of REST generate_stream requests (default
-	// DefaultPrompt).
+	// oiptarget.DefaultPrompt).
 	TextInput string `json:"textInput,omitempty"`
 	// Shape is the message shape of the server's ModelStreamInfer answers
 	// (Streaming.Shape): triton (ModelStreamInferResponse), mlserver
@@ -48,7 +48,7 @@ func (c *Config) normalizeStreaming() error {
 // runner of a streaming configuration calls DoStream instead of Do.
 // DoStream calls rec.Response as each response arrives (not for per-request
 // errors nor for an empty final marker) and returns when the request is
-// complete, with nil or an error [classify] understands. It is called
+// complete, with nil or an error the engine classifies ([ErrorClass]). It is called
 // concurrently, each call with its own recorder.
 type StreamTarget interface {
 	Target
