@@ -61,7 +61,10 @@ type Config struct {
 	HDRLog io.Writer `json:"-"`
 }
 
-// TargetConfig selects the server, the model and the transport.
+// TargetConfig selects the server, the model and the transport: settings
+// of the OIP target (package loadgen/oiptarget, whose Normalize checks
+// them), kept in Config as plain data so that a Result records them. The
+// engine only describes and identifies a run by them.
 type TargetConfig struct {
 	// HTTP is the REST base URL; a bare host:port means http://host:port.
 	HTTP string `json:"http,omitempty"`
@@ -109,7 +112,9 @@ type TargetConfig struct {
 	WaitForListener bool `json:"-"`
 }
 
-// InputConfig says how request payloads are made.
+// InputConfig says how request payloads are made: settings of the OIP
+// target, kept here as plain data like [TargetConfig] (the engine reads
+// only Seed, which also seeds Poisson arrivals).
 type InputConfig struct {
 	// File is a perf_analyzer-compatible input-data JSON file; when empty,
 	// inputs are synthesized from the model metadata.
@@ -128,8 +133,8 @@ type InputConfig struct {
 	Validate bool `json:"validate,omitempty"`
 	// CheckEvery decodes the first answer and then every CheckEvery-th in
 	// full and checks it against the model's metadata (the OIP target's
-	// sample.go); nil means oiptarget.DefaultCheckEvery, 0 checks only every answer's framing and
-	// status. Validate checks every answer.
+	// sample.go); nil means oiptarget.DefaultCheckEvery, 0 checks only
+	// every answer's framing and status. Validate checks every answer.
 	CheckEvery *int `json:"checkEvery,omitempty"`
 	// Seed seeds random input data and Poisson arrivals (default 1).
 	Seed uint64 `json:"seed"`
