@@ -23,7 +23,6 @@ import (
 
 var extClassification = extension{name: specs.ExtClassification, advertised: true}
 
-
 // labeler is a model with class labels for some of its outputs.
 type labeler interface {
 	// Labels returns the labels of output's classes, by index; nil when the
