@@ -18,6 +18,7 @@ import (
 	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // TestLoadChecksAnswers: against servers that serve add_sub's metadata and
@@ -61,13 +62,13 @@ func TestLoadChecksAnswers(t *testing.T) {
 		code   int
 		reason string // in the result's validation samples
 	}{
-		{"REST", []string{"--http", rest.URL}, nil, exitFailed, "not an inference response: invalid message: malformed JSON"},
-		{"REST, binary", []string{"--http", rest.URL, "--protocol", "http-binary"}, nil, exitFailed, "not an inference response: "},
-		{"REST, framing only", []string{"--http", rest.URL}, []string{"--check-every", "0"}, exitPass, ""},
-		{"gRPC raw", []string{"--grpc", lis.Addr().String()}, nil, exitFailed, "not an inference response: decode ModelInferResponse"},
-		{"gRPC typed", []string{"--grpc", lis.Addr().String(), "--protocol", "grpc"}, nil, exitFailed, "not an inference response: decode ModelInferResponse"},
-		{"gRPC, framing only", []string{"--grpc", lis.Addr().String()}, []string{"--check-every", "0"}, exitPass, ""},
-		{"negative", []string{"--grpc", lis.Addr().String()}, []string{"--check-every", "-1"}, exitUsage, ""},
+		{"REST", []string{"--http", rest.URL}, nil, verdict.ExitFailed, "not an inference response: invalid message: malformed JSON"},
+		{"REST, binary", []string{"--http", rest.URL, "--protocol", "http-binary"}, nil, verdict.ExitFailed, "not an inference response: "},
+		{"REST, framing only", []string{"--http", rest.URL}, []string{"--check-every", "0"}, verdict.ExitPass, ""},
+		{"gRPC raw", []string{"--grpc", lis.Addr().String()}, nil, verdict.ExitFailed, "not an inference response: decode ModelInferResponse"},
+		{"gRPC typed", []string{"--grpc", lis.Addr().String(), "--protocol", "grpc"}, nil, verdict.ExitFailed, "not an inference response: decode ModelInferResponse"},
+		{"gRPC, framing only", []string{"--grpc", lis.Addr().String()}, []string{"--check-every", "0"}, verdict.ExitPass, ""},
+		{"negative", []string{"--grpc", lis.Addr().String()}, []string{"--check-every", "-1"}, verdict.ExitUsage, ""},
 	} {
 		out := filepath.Join(dir, strings.NewReplacer(" ", "", ",", "").Replace(c.name)+".json")
 		args := append(append([]string{"load", "--model", "add_sub", "--concurrency", "2", "--duration", "500ms",
@@ -77,7 +78,7 @@ func TestLoadChecksAnswers(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d; stderr %s", c.name, got, c.code, stderr.String())
 			continue
 		}
-		if c.code == exitUsage {
+		if c.code == verdict.ExitUsage {
 			continue
 		}
 		r := readResult(t, out)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/oipkit/oipkit/reference/referencetest"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // TestLoadAnswerCaps: oipkit load's caps on what a server sends are flags
@@ -32,8 +33,8 @@ func TestLoadAnswerCaps(t *testing.T) {
 				"--concurrency", "2", "--duration", "300ms", "--progress", "never")
 			out := filepath.Join(dir, c.name+".json")
 			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), append(append(base, c.limit...), "--output", out), &stdout, &stderr); code != exitFailed {
-				t.Fatalf("%s: exit %d, want %d: %s", c.limit, code, exitFailed, stderr.String())
+			if code := run(context.Background(), append(append(base, c.limit...), "--output", out), &stdout, &stderr); code != verdict.ExitFailed {
+				t.Fatalf("%s: exit %d, want %d: %s", c.limit, code, verdict.ExitFailed, stderr.String())
 			}
 			r := readResult(t, out)
 			if r.Counts.OK != 0 || !strings.Contains(fmt.Sprint(r.ErrorSamples), c.flag) {
@@ -41,7 +42,7 @@ func TestLoadAnswerCaps(t *testing.T) {
 			}
 			stdout.Reset()
 			stderr.Reset()
-			if code := run(context.Background(), base, &stdout, &stderr); code != exitPass {
+			if code := run(context.Background(), base, &stdout, &stderr); code != verdict.ExitPass {
 				t.Errorf("default caps: exit %d: %s", code, stderr.String())
 			}
 		})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oipkit/oipkit/loadgen"
 	"github.com/oipkit/oipkit/reference/referencetest"
+	"github.com/oipkit/oipkit/verdict"
 )
 
 // TestLoadAndReportExitCodes checks the documented exit statuses of load
@@ -27,51 +28,51 @@ func TestLoadAndReportExitCodes(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"no target", []string{"load", "--model", "add_sub"}, exitUsage},
-		{"duration 0", with(grpc, "--duration", "0"), exitUsage},
-		{"negative duration", with(grpc, "--duration", "-5s"), exitUsage},
-		{"interval 0", with(grpc, "--interval", "0"), exitUsage},
-		{"concurrency 0", with(grpc, "--concurrency", "0"), exitUsage},
-		{"output folder missing", with(grpc, "--output", filepath.Join(dir, "no", "such", "r.json")), exitUsage},
-		{"html into a folder", with(grpc, "--html", dir), exitUsage},
-		{"shape of no input", with(grpc, "--shape", "NOPE:1"), exitUsage},
-		{"bad range", with(grpc, "--concurrency-range", "8:1"), exitUsage},
-		{"sweep and concurrency", with(grpc, "--concurrency-range", "1:2", "--concurrency", "2"), exitUsage},
-		{"stability with duration", with(grpc, "--stability", "5%"), exitUsage},
-		{"bad max error rate", with(grpc, "--max-error-rate", "150%"), exitUsage},
-		{"bad format", with(grpc, "--format", "xml"), exitUsage},
-		{"http at the gRPC port", []string{"load", "--http", srv.GRPCAddr(), "--model", "add_sub"}, exitNotRun},
-		{"grpc at the REST port", []string{"load", "--grpc", strings.TrimPrefix(srv.HTTPURL(), "http://"), "--model", "add_sub"}, exitNotRun},
-		{"http without a scheme", []string{"load", "--http", strings.TrimPrefix(srv.HTTPURL(), "http://"), "--model", "add_sub", "--duration", "200ms", "--progress", "never"}, exitPass},
-		{"every request times out", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "delay", "--timeout", "2ms", "--duration", "300ms", "--output", out("timeouts.json")}, exitFailed},
-		{"timeouts allowed", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "delay", "--timeout", "2ms", "--duration", "300ms", "--max-error-rate", "100%"}, exitPass},
-		{"sweep", with(grpc, "--concurrency-range", "1:2", "--output", out("sweep.json"), "--summary-csv", out("sweep.csv")), exitPass},
-		{"k6 threshold", with(grpc, "--threshold", "p(95)<10000"), exitPass},
-		{"-n", with(grpc, "-n", "20", "--output", out("n.json")), exitPass},
-		{"bad flag", []string{"load", "--no-such-flag"}, exitUsage},
-		{"bad threshold", with(grpc, "--threshold", "p99<fast"), exitUsage},
-		{"both loops", with(grpc, "--rate", "10", "--concurrency", "2"), exitUsage},
-		{"unreachable", []string{"load", "--grpc", "127.0.0.1:1", "--model", "add_sub", "--ready-timeout", "300ms"}, exitNotRun},
-		{"unknown model", []string{"load", "--http", srv.HTTPURL(), "--model", "nope", "--ready-timeout", "300ms"}, exitNotRun},
-		{"pass", with(grpc, "--threshold", "p99<10s", "--output", out("a.json")), exitPass},
-		{"pass again", with(grpc, "--output", out("b.json"), "--csv", out("b.csv")), exitPass},
-		{"other protocol", with(grpc, "--protocol", "grpc", "--output", out("c.json")), exitPass},
-		{"threshold failed", with(grpc, "--threshold", "p50<1ns"), exitFailed},
+		{"no target", []string{"load", "--model", "add_sub"}, verdict.ExitUsage},
+		{"duration 0", with(grpc, "--duration", "0"), verdict.ExitUsage},
+		{"negative duration", with(grpc, "--duration", "-5s"), verdict.ExitUsage},
+		{"interval 0", with(grpc, "--interval", "0"), verdict.ExitUsage},
+		{"concurrency 0", with(grpc, "--concurrency", "0"), verdict.ExitUsage},
+		{"output folder missing", with(grpc, "--output", filepath.Join(dir, "no", "such", "r.json")), verdict.ExitUsage},
+		{"html into a folder", with(grpc, "--html", dir), verdict.ExitUsage},
+		{"shape of no input", with(grpc, "--shape", "NOPE:1"), verdict.ExitUsage},
+		{"bad range", with(grpc, "--concurrency-range", "8:1"), verdict.ExitUsage},
+		{"sweep and concurrency", with(grpc, "--concurrency-range", "1:2", "--concurrency", "2"), verdict.ExitUsage},
+		{"stability with duration", with(grpc, "--stability", "5%"), verdict.ExitUsage},
+		{"bad max error rate", with(grpc, "--max-error-rate", "150%"), verdict.ExitUsage},
+		{"bad format", with(grpc, "--format", "xml"), verdict.ExitUsage},
+		{"http at the gRPC port", []string{"load", "--http", srv.GRPCAddr(), "--model", "add_sub"}, verdict.ExitNotRun},
+		{"grpc at the REST port", []string{"load", "--grpc", strings.TrimPrefix(srv.HTTPURL(), "http://"), "--model", "add_sub"}, verdict.ExitNotRun},
+		{"http without a scheme", []string{"load", "--http", strings.TrimPrefix(srv.HTTPURL(), "http://"), "--model", "add_sub", "--duration", "200ms", "--progress", "never"}, verdict.ExitPass},
+		{"every request times out", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "delay", "--timeout", "2ms", "--duration", "300ms", "--output", out("timeouts.json")}, verdict.ExitFailed},
+		{"timeouts allowed", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "delay", "--timeout", "2ms", "--duration", "300ms", "--max-error-rate", "100%"}, verdict.ExitPass},
+		{"sweep", with(grpc, "--concurrency-range", "1:2", "--output", out("sweep.json"), "--summary-csv", out("sweep.csv")), verdict.ExitPass},
+		{"k6 threshold", with(grpc, "--threshold", "p(95)<10000"), verdict.ExitPass},
+		{"-n", with(grpc, "-n", "20", "--output", out("n.json")), verdict.ExitPass},
+		{"bad flag", []string{"load", "--no-such-flag"}, verdict.ExitUsage},
+		{"bad threshold", with(grpc, "--threshold", "p99<fast"), verdict.ExitUsage},
+		{"both loops", with(grpc, "--rate", "10", "--concurrency", "2"), verdict.ExitUsage},
+		{"unreachable", []string{"load", "--grpc", "127.0.0.1:1", "--model", "add_sub", "--ready-timeout", "300ms"}, verdict.ExitNotRun},
+		{"unknown model", []string{"load", "--http", srv.HTTPURL(), "--model", "nope", "--ready-timeout", "300ms"}, verdict.ExitNotRun},
+		{"pass", with(grpc, "--threshold", "p99<10s", "--output", out("a.json")), verdict.ExitPass},
+		{"pass again", with(grpc, "--output", out("b.json"), "--csv", out("b.csv")), verdict.ExitPass},
+		{"other protocol", with(grpc, "--protocol", "grpc", "--output", out("c.json")), verdict.ExitPass},
+		{"threshold failed", with(grpc, "--threshold", "p50<1ns"), verdict.ExitFailed},
 		// Generator-bound wins over a failed threshold.
-		{"generator-bound", with(grpc, "--rate", "200", "--lag-tolerance", "1ns", "--threshold", "p50<1ns"), exitInconclusive},
-		{"report merge", []string{"report", out("a.json"), out("b.json"), "--output", out("m.json")}, exitPass},
-		{"report threshold", []string{"report", "--threshold", "rps>1e12", out("a.json")}, exitFailed},
-		{"report missing file", []string{"report", out("none.json")}, exitUsage},
-		{"report compare", []string{"report", "--compare", out("a.json"), out("b.json")}, exitPass},
-		{"report compare with a gate", []string{"report", "--compare", "--threshold", "p99<1s", out("a.json")}, exitUsage},
-		{"report refuses a mixed merge", []string{"report", out("a.json"), out("c.json")}, exitUsage},
-		{"report refuses a sweep in a merge", []string{"report", out("a.json"), out("b.json"), out("sweep.json")}, exitUsage},
-		{"report forces a mixed merge", []string{"report", "--force", out("a.json"), out("sweep.json")}, exitPass},
-		{"report keeps the timeouts' verdict", []string{"report", out("timeouts.json")}, exitFailed},
-		{"report lifts the bound", []string{"report", "--max-error-rate", "100%", out("timeouts.json")}, exitPass},
-		{"report html overlay", []string{"report", "--html", out("cmp.html"), out("a.json"), out("sweep.json")}, exitPass},
-		{"report html overlay with a gate", []string{"report", "--html", out("cmp.html"), "--threshold", "p99<1s", out("a.json"), out("b.json")}, exitUsage},
-		{"report html to a missing folder", []string{"report", "--html", filepath.Join(dir, "no", "x.html"), out("a.json")}, exitUsage},
+		{"generator-bound", with(grpc, "--rate", "200", "--lag-tolerance", "1ns", "--threshold", "p50<1ns"), verdict.ExitInconclusive},
+		{"report merge", []string{"report", out("a.json"), out("b.json"), "--output", out("m.json")}, verdict.ExitPass},
+		{"report threshold", []string{"report", "--threshold", "rps>1e12", out("a.json")}, verdict.ExitFailed},
+		{"report missing file", []string{"report", out("none.json")}, verdict.ExitUsage},
+		{"report compare", []string{"report", "--compare", out("a.json"), out("b.json")}, verdict.ExitPass},
+		{"report compare with a gate", []string{"report", "--compare", "--threshold", "p99<1s", out("a.json")}, verdict.ExitUsage},
+		{"report refuses a mixed merge", []string{"report", out("a.json"), out("c.json")}, verdict.ExitUsage},
+		{"report refuses a sweep in a merge", []string{"report", out("a.json"), out("b.json"), out("sweep.json")}, verdict.ExitUsage},
+		{"report forces a mixed merge", []string{"report", "--force", out("a.json"), out("sweep.json")}, verdict.ExitPass},
+		{"report keeps the timeouts' verdict", []string{"report", out("timeouts.json")}, verdict.ExitFailed},
+		{"report lifts the bound", []string{"report", "--max-error-rate", "100%", out("timeouts.json")}, verdict.ExitPass},
+		{"report html overlay", []string{"report", "--html", out("cmp.html"), out("a.json"), out("sweep.json")}, verdict.ExitPass},
+		{"report html overlay with a gate", []string{"report", "--html", out("cmp.html"), "--threshold", "p99<1s", out("a.json"), out("b.json")}, verdict.ExitUsage},
+		{"report html to a missing folder", []string{"report", "--html", filepath.Join(dir, "no", "x.html"), out("a.json")}, verdict.ExitUsage},
 	} {
 		var stdout, stderr bytes.Buffer
 		if got := run(context.Background(), c.args, &stdout, &stderr); got != c.code {
@@ -143,22 +144,22 @@ func TestLoadStreaming(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"grpc stream", with(grpc, "--streaming", "--output", filepath.Join(dir, "s.json")), exitPass},
-		{"sse stream", []string{"load", "--http", srv.HTTPURL(), "--model", "text_gen", "--streaming", "--text-input", "a b c", "-n", "5", "--progress", "never"}, exitPass},
-		{"sequences", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "accumulate", "--input-data", tokens, "--sequence-length", "3", "--concurrency", "2", "-n", "12", "--progress", "never"}, exitPass},
-		{"stream-responses without streaming", with(grpc, "--stream-responses", "2"), exitUsage},
-		{"text-input over grpc", with(grpc, "--streaming", "--text-input", "x"), exitUsage},
-		{"negative stream-responses", with(grpc, "--streaming", "--stream-responses", "-1"), exitUsage},
-		{"sequence length 0", with(grpc, "--sequence-length", "0"), exitUsage},
-		{"sequences without a length", with(grpc, "--num-of-sequences", "2"), exitUsage},
-		{"num-of-sequences in a closed loop", with(grpc, "--sequence-length", "2", "--num-of-sequences", "2"), exitUsage},
+		{"grpc stream", with(grpc, "--streaming", "--output", filepath.Join(dir, "s.json")), verdict.ExitPass},
+		{"sse stream", []string{"load", "--http", srv.HTTPURL(), "--model", "text_gen", "--streaming", "--text-input", "a b c", "-n", "5", "--progress", "never"}, verdict.ExitPass},
+		{"sequences", []string{"load", "--grpc", srv.GRPCAddr(), "--model", "accumulate", "--input-data", tokens, "--sequence-length", "3", "--concurrency", "2", "-n", "12", "--progress", "never"}, verdict.ExitPass},
+		{"stream-responses without streaming", with(grpc, "--stream-responses", "2"), verdict.ExitUsage},
+		{"text-input over grpc", with(grpc, "--streaming", "--text-input", "x"), verdict.ExitUsage},
+		{"negative stream-responses", with(grpc, "--streaming", "--stream-responses", "-1"), verdict.ExitUsage},
+		{"sequence length 0", with(grpc, "--sequence-length", "0"), verdict.ExitUsage},
+		{"sequences without a length", with(grpc, "--num-of-sequences", "2"), verdict.ExitUsage},
+		{"num-of-sequences in a closed loop", with(grpc, "--sequence-length", "2", "--num-of-sequences", "2"), verdict.ExitUsage},
 	} {
 		var stdout, stderr bytes.Buffer
 		got := run(context.Background(), c.args, &stdout, &stderr)
 		if got != c.code {
 			t.Errorf("%s: exit %d, want %d; stderr %s", c.name, got, c.code, stderr.String())
 		}
-		if c.code == exitUsage && strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+		if c.code == verdict.ExitUsage && strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
 			t.Errorf("%s: want a one-line error, got %q", c.name, stderr.String())
 		}
 	}
@@ -198,8 +199,8 @@ func TestLoadServerStopsAnswering(t *testing.T) {
 			defer stop.Stop()
 			var stdout, stderr bytes.Buffer
 			args := []string{"load", transport, addr, "--model", "add_sub", "--rate", "200", "--duration", "2s", "--progress", "never", "--output", out}
-			if got := run(context.Background(), args, &stdout, &stderr); got != exitNotRun {
-				t.Fatalf("exit %d, want %d\n%s\n%s", got, exitNotRun, stderr.String(), stdout.String())
+			if got := run(context.Background(), args, &stdout, &stderr); got != verdict.ExitNotRun {
+				t.Fatalf("exit %d, want %d\n%s\n%s", got, verdict.ExitNotRun, stderr.String(), stdout.String())
 			}
 			r := readResult(t, out)
 			if !strings.Contains(r.Error, "stopped answering") || !strings.Contains(r.Error, "s into the measurement") || strings.Contains(r.Error, "\n") {
