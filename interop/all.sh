@@ -82,6 +82,12 @@ venv_of() {
 if ! setup tritonclient all; then
   echo "interop: tritonclient checks will be skipped" >&2
 fi
+# grpcurl, pinned in the Makefile, into .tools/bin: the gRPC reproducers interop/replay.py runs.
+if ! bounded 600 make -s -C "$ROOT" grpcurl > "$HOME_DIR/run/setup-grpcurl.log" 2>&1; then
+  tail -n 5 "$HOME_DIR/run/setup-grpcurl.log" >&2
+  echo "fail all setup-grpcurl (make grpcurl failed, log $HOME_DIR/run/setup-grpcurl.log: the gRPC reproducers cannot run)" >> "$INTEROP_RESULTS"
+  echo "check: fail all setup-grpcurl"
+fi
 for r in "${RUNTIMES[@]}"; do
   echo "== $r"
   start=$(date +%s)

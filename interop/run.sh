@@ -7,6 +7,8 @@
 #                must be exactly EXPECT_FAILED, EXPECT_BLOCKED (failing only on answers that fail
 #                another requirement), EXPECT_LENIENT, EXPECT_SKIPPED and EXPECT_NOT_RUN of
 #                the runtime's runtime.env (the triage)
+#   replay       interop/replay.py: each findings-file reproducer run again (RUNTIME-replay.txt); fails
+#                only when a reproducer cannot run, a changed answer is counted, not failed
 #   conform-again the same conform a second time (not committed): every requirement's status must be
 #                the same as in the first run (no verdict flips)
 #   tritonclient interop/tritonclient/check.py with the runtime's transports (tritonclient.txt)
@@ -104,6 +106,25 @@ restart_if_not_ready() {
   fi
 }
 restart_if_not_ready
+
+# replay: the reproducer of each distinct defect the findings file shows, run again while the
+# runtime is up (interop/replay.py). An answer that differs from the recorded one is reported (the
+# counts, and why in RUNTIME-replay.txt), not failed: a timing-dependent answer must not fail CI. A
+# reproducer that cannot run (no grpcurl, no answer, unreadable output) fails the check.
+if [[ -f $OUT/report.json ]]; then
+  timeout --foreground 180 python3 "$HERE/replay.py" "$OUT/report.json" > "$HOME_DIR/run/$RUNTIME-replay.txt" 2>&1
+  rc=$?
+  grep -v '^showed ' "$HOME_DIR/run/$RUNTIME-replay.txt"
+  summary=$(grep -m1 '^replay: ' "$HOME_DIR/run/$RUNTIME-replay.txt")
+  case $rc in
+    0) record pass replay "${summary#replay: }" ;;
+    124) record fail replay "did not finish within 180s; output $HOME_DIR/run/$RUNTIME-replay.txt" ;;
+    *) record fail replay "exit $rc: ${summary#replay: }; output $HOME_DIR/run/$RUNTIME-replay.txt" ;;
+  esac
+  restart_if_not_ready
+else
+  record skip replay "no report.json to replay"
+fi
 
 # conform-again: a CI gate that flips is switched off, so the same suite runs a second time against
 # the same runtime (from the same state: restarted if the first run left it not ready) and every
