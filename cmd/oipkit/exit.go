@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-
-	"github.com/oipkit/oipkit/verdict"
 )
 
 // The exit statuses of every command are package verdict's
@@ -14,17 +12,6 @@ import (
 // non-zero one wins, except that an inconclusive load run (4) outranks a
 // failed threshold (3): the numbers of a generator-bound run describe the
 // generator, so a verdict on them means nothing.
-
-// Until the load command's tests (load_*test.go) use verdict.Exit*, these
-// names stand for package verdict's constants there; they define nothing of
-// their own, and no non-test code uses them.
-const (
-	exitPass         = verdict.ExitPass
-	exitUsage        = verdict.ExitUsage
-	exitNotRun       = verdict.ExitNotRun
-	exitFailed       = verdict.ExitFailed
-	exitInconclusive = verdict.ExitInconclusive
-)
 
 // exitError carries a command's exit status to main; its message, if any,
 // has already been printed.

@@ -59,14 +59,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-)
 
-// The exit statuses, as cmd/oipkit/exit.go defines them.
-const (
-	exitPass   = 0
-	exitUsage  = 1
-	exitNotRun = 2
-	exitFailed = 3
+	"github.com/oipkit/oipkit/verdict"
 )
 
 func main() {
@@ -81,7 +75,7 @@ func main() {
 	flag.Parse()
 	if flag.NArg() > 0 || *duration < time.Minute || *interval <= 0 || *interval > *duration/20 {
 		fmt.Fprintln(os.Stderr, "soak: want no arguments, -duration of at least 1m and -interval of at most a twentieth of it")
-		os.Exit(exitUsage)
+		os.Exit(verdict.ExitUsage)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -89,21 +83,21 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "soak: %v\n", err)
 		if res == nil {
-			os.Exit(exitNotRun)
+			os.Exit(verdict.ExitNotRun)
 		}
 	}
 	if werr := write(context.Background(), *out, res); werr != nil {
 		fmt.Fprintf(os.Stderr, "soak: %v\n", werr)
-		os.Exit(exitNotRun)
+		os.Exit(verdict.ExitNotRun)
 	}
 	for _, line := range res.summaryLines() {
 		fmt.Println(line)
 	}
 	switch {
 	case err != nil && !errors.Is(err, errFailed):
-		os.Exit(exitNotRun)
+		os.Exit(verdict.ExitNotRun)
 	case !res.Pass:
-		os.Exit(exitFailed)
+		os.Exit(verdict.ExitFailed)
 	}
-	os.Exit(exitPass)
+	os.Exit(verdict.ExitPass)
 }
