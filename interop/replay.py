@@ -282,7 +282,7 @@ def main():
             verdict, what = replay(f)
             counts[verdict] += 1
             rid = q["id"]
-            if verdict == "differs" and (f.get("reproducer") or "").startswith("# NOT EXACT"):
+            if verdict in ("differs", "error") and (f.get("reproducer") or "").startswith("# NOT EXACT"):
                 # The report kept only part of the request (findings.md says so above the command).
                 what += "; the reproducer is NOT EXACT: " + clip(f["reproducer"].split("\n", 1)[0][len("# NOT EXACT: "):], 100)
                 rid += " (NOT EXACT)"
