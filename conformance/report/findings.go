@@ -15,7 +15,7 @@ type Defect struct {
 	// IDs are the requirements it breaks: the failed one.
 	IDs []string
 	// Checks are its fail findings, each with its requirement; the first
-	// is the one its reproducer sends.
+	// is the one its reproducer sends: the first whose reproducer is exact.
 	Checks []DefectCheck
 	// Blocked are the requirements it blocks ([Block]): not graded,
 	// because every exchange they failed on fails this one.
@@ -52,6 +52,7 @@ func Defects(r *ConformanceReport) []Defect {
 		for _, f := range failing(q) {
 			d.Checks = append(d.Checks, DefectCheck{Requirement: q, Finding: f})
 		}
+		leadWithExact(d.Checks, r.Targets)
 		for _, b := range r.Requirements {
 			if b.Status == StatusBlocked && contains(b.BlockedBy, q.ID) {
 				d.Blocked = append(d.Blocked, b.ID)
@@ -60,6 +61,19 @@ func Defects(r *ConformanceReport) []Defect {
 		ds = append(ds, d)
 	}
 	return ds
+}
+
+// leadWithExact moves to the front the first check whose reproducer sends
+// the request exactly (not clipped to what the report keeps), so that the
+// reproducer a defect is filed with shows it; the others keep their order.
+func leadWithExact(cs []DefectCheck, t Targets) {
+	for i, c := range cs {
+		if cmd := c.Finding.ReproducerFor(t); cmd != "" && !strings.Contains(cmd, "NOT EXACT") {
+			copy(cs[1:i+1], cs[:i])
+			cs[0] = c
+			return
+		}
+	}
 }
 
 // failing lists the findings that failed q: its fail findings, or under

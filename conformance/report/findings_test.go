@@ -112,3 +112,19 @@ func TestTextSummaryListsEveryFailedRequirement(t *testing.T) {
 		}
 	}
 }
+
+// A defect's reproducer is an exact one when it has one: a check whose
+// request the report kept only in part goes after it.
+func TestDefectLeadsWithAnExactReproducer(t *testing.T) {
+	r := defectsReport()
+	clipped := failedOn("huge request", `{"big":1}`, "500", "Mon")
+	clipped.Evidence.Request.BodyBytes = 1 << 20 // the report kept 9 of its bytes
+	r.Requirements[0].Findings = append([]Finding{clipped}, r.Requirements[0].Findings...)
+	ds := Defects(r)
+	if got := ds[0].First().Finding.Spec; got != "answers add_sub" {
+		t.Errorf("first check %q, want the first with an exact reproducer (answers add_sub)", got)
+	}
+	if !strings.Contains(ds[0].Checks[1].Finding.ReproducerFor(r.Targets), "NOT EXACT") {
+		t.Errorf("the clipped check's reproducer is not marked NOT EXACT:\n%s", ds[0].Checks[1].Finding.ReproducerFor(r.Targets))
+	}
+}
