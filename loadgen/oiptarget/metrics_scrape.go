@@ -194,8 +194,11 @@ func parseSample(line string) (metricSample, error) {
 			return s, fmt.Errorf("%s: %v", s.name, err)
 		}
 	}
+	// The value may follow the name or the labels without a blank
+	// ("up+1"): expfmt reads it so, and a scrape must not fail where
+	// Prometheus does not.
 	fields := strings.Fields(rest)
-	if len(fields) < 1 || len(fields) > 2 || rest[0] != ' ' && rest[0] != '\t' {
+	if len(fields) < 1 || len(fields) > 2 {
 		return s, fmt.Errorf("%s: want a value (and an optional timestamp) after the name and labels", s.name)
 	}
 	v, err := parseMetricValue(fields[0])

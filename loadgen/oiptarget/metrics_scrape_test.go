@@ -46,8 +46,12 @@ func TestParseMetrics(t *testing.T) {
 		s[1].name != "plain" || s[1].value != 7 || !math.IsInf(s[2].value, 1) || !math.IsNaN(s[3].value) {
 		t.Fatalf("parsed %+v", s)
 	}
+	// As expfmt, a value may follow the labels or the name with no blank.
+	if s, err := parseMetrics([]byte("m{a=\"b\"}1\nn+2\n")); err != nil || len(s) != 2 || s[0].value != 1 || s[1].name != "n" || s[1].value != 2 {
+		t.Errorf("a value with no blank before it: %+v, %v", s, err)
+	}
 	for _, bad := range []string{
-		"{a=\"b\"} 1", "m{a=b} 1", `m{a="b} 1`, "m", "m x", `m{a="b"}1`, "m 1 2 3", `m{a="b" c="d"} 1`, "9m 1",
+		"{a=\"b\"} 1", "m{a=b} 1", `m{a="b} 1`, "m", "m x", "m 1 2 3", `m{a="b" c="d"} 1`, "9m 1",
 	} {
 		_, err := parseMetrics([]byte("ok 1\n" + bad + "\n"))
 		if err == nil || !strings.HasPrefix(err.Error(), "line 2: ") || strings.Contains(err.Error(), "\n") {
