@@ -24,8 +24,9 @@
 //     swaps and merges at every interval end;
 //   - the result: a [Result] describes the run completely (configuration,
 //     counts, rates, self-checks and every histogram, encoded), is judged by
-//     [EvaluateThresholds] and [Judge], and merges ([Merge]) with the
-//     results of other runs or of the other segments of a split test.
+//     [EvaluateThresholds] and [Judge]; package loadgen/merge merges it
+//     with the results of other runs or of the other segments of a split
+//     test.
 //
 // [Run] takes a context and returns a Result. The package never owns the
 // process: no signal handling, no os.Exit, no GOMAXPROCS.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/oipkit/oipkit/client"
 )
@@ -199,4 +200,72 @@ func ShortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// SegmentSet describes the segments a merged result was made of.
+type SegmentSet struct {
+	// TestID is the test's identity (the first segment's, in a forced
+	// merge of different tests).
+	TestID string `json:"testId"`
+	// Count is the number of segments the test was split into.
+	Count int `json:"count"`
+	// Merged lists the segments whose runs completed and were merged.
+	Merged []int `json:"merged"`
+	// Missing lists the segments no result was given for.
+	Missing []int `json:"missing,omitempty"`
+	// Failed lists the segments whose runs did not complete: they could
+	// not start, or were interrupted (what they measured is merged).
+	Failed []SegmentFailure `json:"failed,omitempty"`
+	// Overlaps names results that claim the same requests: the same
+	// segment twice, or segments of different splits (a forced merge).
+	Overlaps []string `json:"overlaps,omitempty"`
+	// StartAt is the segments' shared start (zero without one).
+	StartAt time.Time `json:"startAt,omitzero"`
+	// StartSpread is how far apart the segments' measurements started, by
+	// their own clocks: zero with a shared start.
+	StartSpread Duration `json:"startSpread"`
+	// Clocks are the segments' estimates of the target's clock against
+	// their own; ClockSpread is the largest difference between two of
+	// them and ClockPrecision the sum of their two precisions (set when at
+	// least two segments have an estimate).
+	Clocks         []SegmentClock `json:"clocks,omitempty"`
+	ClockSpread    *Duration      `json:"clockSpread,omitempty"`
+	ClockPrecision *Duration      `json:"clockPrecision,omitempty"`
+}
+
+// SegmentFailure is a segment whose run did not complete, and why.
+type SegmentFailure struct {
+	Index  int    `json:"index"`
+	Reason string `json:"reason"`
+}
+
+// SegmentClock is one segment's clock-offset estimate.
+type SegmentClock struct {
+	Index int `json:"index"`
+	ClockOffset
+}
+
+// Complete reports whether every segment of the test completed and was
+// merged exactly once.
+func (s *SegmentSet) Complete() bool {
+	return len(s.Missing) == 0 && len(s.Failed) == 0 && len(s.Overlaps) == 0 && len(s.Merged) == s.Count
+}
+
+// Incomplete lists why the merged result does not cover the whole test.
+func (s *SegmentSet) Incomplete() []string {
+	var why []string
+	if len(s.Missing) > 0 {
+		var names []string
+		for _, i := range s.Missing {
+			names = append(names, Segment{i, s.Count}.String())
+		}
+		why = append(why, fmt.Sprintf("incomplete: %d of %d segments missing (%s)", len(s.Missing), s.Count, strings.Join(names, ", ")))
+	}
+	for _, f := range s.Failed {
+		why = append(why, fmt.Sprintf("incomplete: segment %s did not complete: %s", Segment{f.Index, s.Count}, f.Reason))
+	}
+	for _, o := range s.Overlaps {
+		why = append(why, "overlapping segments: "+o)
+	}
+	return why
 }

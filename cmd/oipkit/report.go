@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/merge"
 	"github.com/oipkit/oipkit/loadgen/render"
 	"github.com/oipkit/oipkit/verdict"
 )
@@ -169,7 +170,7 @@ func runReport(ctx context.Context, args []string) error {
 // result is itself. A merge refused is a usage error.
 func mergeResults(results []*loadgen.Result, files []string, segmented, force bool) (*loadgen.Result, error) {
 	if segmented {
-		if problems := loadgen.CheckSegments(results); len(problems) > 0 {
+		if problems := merge.CheckSegments(results); len(problems) > 0 {
 			if !force {
 				return nil, usageError("report: refusing to merge: %s; --force merges anyway (the result then records the problems)", strings.Join(problems, "; "))
 			}
@@ -189,7 +190,7 @@ func mergeResults(results []*loadgen.Result, files []string, segmented, force bo
 				files[0], strings.Join(differ, "; "))
 		}
 	}
-	res, err := loadgen.Merge(results...)
+	res, err := merge.Merge(results...)
 	if err != nil {
 		return nil, usageError("%v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/merge"
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/reference/referencetest"
@@ -189,7 +190,7 @@ func TestDifferencesAndForcedMerge(t *testing.T) {
 		t.Errorf("differences %q", d)
 	}
 	a.Sources, b.Sources = []string{"a.json"}, []string{"b.json"}
-	m, err := loadgen.Merge(a, b)
+	m, err := merge.Merge(a, b)
 	if err != nil || len(m.MergedDiffer) != 2 {
 		t.Fatalf("merge: %v, differ %v", err, m.MergedDiffer)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/merge"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -67,7 +68,7 @@ func TestResultJSONRoundTripAndMerge(t *testing.T) {
 		t.Errorf("round trip changed the result:\n got %+v\nwant %+v", back.Counts, a.Counts)
 	}
 
-	m, err := loadgen.Merge(back, b)
+	m, err := merge.Merge(back, b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/merge"
 
 	"bytes"
 	"context"
@@ -147,7 +148,7 @@ func TestStreamingOutputs(t *testing.T) {
 	if !back.Histograms.InterResponse.Equal(res.Histograms.InterResponse) || !back.Histograms.FirstResponse.Equal(res.Histograms.FirstResponse) {
 		t.Errorf("streaming histograms differ after a JSON round trip")
 	}
-	m, err := loadgen.Merge(res, back)
+	m, err := merge.Merge(res, back)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestStreamingSegmentsMerge(t *testing.T) {
 		cfg.Load.Segment = &loadgen.Segment{Index: i, Count: 2}
 		parts = append(parts, runConfig(t, cfg))
 	}
-	m, err := loadgen.Merge(parts...)
+	m, err := merge.Merge(parts...)
 	if err != nil {
 		t.Fatal(err)
 	}

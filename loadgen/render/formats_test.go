@@ -7,6 +7,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/merge"
 )
 
 // Every format of a streaming result shows its stream figures.
@@ -61,7 +62,7 @@ func TestTextOfAForcedMerge(t *testing.T) {
 	a.Target = &loadgen.TargetInfo{}
 	a.Target.Server.Name = "mlserver"
 	a.Sources, b.Sources = []string{"a.json"}, []string{"b.json"}
-	m, err := loadgen.Merge(a, b)
+	m, err := merge.Merge(a, b)
 	if err != nil {
 		t.Fatal(err)
 	}

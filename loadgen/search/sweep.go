@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/merge"
 
 	"strconv"
 	"time"
@@ -91,7 +92,7 @@ func sweep(ctx context.Context, t loadgen.Target, cfg loadgen.Config) *loadgen.R
 			break
 		}
 	}
-	m, _ := loadgen.Merge(runs...)
+	m, _ := merge.Merge(runs...)
 	m.Config = loadgen.Redacted(cfg)
 	m.MergedDiffer = nil
 	m.Sources = nil

@@ -1,4 +1,4 @@
-package loadgen
+package merge
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/oipkit/oipkit/loadgen"
 )
 
 // Merge combines results by merging their histograms and adding their
@@ -30,7 +32,7 @@ import (
 // rates are totals over the summed durations. Their per-interval summaries
 // are dropped (they cannot be merged meaningfully). The merged run is
 // generator-bound if any input was.
-func Merge(results ...*Result) (*Result, error) {
+func Merge(results ...*loadgen.Result) (*loadgen.Result, error) {
 	if len(results) == 0 {
 		return nil, errors.New("merge: no results")
 	}
@@ -46,13 +48,13 @@ func Merge(results ...*Result) (*Result, error) {
 
 // mergeRuns adds up results. label, if set, names each input in the
 // generator-bound reasons ("segment 1/4: ").
-func mergeRuns(results []*Result, label string) *Result {
-	m := NewResult(results[0].Config)
+func mergeRuns(results []*loadgen.Result, label string) *loadgen.Result {
+	m := loadgen.NewResult(results[0].Config)
 	m.Config = results[0].Config
 	m.TestID = results[0].TestID
 	m.Target = results[0].Target
 	m.Start = results[0].Start
-	m.EndReason = EndCompleted
+	m.EndReason = loadgen.EndCompleted
 	var sumDur, sumElapsed time.Duration
 	var winStart, winEnd, elEnd time.Time
 	var requested float64 // requests the schedules asked for
@@ -60,13 +62,13 @@ func mergeRuns(results []*Result, label string) *Result {
 		if r.Start.Before(m.Start) {
 			m.Start = r.Start
 		}
-		if r.EndReason != EndCompleted && m.EndReason == EndCompleted {
+		if r.EndReason != loadgen.EndCompleted && m.EndReason == loadgen.EndCompleted {
 			m.EndReason = r.EndReason
 			m.Error = r.Error
 		}
 		m.Sources = append(m.Sources, r.Sources...)
 		if i > 0 {
-			for _, d := range Differences(results[0], r) {
+			for _, d := range loadgen.Differences(results[0], r) {
 				name, _, _ := strings.Cut(d, " (")
 				if !slices.Contains(m.MergedDiffer, name) {
 					m.MergedDiffer = append(m.MergedDiffer, name)
@@ -78,7 +80,7 @@ func mergeRuns(results []*Result, label string) *Result {
 				m.ErrorSamples = map[string][]string{}
 			}
 			for _, msg := range msgs {
-				m.ErrorSamples[k] = addSample(m.ErrorSamples[k], msg)
+				m.ErrorSamples[k] = loadgen.AppendErrorSample(m.ErrorSamples[k], msg)
 			}
 		}
 		if i == 0 || r.Start.Before(winStart) {
@@ -94,11 +96,11 @@ func mergeRuns(results []*Result, label string) *Result {
 		sumElapsed += r.Elapsed.D()
 		requested += r.Rates.Requested * r.Duration.D().Seconds()
 
-		addCounts(&m.Counts, r.Counts)
+		m.Counts.Add(r.Counts)
 		for k, v := range r.Errors {
 			m.Errors[k] += v
 		}
-		m.Counts.MergeDropped += addHistograms(&m.Histograms, r.Histograms)
+		m.Counts.MergeDropped += m.Histograms.Add(r.Histograms)
 		m.Warmup.Requests += r.Warmup.Requests
 		m.Warmup.Duration += r.Warmup.Duration
 		m.Checks.GOMAXPROCS = max(m.Checks.GOMAXPROCS, r.Checks.GOMAXPROCS)
@@ -110,7 +112,7 @@ func mergeRuns(results []*Result, label string) *Result {
 		if r.Checks.GeneratorBound {
 			for _, why := range r.Checks.Reasons {
 				if label != "" {
-					why = fmt.Sprintf(label, r.Config.Load.segment()) + why
+					why = fmt.Sprintf(label, r.Config.Load.Segmented()) + why
 				}
 				m.Checks.Reasons = append(m.Checks.Reasons, why)
 			}
@@ -122,72 +124,24 @@ func mergeRuns(results []*Result, label string) *Result {
 		m.Checks.HiccupMax = max(m.Checks.HiccupMax, r.Checks.HiccupMax)
 	}
 	if overlapping(results) {
-		m.Duration = Duration(winEnd.Sub(winStart))
-		m.Elapsed = Duration(elEnd.Sub(winStart))
+		m.Duration = loadgen.Duration(winEnd.Sub(winStart))
+		m.Elapsed = loadgen.Duration(elEnd.Sub(winStart))
 	} else {
-		m.Duration, m.Elapsed = Duration(sumDur), Duration(sumElapsed)
+		m.Duration, m.Elapsed = loadgen.Duration(sumDur), loadgen.Duration(sumElapsed)
 	}
 	if s := m.Duration.D().Seconds(); s > 0 {
 		m.Rates.Requested = requested / s
 	}
-	m.computeRates()
 	m.Checks.LagTolerance = results[0].Checks.LagTolerance
 	m.Checks.RateTolerance = results[0].Checks.RateTolerance
-	m.Checks.DispatchRatio = 1
-	if m.Counts.Scheduled > 0 && m.OpenLoop() {
-		m.Checks.DispatchRatio = float64(m.Counts.Sent+m.Counts.Dropped) / float64(m.Counts.Scheduled)
-	}
-	m.Checks.SendLagP99 = int64(m.Histograms.SendLag.Quantile(99))
-	m.Checks.LateSends = m.Histograms.SendLag.countAbove(int64(m.Checks.LagTolerance))
-	if e := sumElapsed.Seconds(); e > 0 && m.Checks.GOMAXPROCS > 0 {
-		m.Checks.CPUUtilization = m.Checks.CPUSeconds / e / float64(m.Checks.GOMAXPROCS)
-	}
-	m.Checks.warn() // one warning of each kind, from the merged figures
-	m.Summarize()
+	m.Recompute(sumElapsed)
 	m.Checks.GeneratorBound = len(m.Checks.Reasons) > 0
 	m.Checks.Reasons = slices.Compact(m.Checks.Reasons)
 	return m
 }
 
-func addCounts(c *Counts, rc Counts) {
-	c.Scheduled += rc.Scheduled
-	c.Sent += rc.Sent
-	c.Completed += rc.Completed
-	c.OK += rc.OK
-	c.Errors += rc.Errors
-	c.Timeouts += rc.Timeouts
-	c.Dropped += rc.Dropped
-	c.Unsent += rc.Unsent
-	c.Clamped += rc.Clamped
-	c.MergeDropped += rc.MergeDropped
-	c.Responses += rc.Responses
-}
-
-// addHistograms adds o's histograms to h's and returns the values lost.
-func addHistograms(h *Histograms, o Histograms) int64 {
-	var d int64
-	for i, from := range o.streamHistograms() {
-		to := h.streamHistograms()[i]
-		if *from == nil {
-			continue
-		}
-		if *to == nil {
-			*to = NewHistogram()
-		}
-		d += (*to).Merge(*from)
-	}
-	for _, p := range []struct{ to, from *Histogram }{
-		{h.Response, o.Response}, {h.Service, o.Service}, {h.SendLag, o.SendLag}, {h.Failed, o.Failed},
-	} {
-		if p.from != nil {
-			d += p.to.Merge(p.from)
-		}
-	}
-	return d
-}
-
 // overlapping reports whether any two results' windows overlap in time.
-func overlapping(rs []*Result) bool {
+func overlapping(rs []*loadgen.Result) bool {
 	for i, a := range rs {
 		for _, b := range rs[i+1:] {
 			if a.Start.Before(b.Start.Add(b.Duration.D())) && b.Start.Before(a.Start.Add(a.Duration.D())) {
@@ -198,81 +152,13 @@ func overlapping(rs []*Result) bool {
 	return false
 }
 
-func maxPause(a, b PauseStats) PauseStats {
-	return PauseStats{Count: a.Count + b.Count, Total: a.Total + b.Total, P99: max(a.P99, b.P99), Max: max(a.Max, b.Max)}
-}
-
-// SegmentSet describes the segments a merged result was made of.
-type SegmentSet struct {
-	// TestID is the test's identity (the first segment's, in a forced
-	// merge of different tests).
-	TestID string `json:"testId"`
-	// Count is the number of segments the test was split into.
-	Count int `json:"count"`
-	// Merged lists the segments whose runs completed and were merged.
-	Merged []int `json:"merged"`
-	// Missing lists the segments no result was given for.
-	Missing []int `json:"missing,omitempty"`
-	// Failed lists the segments whose runs did not complete: they could
-	// not start, or were interrupted (what they measured is merged).
-	Failed []SegmentFailure `json:"failed,omitempty"`
-	// Overlaps names results that claim the same requests: the same
-	// segment twice, or segments of different splits (a forced merge).
-	Overlaps []string `json:"overlaps,omitempty"`
-	// StartAt is the segments' shared start (zero without one).
-	StartAt time.Time `json:"startAt,omitzero"`
-	// StartSpread is how far apart the segments' measurements started, by
-	// their own clocks: zero with a shared start.
-	StartSpread Duration `json:"startSpread"`
-	// Clocks are the segments' estimates of the target's clock against
-	// their own; ClockSpread is the largest difference between two of
-	// them and ClockPrecision the sum of their two precisions (set when at
-	// least two segments have an estimate).
-	Clocks         []SegmentClock `json:"clocks,omitempty"`
-	ClockSpread    *Duration      `json:"clockSpread,omitempty"`
-	ClockPrecision *Duration      `json:"clockPrecision,omitempty"`
-}
-
-// SegmentFailure is a segment whose run did not complete, and why.
-type SegmentFailure struct {
-	Index  int    `json:"index"`
-	Reason string `json:"reason"`
-}
-
-// SegmentClock is one segment's clock-offset estimate.
-type SegmentClock struct {
-	Index int `json:"index"`
-	ClockOffset
-}
-
-// Complete reports whether every segment of the test completed and was
-// merged exactly once.
-func (s *SegmentSet) Complete() bool {
-	return len(s.Missing) == 0 && len(s.Failed) == 0 && len(s.Overlaps) == 0 && len(s.Merged) == s.Count
-}
-
-// Incomplete lists why the merged result does not cover the whole test.
-func (s *SegmentSet) Incomplete() []string {
-	var why []string
-	if len(s.Missing) > 0 {
-		var names []string
-		for _, i := range s.Missing {
-			names = append(names, Segment{i, s.Count}.String())
-		}
-		why = append(why, fmt.Sprintf("incomplete: %d of %d segments missing (%s)", len(s.Missing), s.Count, strings.Join(names, ", ")))
-	}
-	for _, f := range s.Failed {
-		why = append(why, fmt.Sprintf("incomplete: segment %s did not complete: %s", Segment{f.Index, s.Count}, f.Reason))
-	}
-	for _, o := range s.Overlaps {
-		why = append(why, "overlapping segments: "+o)
-	}
-	return why
+func maxPause(a, b loadgen.PauseStats) loadgen.PauseStats {
+	return loadgen.PauseStats{Count: a.Count + b.Count, Total: a.Total + b.Total, P99: max(a.P99, b.P99), Max: max(a.Max, b.Max)}
 }
 
 // describeSegment names r's segment in messages: "1/4 (segment-1.json)".
-func describeSegment(r *Result) string {
-	name := r.Config.Load.segment().String()
+func describeSegment(r *loadgen.Result) string {
+	name := r.Config.Load.Segmented().String()
 	if len(r.Sources) == 1 {
 		name += " (" + r.Sources[0] + ")"
 	}
@@ -286,8 +172,8 @@ func describeSegment(r *Result) string {
 // different runs (different shared starts, or measurements that did not
 // overlap in time). Results that are all plain runs give none. A merge
 // forced past these problems records them (MergedDiffer, Overlaps).
-func CheckSegments(results []*Result) []string {
-	var segs, plain []*Result
+func CheckSegments(results []*loadgen.Result) []string {
+	var segs, plain []*loadgen.Result
 	for _, r := range results {
 		if r.Config.Load.Segment != nil {
 			segs = append(segs, r)
@@ -306,12 +192,12 @@ func CheckSegments(results []*Result) []string {
 	first := segs[0]
 	for _, r := range segs[1:] {
 		if r.TestID != first.TestID {
-			what := strings.Join(Differences(first, r), ", ")
+			what := strings.Join(loadgen.Differences(first, r), ", ")
 			if what == "" {
 				what = "settings that shape the load: duration, warm-up, interval, seed, request count, arrivals or headers"
 			}
 			problems = append(problems, fmt.Sprintf("segment %s belongs to test %s, segment %s to test %s: different tests (%s)",
-				describeSegment(first), ShortID(first.TestID), describeSegment(r), ShortID(r.TestID), what))
+				describeSegment(first), loadgen.ShortID(first.TestID), describeSegment(r), loadgen.ShortID(r.TestID), what))
 		}
 		if !r.Config.Load.StartAt.Equal(first.Config.Load.StartAt) {
 			problems = append(problems, fmt.Sprintf("segment %s started at %s, segment %s at %s: different runs of the test",
@@ -320,9 +206,9 @@ func CheckSegments(results []*Result) []string {
 	}
 	problems = append(problems, overlapProblems(segs)...)
 	// Without a shared start, segments of one run still overlap in time.
-	var ran []*Result
+	var ran []*loadgen.Result
 	for _, r := range segs {
-		if r.EndReason != EndError {
+		if r.EndReason != loadgen.EndError {
 			ran = append(ran, r)
 		}
 	}
@@ -338,14 +224,14 @@ func CheckSegments(results []*Result) []string {
 	return problems
 }
 
-func startName(r *Result) string {
+func startName(r *loadgen.Result) string {
 	if r.Config.Load.StartAt.IsZero() {
 		return "no shared start"
 	}
 	return r.Config.Load.StartAt.Format(time.RFC3339Nano)
 }
 
-func sourceName(r *Result) string {
+func sourceName(r *loadgen.Result) string {
 	if len(r.Sources) == 1 {
 		return r.Sources[0]
 	}
@@ -354,11 +240,11 @@ func sourceName(r *Result) string {
 
 // overlapProblems names segments that claim the same requests: segment I
 // of N and J of M share requests exactly when I ≡ J mod gcd(N, M).
-func overlapProblems(segs []*Result) []string {
+func overlapProblems(segs []*loadgen.Result) []string {
 	var out []string
 	for i, a := range segs {
 		for _, b := range segs[i+1:] {
-			sa, sb := a.Config.Load.segment(), b.Config.Load.segment()
+			sa, sb := a.Config.Load.Segmented(), b.Config.Load.Segmented()
 			switch {
 			case sa == sb:
 				out = append(out, fmt.Sprintf("segment %s is given twice: %s and %s", sa, sourceName(a), sourceName(b)))
@@ -383,19 +269,19 @@ func gcd(a, b int) int {
 
 // mergeSegments merges the segments of a split test into the whole test's
 // result.
-func mergeSegments(results []*Result) *Result {
+func mergeSegments(results []*loadgen.Result) *loadgen.Result {
 	first := results[0]
-	set := &SegmentSet{TestID: first.TestID, Count: first.Config.Load.Segment.Count, StartAt: first.Config.Load.StartAt}
+	set := &loadgen.SegmentSet{TestID: first.TestID, Count: first.Config.Load.Segment.Count, StartAt: first.Config.Load.StartAt}
 	seen := map[int]int{}
-	var ran []*Result // results with measurements
+	var ran []*loadgen.Result // results with measurements
 	for _, r := range results {
-		seg := r.Config.Load.segment()
+		seg := r.Config.Load.Segmented()
 		if seg.Count != set.Count {
 			set.Count = max(set.Count, seg.Count)
 		}
 		seen[seg.Index]++
 		switch r.EndReason {
-		case EndCompleted:
+		case loadgen.EndCompleted:
 			if seen[seg.Index] == 1 {
 				set.Merged = append(set.Merged, seg.Index)
 			}
@@ -404,13 +290,13 @@ func mergeSegments(results []*Result) *Result {
 			if r.Error != "" {
 				why += ": " + r.Error
 			}
-			set.Failed = append(set.Failed, SegmentFailure{Index: seg.Index, Reason: why})
+			set.Failed = append(set.Failed, loadgen.SegmentFailure{Index: seg.Index, Reason: why})
 		}
-		if r.EndReason != EndError {
+		if r.EndReason != loadgen.EndError {
 			ran = append(ran, r)
 		}
 		if r.Clock != nil && r.Clock.Error == "" {
-			set.Clocks = append(set.Clocks, SegmentClock{Index: seg.Index, ClockOffset: *r.Clock})
+			set.Clocks = append(set.Clocks, loadgen.SegmentClock{Index: seg.Index, ClockOffset: *r.Clock})
 		}
 	}
 	set.Overlaps = overlapProblems(results)
@@ -423,17 +309,17 @@ func mergeSegments(results []*Result) *Result {
 	sort.SliceStable(set.Failed, func(i, j int) bool { return set.Failed[i].Index < set.Failed[j].Index })
 	sort.SliceStable(set.Clocks, func(i, j int) bool { return set.Clocks[i].Index < set.Clocks[j].Index })
 
-	var m *Result
+	var m *loadgen.Result
 	if len(ran) == 0 {
 		// No segment measured anything: the test did not run.
 		m = mergeRuns(results, "segment %s: ")
-		m.Duration, m.Elapsed, m.Rates = 0, 0, Rates{}
-		m.EndReason, m.Error = EndError, "no segment of the test ran: "+strings.Join(set.Incomplete(), "; ")
+		m.Duration, m.Elapsed, m.Rates = 0, 0, loadgen.Rates{}
+		m.EndReason, m.Error = loadgen.EndError, "no segment of the test ran: "+strings.Join(set.Incomplete(), "; ")
 	} else {
 		m = mergeRuns(ran, "segment %s: ")
-		m.EndReason, m.Error = EndCompleted, ""
+		m.EndReason, m.Error = loadgen.EndCompleted, ""
 		for _, r := range results {
-			if r.EndReason == EndError {
+			if r.EndReason == loadgen.EndError {
 				m.Sources = append(m.Sources, r.Sources...)
 			}
 		}
@@ -450,7 +336,7 @@ func mergeSegments(results []*Result) *Result {
 		for _, r := range ran {
 			lo, hi = minTime(lo, r.Start), maxTime(hi, r.Start)
 		}
-		set.StartSpread = Duration(hi.Sub(lo))
+		set.StartSpread = loadgen.Duration(hi.Sub(lo))
 		m.Start = lo
 		iv := m.Config.Load.Interval.D()
 		var snapped bool
@@ -473,7 +359,7 @@ func mergeSegments(results []*Result) *Result {
 		}
 		spread, prec := hi.Offset-lo.Offset, hi.Precision+lo.Precision
 		set.ClockSpread, set.ClockPrecision = &spread, &prec
-		if spread-prec > Duration(clockSpreadWarning) {
+		if spread-prec > loadgen.Duration(clockSpreadWarning) {
 			m.Warnings = append(m.Warnings, fmt.Sprintf("the segments' clocks disagree by %s ± %s against the target's (segments %d and %d): their schedules were that far from one schedule; keep the generators' clocks in step (NTP)",
 				spread.D().Round(time.Microsecond), prec.D().Round(time.Microsecond), lo.Index, hi.Index))
 		}
@@ -505,10 +391,10 @@ func maxTime(a, b time.Time) time.Time {
 // with a shared start, where every segment starts at the same S). Counts
 // and rates add; percentiles come from the sum of the interval histograms.
 // It reports whether any segment had to be moved to the nearest interval.
-func mergeIntervals(rs []*Result, origin time.Time, iv time.Duration) ([]IntervalStats, bool) {
+func mergeIntervals(rs []*loadgen.Result, origin time.Time, iv time.Duration) ([]loadgen.IntervalStats, bool) {
 	type acc struct {
-		st    IntervalStats
-		h     Histograms
+		st    loadgen.IntervalStats
+		h     loadgen.Histograms
 		exact bool
 	}
 	byKey := map[int64]*acc{}
@@ -524,8 +410,8 @@ func mergeIntervals(rs []*Result, origin time.Time, iv time.Duration) ([]Interva
 			key := int64(math.Round((shift.Seconds() + x.Start) * 1e6)) // µs
 			a := byKey[key]
 			if a == nil {
-				a = &acc{exact: true, h: Histograms{Response: NewHistogram(), Service: NewHistogram(), SendLag: NewHistogram(), Failed: NewHistogram()}}
-				a.st = IntervalStats{Start: float64(key) / 1e6, Step: x.Step}
+				a = &acc{exact: true, h: loadgen.Histograms{Response: loadgen.NewHistogram(), Service: loadgen.NewHistogram(), SendLag: loadgen.NewHistogram(), Failed: loadgen.NewHistogram()}}
+				a.st = loadgen.IntervalStats{Start: float64(key) / 1e6, Step: x.Step}
 				byKey[key] = a
 			}
 			s := &a.st
@@ -540,7 +426,7 @@ func mergeIntervals(rs []*Result, origin time.Time, iv time.Duration) ([]Interva
 			s.InFlight += x.InFlight
 			s.Responses += x.Responses
 			if x.Histograms != nil {
-				addHistograms(&a.h, *x.Histograms)
+				a.h.Add(*x.Histograms)
 			} else {
 				// No histograms (a result of an older oipkit): the largest
 				// percentile is a bound, not the merged value.
@@ -556,13 +442,13 @@ func mergeIntervals(rs []*Result, origin time.Time, iv time.Duration) ([]Interva
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([]IntervalStats, 0, len(keys))
+	out := make([]loadgen.IntervalStats, 0, len(keys))
 	for _, k := range keys {
 		a := byKey[k]
 		s := a.st
 		if a.exact {
 			h := a.h
-			q := func(h *Histogram, p float64) int64 { return int64(h.Quantile(p)) }
+			q := func(h *loadgen.Histogram, p float64) int64 { return int64(h.Quantile(p)) }
 			s.ResponseP50, s.ResponseP90, s.ResponseP99 = q(h.Response, 50), q(h.Response, 90), q(h.Response, 99)
 			s.ResponseMax = int64(h.Response.Max())
 			s.ServiceP50, s.ServiceP99, s.SendLagP99 = q(h.Service, 50), q(h.Service, 99), q(h.SendLag, 99)
@@ -584,29 +470,29 @@ func mergeIntervals(rs []*Result, origin time.Time, iv time.Duration) ([]Interva
 // mergeProfileSteps adds up the steps of a step or linear rate profile,
 // which are the same in every segment (the same profile over the same
 // window); it merges nothing when they differ.
-func mergeProfileSteps(rs []*Result) []Step {
+func mergeProfileSteps(rs []*loadgen.Result) []loadgen.Step {
 	n := len(rs[0].Steps)
 	for _, r := range rs {
 		if len(r.Steps) != n {
 			return nil
 		}
 		for i, s := range r.Steps {
-			if s.Kind != StepProfile || s.Start != rs[0].Steps[i].Start {
+			if s.Kind != loadgen.StepProfile || s.Start != rs[0].Steps[i].Start {
 				return nil
 			}
 		}
 	}
-	out := make([]Step, n)
+	out := make([]loadgen.Step, n)
 	for i := range out {
-		st := Step{Kind: StepProfile, Start: rs[0].Steps[i].Start, Errors: map[string]int64{},
-			Histograms: Histograms{Response: NewHistogram(), Service: NewHistogram(), SendLag: NewHistogram(), Failed: NewHistogram()}}
+		st := loadgen.Step{Kind: loadgen.StepProfile, Start: rs[0].Steps[i].Start, Errors: map[string]int64{},
+			Histograms: loadgen.Histograms{Response: loadgen.NewHistogram(), Service: loadgen.NewHistogram(), SendLag: loadgen.NewHistogram(), Failed: loadgen.NewHistogram()}}
 		for _, r := range rs {
 			s := r.Steps[i]
 			st.Rate += s.Rate
 			st.Duration = max(st.Duration, s.Duration)
 			st.Elapsed = max(st.Elapsed, s.Elapsed)
-			addCounts(&st.Counts, s.Counts)
-			st.Counts.MergeDropped += addHistograms(&st.Histograms, s.Histograms)
+			st.Counts.Add(s.Counts)
+			st.Counts.MergeDropped += st.Histograms.Add(s.Histograms)
 			st.Rates.Requested += s.Rates.Requested
 			for k, v := range s.Errors {
 				st.Errors[k] += v
@@ -616,7 +502,7 @@ func mergeProfileSteps(rs []*Result) []Step {
 					st.ErrorSamples = map[string][]string{}
 				}
 				for _, msg := range msgs {
-					st.ErrorSamples[k] = addSample(st.ErrorSamples[k], msg)
+					st.ErrorSamples[k] = loadgen.AppendErrorSample(st.ErrorSamples[k], msg)
 				}
 			}
 			if s.GeneratorBound {
@@ -630,7 +516,7 @@ func mergeProfileSteps(rs []*Result) []Step {
 		if e := st.Elapsed.D().Seconds(); e > 0 {
 			st.Rates.Completed = float64(st.Counts.Completed) / e
 		}
-		st.Latency = SummarizeAll(st.Histograms)
+		st.Latency = loadgen.SummarizeAll(st.Histograms)
 		out[i] = st
 	}
 	return out
