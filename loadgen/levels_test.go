@@ -7,43 +7,11 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/oipkit/oipkit/verdict"
 )
-
-// queueTarget is a server with one worker and a fixed service time: a
-// request starts when it arrives or when the worker is free, whichever is
-// later, and answers service later. The worker's schedule is kept in
-// virtual time, so late wake-ups of the test process do not change its
-// capacity (1/service): below it requests wait for nothing, above it the
-// queue and the latency grow without bound.
-type queueTarget struct {
-	service time.Duration
-	mu      sync.Mutex
-	free    time.Time
-}
-
-func (q *queueTarget) Do(ctx context.Context, _ uint64) error {
-	q.mu.Lock()
-	start := time.Now()
-	if q.free.After(start) {
-		start = q.free
-	}
-	q.free = start.Add(q.service)
-	done := q.free
-	q.mu.Unlock()
-	t := time.NewTimer(time.Until(done))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // fixedTarget answers after a fixed delay, or fails with err.
 type fixedTarget struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/loadgentest"
 	"github.com/oipkit/oipkit/loadgen/oiptarget"
 )
 
@@ -41,19 +42,21 @@ func TestLoadErrorsNameFlags(t *testing.T) {
 		return loadgen.Config{Target: loadgen.TargetConfig{GRPC: "127.0.0.1:1", Model: "m"}}
 	}
 	for name, mutate := range map[string]func(*loadgen.Config){
-		"no target":      func(c *loadgen.Config) { c.Target.GRPC = "" },
-		"protocol":       func(c *loadgen.Config) { c.Target.Protocol = "http" },
-		"stream shape":   func(c *loadgen.Config) { c.Streaming = &loadgen.StreamConfig{Shape: "x"} },
-		"text input":     func(c *loadgen.Config) { c.Streaming = &loadgen.StreamConfig{TextInput: "x"} },
-		"sequences":      func(c *loadgen.Config) { c.Sequence = &loadgen.SequenceConfig{Length: 2, Sequences: 2} },
-		"stability":      func(c *loadgen.Config) { c.Load.Stability, c.Load.Requests = &loadgen.StabilityConfig{}, 5 },
-		"max duration":   func(c *loadgen.Config) { c.Load.Stability = &loadgen.StabilityConfig{MaxDuration: -1} },
-		"arrival":        func(c *loadgen.Config) { c.Load.Arrival = "poisson" },
-		"resolution":     func(c *loadgen.Config) { c.SLOResolution = 0.1 },
-		"segment":        func(c *loadgen.Config) { c.Load.Segment, c.AbortOnFail = &loadgen.Segment{Index: 0, Count: 2}, true },
-		"shared memory":  func(c *loadgen.Config) { c.Inputs.SharedMemory = "gpu" },
-		"check every":    func(c *loadgen.Config) { n := -1; c.Inputs.CheckEvery = &n },
-		"range and rate": func(c *loadgen.Config) { c.Load.RateRange, c.Load.Rate = mustLevels("1:2"), mustRate("5") },
+		"no target":     func(c *loadgen.Config) { c.Target.GRPC = "" },
+		"protocol":      func(c *loadgen.Config) { c.Target.Protocol = "http" },
+		"stream shape":  func(c *loadgen.Config) { c.Streaming = &loadgen.StreamConfig{Shape: "x"} },
+		"text input":    func(c *loadgen.Config) { c.Streaming = &loadgen.StreamConfig{TextInput: "x"} },
+		"sequences":     func(c *loadgen.Config) { c.Sequence = &loadgen.SequenceConfig{Length: 2, Sequences: 2} },
+		"stability":     func(c *loadgen.Config) { c.Load.Stability, c.Load.Requests = &loadgen.StabilityConfig{}, 5 },
+		"max duration":  func(c *loadgen.Config) { c.Load.Stability = &loadgen.StabilityConfig{MaxDuration: -1} },
+		"arrival":       func(c *loadgen.Config) { c.Load.Arrival = "poisson" },
+		"resolution":    func(c *loadgen.Config) { c.SLOResolution = 0.1 },
+		"segment":       func(c *loadgen.Config) { c.Load.Segment, c.AbortOnFail = &loadgen.Segment{Index: 0, Count: 2}, true },
+		"shared memory": func(c *loadgen.Config) { c.Inputs.SharedMemory = "gpu" },
+		"check every":   func(c *loadgen.Config) { n := -1; c.Inputs.CheckEvery = &n },
+		"range and rate": func(c *loadgen.Config) {
+			c.Load.RateRange, c.Load.Rate = loadgentest.Levels("1:2"), loadgentest.Rate("5")
+		},
 		"duration": func(c *loadgen.Config) {
 			c.Load.Stability, c.Load.Duration = &loadgen.StabilityConfig{}, loadgen.Duration(time.Second)
 		},

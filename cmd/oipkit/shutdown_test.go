@@ -17,6 +17,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/loadgentest"
 	"github.com/oipkit/oipkit/loadgen/oiptarget"
 )
 
@@ -57,7 +58,7 @@ func sigtermUnderLoad(t *testing.T, p client.Protocol) {
 		Target: loadgen.TargetConfig{Protocol: p, Model: "delay",
 			Timeout: loadgen.Duration(time.Minute), ReadyTimeout: loadgen.Duration(30 * time.Second)},
 		Inputs: loadgen.InputConfig{Parameters: []string{"delay_ms=500"}, Validate: true},
-		Load:   loadgen.LoadConfig{Rate: mustRate("100"), Duration: loadgen.Duration(3 * time.Second)},
+		Load:   loadgen.LoadConfig{Rate: loadgentest.Rate("100"), Duration: loadgen.Duration(3 * time.Second)},
 	}
 	if p.IsGRPC() {
 		cfg.Target.GRPC = srv.grpcAddr

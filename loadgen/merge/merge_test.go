@@ -10,21 +10,14 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/loadgentest"
 	"github.com/oipkit/oipkit/verdict"
 )
-
-func rateOf(s string) loadgen.RateProfile {
-	p, err := loadgen.ParseRate(s)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
 
 func segConfig(rate string) loadgen.Config {
 	c := loadgen.Config{
 		Target: loadgen.TargetConfig{HTTP: "http://127.0.0.1:8000", Model: "add_sub"},
-		Load:   loadgen.LoadConfig{Rate: rateOf(rate), Duration: loadgen.Duration(10 * time.Second)},
+		Load:   loadgen.LoadConfig{Rate: loadgentest.Rate(rate), Duration: loadgen.Duration(10 * time.Second)},
 	}
 	if err := c.Normalize(); err != nil {
 		panic(err)
@@ -84,7 +77,7 @@ func runSegments(t *testing.T, cfg loadgen.Config, n int, shared bool) ([]*loadg
 func TestSegmentsSendTheScheduleBetweenThem(t *testing.T) {
 	open := loadgen.Config{
 		Target: loadgen.TargetConfig{GRPC: "127.0.0.1:1", Model: "m"},
-		Load:   loadgen.LoadConfig{Rate: rateOf("2000"), Arrival: loadgen.ArrivalPoisson, Requests: 1000, Duration: loadgen.Duration(5 * time.Second), Interval: loadgen.Duration(100 * time.Millisecond)},
+		Load:   loadgen.LoadConfig{Rate: loadgentest.Rate("2000"), Arrival: loadgen.ArrivalPoisson, Requests: 1000, Duration: loadgen.Duration(5 * time.Second), Interval: loadgen.Duration(100 * time.Millisecond)},
 		Inputs: loadgen.InputConfig{Seed: 9},
 	}
 	results, targets := runSegments(t, open, 3, true)
@@ -159,7 +152,7 @@ func TestSegmentsSendTheScheduleBetweenThem(t *testing.T) {
 func TestMergedIntervalsAreAligned(t *testing.T) {
 	cfg := loadgen.Config{
 		Target: loadgen.TargetConfig{GRPC: "127.0.0.1:1", Model: "m"},
-		Load:   loadgen.LoadConfig{Rate: rateOf("step:400:800:400:300ms"), Duration: loadgen.Duration(600 * time.Millisecond), Interval: loadgen.Duration(100 * time.Millisecond)},
+		Load:   loadgen.LoadConfig{Rate: loadgentest.Rate("step:400:800:400:300ms"), Duration: loadgen.Duration(600 * time.Millisecond), Interval: loadgen.Duration(100 * time.Millisecond)},
 	}
 	results, _ := runSegments(t, cfg, 2, true)
 	if !results[0].Start.Equal(results[1].Start) {
@@ -269,7 +262,7 @@ func TestMissingAndFailedSegmentsAreIncomplete(t *testing.T) {
 	}
 
 	m, _ := Merge(fakeSegment(t, cfg, 0, 3, start), fakeSegment(t, cfg, 2, 3, start))
-	loadgen.EvaluateThresholds(m, ths("p99<1ns")) // fails, but incomplete outranks it
+	loadgen.EvaluateThresholds(m, loadgentest.Thresholds("p99<1ns")) // fails, but incomplete outranks it
 	v := loadgen.Judge(m)
 	if v.Status != verdict.Inconclusive || !strings.Contains(strings.Join(v.Reasons, ";"), "1 of 3 segments missing (1/3)") {
 		t.Errorf("a segment missing: %v", v)
@@ -294,16 +287,4 @@ func TestMissingAndFailedSegmentsAreIncomplete(t *testing.T) {
 	if v := loadgen.Judge(m); v.Status != verdict.NotRun {
 		t.Errorf("no segment ran: %v", v)
 	}
-}
-
-func ths(exprs ...string) []loadgen.Threshold {
-	ts := []loadgen.Threshold{}
-	for _, e := range exprs {
-		t, err := loadgen.ParseThreshold(e)
-		if err != nil {
-			panic(err)
-		}
-		ts = append(ts, t)
-	}
-	return ts
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/loadgentest"
 	"github.com/oipkit/oipkit/loadgen/merge"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -50,7 +51,7 @@ func TestResultJSONRoundTripAndMerge(t *testing.T) {
 	cfg := grpcConfig(srv.GRPCAddr(), "add_sub")
 	cfg.Load.Concurrency = 2
 	cfg.Load.Duration = loadgen.Duration(300 * time.Millisecond)
-	cfg.Thresholds = ths("p99<10s")
+	cfg.Thresholds = loadgentest.Thresholds("p99<10s")
 	a := runConfig(t, cfg)
 	b := runConfig(t, cfg)
 
@@ -89,7 +90,7 @@ func TestResultJSONRoundTripAndMerge(t *testing.T) {
 func TestDroppedAtInFlightCap(t *testing.T) {
 	srv := referencetest.Start(t) // the delay model sleeps 10ms per request
 	cfg := grpcConfig(srv.GRPCAddr(), "delay")
-	cfg.Load.Rate = mustRate("400")
+	cfg.Load.Rate = loadgentest.Rate("400")
 	cfg.Load.MaxInFlight = 1
 	cfg.Load.Duration = loadgen.Duration(time.Second)
 	res := runConfig(t, cfg)
@@ -161,7 +162,7 @@ func TestCoordinatedOmission(t *testing.T) {
 		time.AfterFunc(d, func() { g.pause(time.Second) })
 	}
 	open := grpcConfig(addr, "add_sub")
-	open.Load.Rate = mustRate("500")
+	open.Load.Rate = loadgentest.Rate("500")
 	open.Load.Duration = loadgen.Duration(6 * time.Second)
 	open.Load.Interval = loadgen.Duration(time.Second)
 	stallAt(2500 * time.Millisecond)
@@ -199,7 +200,7 @@ func TestCoordinatedOmission(t *testing.T) {
 func TestHDRLogIsReadable(t *testing.T) {
 	srv := referencetest.Start(t)
 	cfg := grpcConfig(srv.GRPCAddr(), "add_sub")
-	cfg.Load.Rate = mustRate("200")
+	cfg.Load.Rate = loadgentest.Rate("200")
 	cfg.Load.Duration = loadgen.Duration(time.Second)
 	var log bytes.Buffer
 	cfg.HDRLog = &log

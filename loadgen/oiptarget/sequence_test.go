@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/loadgentest"
 
 	"google.golang.org/protobuf/proto"
 
@@ -47,7 +48,7 @@ func TestSequencesAccumulate(t *testing.T) {
 		{"closed unary", func(c *loadgen.Config) { c.Load.Concurrency = 3 }},
 		{"closed stream", func(c *loadgen.Config) { c.Load.Concurrency = 3; c.Streaming = &loadgen.StreamConfig{} }},
 		{"open stream", func(c *loadgen.Config) {
-			c.Load.Rate = mustRate("500")
+			c.Load.Rate = loadgentest.Rate("500")
 			c.Sequence.Sequences = 3
 			c.Streaming = &loadgen.StreamConfig{}
 		}},

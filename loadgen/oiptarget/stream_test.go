@@ -4,6 +4,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/loadgentest"
 	"github.com/oipkit/oipkit/loadgen/merge"
 
 	"bytes"
@@ -117,7 +118,7 @@ func TestStreamingGRPCTokens(t *testing.T) {
 	})
 	t.Run("open", func(t *testing.T) {
 		cfg := tokensConfig(t, srv.GRPCAddr(), n, first, interval)
-		cfg.Load.Rate, cfg.Load.Requests = mustRate("100"), 30
+		cfg.Load.Rate, cfg.Load.Requests = loadgentest.Rate("100"), 30
 		res := runConfig(t, cfg)
 		checkStreamResult(t, res, n, first, interval)
 	})
@@ -322,7 +323,7 @@ func TestStreamingCoordinatedOmission(t *testing.T) {
 	cfg := grpcConfig(addr, "tokens")
 	cfg.Streaming = &loadgen.StreamConfig{}
 	cfg.Inputs.File = tokensInput(t, 2)
-	cfg.Load.Rate, cfg.Load.Duration = mustRate("100"), loadgen.Duration(2*time.Second)
+	cfg.Load.Rate, cfg.Load.Duration = loadgentest.Rate("100"), loadgen.Duration(2*time.Second)
 	var once sync.Once
 	cfg.Progress = func(loadgen.IntervalStats) { once.Do(func() { go g.pause(600 * time.Millisecond) }) }
 	res := runConfig(t, cfg)
@@ -411,7 +412,7 @@ func TestStreamingThresholds(t *testing.T) {
 	srv := referencetest.Start(t)
 	cfg := tokensConfig(t, srv.GRPCAddr(), 3, 20*time.Millisecond, time.Millisecond)
 	cfg.Load.Concurrency, cfg.Load.Requests = 1, 3
-	cfg.Thresholds = ths("first_response_p50>=20ms", "first_response_min<10ms", "p(99)<10s", "inter_response_max<10s")
+	cfg.Thresholds = loadgentest.Thresholds("first_response_p50>=20ms", "first_response_min<10ms", "p(99)<10s", "inter_response_max<10s")
 	res := runConfig(t, cfg)
 	got := map[string]bool{}
 	for _, th := range cfg.Thresholds {
@@ -420,7 +421,7 @@ func TestStreamingThresholds(t *testing.T) {
 	if !got["first_response_p50>=20ms"] || got["first_response_min<10ms"] || !got["inter_response_max<10s"] {
 		t.Errorf("verdicts %v (first response p50 %v)", got, res.Histograms.FirstResponse.Quantile(50))
 	}
-	bad := loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Thresholds: ths("first_response_p99<1s")}
+	bad := loadgen.Config{Target: loadgen.TargetConfig{GRPC: "h:1", Model: "m"}, Thresholds: loadgentest.Thresholds("first_response_p99<1s")}
 	if err := Normalize(&bad); err == nil || !strings.Contains(err.Error(), "Config.Streaming") {
 		t.Errorf("a first_response threshold without --streaming: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/loadgentest"
 
 	"github.com/oipkit/oipkit/client"
 )
@@ -17,8 +18,8 @@ import (
 // a server.
 func syntheticSweep() *loadgen.Result {
 	cfg := loadgen.Config{Target: loadgen.TargetConfig{GRPC: "127.0.0.1:1", Protocol: client.ProtocolGRPCRaw, Model: "m", Timeout: loadgen.Duration(time.Second)},
-		Load: loadgen.LoadConfig{ConcurrencyRange: mustLevels("1:4:x2"), Duration: loadgen.Duration(time.Second), Interval: loadgen.Duration(time.Second)},
-		SLO:  nil, Thresholds: ths("p99<3ms"), Percentile: 99}
+		Load: loadgen.LoadConfig{ConcurrencyRange: loadgentest.Levels("1:4:x2"), Duration: loadgen.Duration(time.Second), Interval: loadgen.Duration(time.Second)},
+		SLO:  nil, Thresholds: loadgentest.Thresholds("p99<3ms"), Percentile: 99}
 	r := loadgen.NewResult(cfg)
 	r.EndReason = loadgen.EndCompleted
 	for i, c := range []int{1, 2, 4} {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oipkit/oipkit/loadgen"
+	"github.com/oipkit/oipkit/loadgen/loadgentest"
 	"github.com/oipkit/oipkit/verdict"
 )
 
@@ -82,8 +83,8 @@ func mustRun(t *testing.T, tg loadgen.Target, cfg loadgen.Config) *loadgen.Resul
 }
 
 func TestSweepMeasuresEachLevel(t *testing.T) {
-	cfg := fakeConfig(loadgen.LoadConfig{ConcurrencyRange: mustLevels("1:4:x2"), Duration: loadgen.Duration(400 * time.Millisecond), WarmupRequests: 5})
-	cfg.Thresholds = ths("p99<1h")
+	cfg := fakeConfig(loadgen.LoadConfig{ConcurrencyRange: loadgentest.Levels("1:4:x2"), Duration: loadgen.Duration(400 * time.Millisecond), WarmupRequests: 5})
+	cfg.Thresholds = loadgentest.Thresholds("p99<1h")
 	var seen []string
 	cfg.StepDone = func(s loadgen.Step) { seen = append(seen, s.Label()) }
 	res := mustRun(t, &queueTarget{service: time.Millisecond}, cfg)
@@ -118,7 +119,7 @@ func TestSweepMeasuresEachLevel(t *testing.T) {
 	if pass := loadgen.EvaluateThresholds(res, cfg.Thresholds); !pass || len(res.Thresholds) != 6 || res.Thresholds[0].Level != "c=1" {
 		t.Errorf("per-level thresholds: %v %+v", pass, res.Thresholds)
 	}
-	if pass := loadgen.EvaluateThresholds(res, ths("p50<2500us")); pass {
+	if pass := loadgen.EvaluateThresholds(res, loadgentest.Thresholds("p50<2500us")); pass {
 		t.Error("p50<2.5ms passed although c=4 queues for about 4ms")
 	}
 	if v := loadgen.Judge(res); v.Status != verdict.Failed || !strings.Contains(strings.Join(v.Reasons, " "), "c=4: p50<2500us") {
@@ -138,7 +139,7 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 	}
 	t.Run("closed loop", func(t *testing.T) {
 		cfg := fakeConfig(loadgen.LoadConfig{Concurrency: 1, Duration: loadgen.Duration(500 * time.Millisecond)})
-		cfg.SLO = ths("p90<9ms") // p90: a 0.5s probe has enough samples for it
+		cfg.SLO = loadgentest.Thresholds("p90<9ms") // p90: a 0.5s probe has enough samples for it
 		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
 		s := res.Search
 		if s == nil || !s.Found || s.Mode != "concurrency" || s.Holds > 4 || s.Fails != s.Holds+1 {
@@ -152,8 +153,8 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 		}
 	})
 	t.Run("open loop", func(t *testing.T) {
-		cfg := fakeConfig(loadgen.LoadConfig{Rate: mustRate("200"), Duration: loadgen.Duration(time.Second)})
-		cfg.SLO = ths("p90<30ms")
+		cfg := fakeConfig(loadgen.LoadConfig{Rate: loadgentest.Rate("200"), Duration: loadgen.Duration(time.Second)})
+		cfg.SLO = loadgentest.Thresholds("p90<30ms")
 		cfg.SLOResolution = 0.05
 		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
 		// A generator that could not keep the schedule measured the
@@ -183,7 +184,7 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 	t.Run("nothing holds", func(t *testing.T) {
 		// 1s: enough samples for p90 at c=1 even on a loaded machine.
 		cfg := fakeConfig(loadgen.LoadConfig{Concurrency: 2, Duration: loadgen.Duration(time.Second)})
-		cfg.SLO = ths("p90<1ms")
+		cfg.SLO = loadgentest.Thresholds("p90<1ms")
 		res := mustRun(t, &queueTarget{service: 2 * time.Millisecond}, cfg)
 		if s := res.Search; s.Found || s.Fails != 1 || len(res.Steps) != 2 || res.Steps[1].Verdict != "fails" {
 			t.Fatalf("search %+v over %d probes", s, len(res.Steps))
@@ -199,7 +200,7 @@ func TestSearchBracketsTheLimit(t *testing.T) {
 func TestSearchTooFewSamples(t *testing.T) {
 	// Closed loop: rate probes are lengthened for samples (TestProbeDuration).
 	cfg := fakeConfig(loadgen.LoadConfig{Concurrency: 1, Duration: loadgen.Duration(300 * time.Millisecond)})
-	cfg.SLO = ths("p99<1s")
+	cfg.SLO = loadgentest.Thresholds("p99<1s")
 	res := mustRun(t, fixedTarget{delay: 20 * time.Millisecond}, cfg)
 	s := res.Search
 	if s == nil || s.Found || !s.Unjudged || len(res.Steps) != 1 || !strings.Contains(s.Summary, "too few samples") {
@@ -221,7 +222,7 @@ func TestGridFloor(t *testing.T) {
 // A rate probe lasts long enough to judge the SLO's percentile: p99 needs
 // 1,000 samples, so 100/s probes for 11 s where --duration says 5 s.
 func TestProbeDuration(t *testing.T) {
-	cfg := loadgen.Config{SLO: ths("p99<20ms", "error_rate<1%"), Load: loadgen.LoadConfig{Duration: loadgen.Duration(5 * time.Second)}}
+	cfg := loadgen.Config{SLO: loadgentest.Thresholds("p99<20ms", "error_rate<1%"), Load: loadgen.LoadConfig{Duration: loadgen.Duration(5 * time.Second)}}
 	for rate, want := range map[float64]time.Duration{1000: 5 * time.Second, 100: 11 * time.Second, 1: time.Minute} {
 		if got := probeDuration(cfg, rate).D(); got != want {
 			t.Errorf("probe at %v/s: %v, want %v", rate, got, want)
