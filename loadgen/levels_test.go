@@ -270,14 +270,16 @@ func TestRateProfileSteps(t *testing.T) {
 	if len(res.Steps) != 3 {
 		t.Fatalf("%d steps, want 3", len(res.Steps))
 	}
-	var sent int64
+	var sent, scheduled int64
 	for i, s := range res.Steps {
 		// Dispatches are counted between the collector's interval closes,
-		// which a loaded machine wakes late: within 20%.
+		// which a loaded machine wakes late, so a step's own count is not
+		// asserted (no timed assertions); the whole run's schedule is exact.
 		want := float64(100 * (i + 1))
-		if s.Kind != StepProfile || s.Rate != want || math.Abs(float64(s.Counts.Sent)-want*0.6) > want*0.6*0.2 {
-			t.Errorf("step %d: rate %v, sent %d; want %v/s and about %v", i, s.Rate, s.Counts.Sent, want, want*0.6)
+		if s.Kind != StepProfile || s.Rate != want || s.Counts.Sent <= 0 {
+			t.Errorf("step %d: rate %v, sent %d; want %v/s and some requests", i, s.Rate, s.Counts.Sent, want)
 		}
+		scheduled += s.Counts.Scheduled
 		if s.Histograms.Response.Count() != s.Counts.OK {
 			t.Errorf("step %d: %d values for %d requests", i, s.Histograms.Response.Count(), s.Counts.OK)
 		}
@@ -285,6 +287,11 @@ func TestRateProfileSteps(t *testing.T) {
 	}
 	if sent != res.Counts.Sent {
 		t.Errorf("steps sent %d, the run %d", sent, res.Counts.Sent)
+	}
+	// 0.6 s at 100, 200 and 300 per second: the pacer schedules by intended
+	// time, so a late machine sends late, never fewer.
+	if scheduled != 360 || res.Counts.Scheduled != 360 {
+		t.Errorf("steps scheduled %d, the run %d (%+v); want 360", scheduled, res.Counts.Scheduled, res.Counts)
 	}
 	if got := (RateProfile{}).steps(time.Second, time.Second); got != nil {
 		t.Errorf("an empty profile has steps %v", got)

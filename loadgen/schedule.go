@@ -375,7 +375,9 @@ func (s *Schedule) Next() (time.Duration, bool) {
 	if math.IsInf(u, 1) {
 		return 0, false
 	}
-	return time.Duration((g.start + u) * 1e9), true
+	// Rounded, not truncated: 1.2+0.6 is 1.7999999999999998 in floating
+	// point, which truncation would put one nanosecond inside a 1.8 s window.
+	return time.Duration(math.Round((g.start + u) * 1e9)), true
 }
 
 // Index returns the index in the whole test's schedule of the arrival Next
