@@ -7,11 +7,12 @@ Every model uses batching=False (config.pbtxt max_batch_size: 0), so Triton repo
 declared shapes with no added batch dimension, and a non-batched inference callable: PyTriton
 hands it a list of requests and expects one dict of outputs per request. The callables compute
 and nothing else: what Triton and PyTriton do with a request that disagrees with the model is
-theirs. Deployed: add_sub, identity_<t> (no bf16: numpy has none) and the stream_count and
-param_echo extension fixtures. Not deployed: versioned (--with-versioned shows why: see README.md).
+theirs. Deployed: add_sub, identity_<t> (no bf16: numpy has none) and the stream_count, param_echo
+and text_gen extension fixtures. Not deployed: versioned (--with-versioned shows why: see README.md).
 """
 
 import logging
+import re
 import signal
 import sys
 
@@ -68,6 +69,21 @@ def param_echo(requests):
     return [{"OUTPUT0": np.array([str((req.parameters or {}).get("echo", "")).encode()], dtype=np.bytes_)} for req in requests]
 
 
+def text_gen(requests):
+    # Decoupled, as standalone Triton's python-backend text_gen (interop/triton/models/text_gen.py):
+    # Triton's generate routes cannot tell /generate from /generate_stream, so the optional `stream`
+    # input (set by the client for token streaming) asks for one response per word; without it the
+    # whole text is one response. At most the request parameter max_tokens words (default 20).
+    for req in requests:
+        text = req["text_input"].reshape(-1)[0]
+        text = text.decode("utf-8") if isinstance(text, bytes) else str(text)
+        stream = "stream" in req and bool(req["stream"].reshape(-1)[0])
+        max_tokens = int((req.parameters or {}).get("max_tokens", 20))
+        words = re.findall(r" *[^ ]+ *", text)[:max_tokens]
+        for chunk in words if stream else ["".join(words)]:
+            yield [{"text_output": np.array([chunk.encode("utf-8")], dtype=np.bytes_)}]
+
+
 def bind_fixtures(triton, with_versioned):
     i32 = lambda name, shape: Tensor(name=name, dtype=np.int32, shape=shape)  # noqa: E731
     triton.bind(
@@ -100,6 +116,17 @@ def bind_fixtures(triton, with_versioned):
         inputs=[i32("INPUT0", (1,))],
         outputs=[Tensor(name="OUTPUT0", dtype=np.bytes_, shape=(1,))],
         config=NOT_BATCHED,
+    )
+    # Extension fixture for generate / generate_stream (and decoupled ModelStreamInfer).
+    triton.bind(
+        model_name="text_gen",
+        infer_func=text_gen,
+        inputs=[
+            Tensor(name="text_input", dtype=np.bytes_, shape=(1,)),
+            Tensor(name="stream", dtype=np.bool_, shape=(1,), optional=True),
+        ],
+        outputs=[Tensor(name="text_output", dtype=np.bytes_, shape=(1,))],
+        config=ModelConfig(batching=False, decoupled=True),
     )
     if with_versioned:
         # See README: PyTriton cannot keep two versions of one model loaded.
