@@ -16,6 +16,8 @@ model versions, so the `versioned` fixture is not deployed (see README.md).
 
 import sys
 
+import numpy as np
+
 from kserve import InferOutput, InferRequest, InferResponse, Model, ModelServer
 
 LOOPBACK = "127.0.0.1"
@@ -97,12 +99,36 @@ class Identity(Fixture):
         return self.respond(payload, {"OUTPUT0": payload.get_input_by_name("INPUT0").as_numpy()})
 
 
+class Classifier(Fixture):
+    """classifier: OUTPUT0 is INPUT0 unchanged (FP32 [-1, 4], read as class scores). KServe has no
+    classification extension of its own; deployed so that the probe observes what KServe does with
+    a "classification" output parameter instead of guessing from a missing model."""
+
+    def __init__(self):
+        super().__init__("classifier", [tensor("INPUT0", "FP32", [-1, 4])], [tensor("OUTPUT0", "FP32", [-1, 4])])
+
+    async def predict(self, payload: InferRequest, headers=None, response_headers=None) -> InferResponse:
+        return self.respond(payload, {"OUTPUT0": payload.get_input_by_name("INPUT0").as_numpy()})
+
+
+class ParamEcho(Fixture):
+    """param_echo: OUTPUT0 (BYTES [1]) is the custom request parameter "echo" as predict() received
+    it in InferRequest.parameters."""
+
+    def __init__(self):
+        super().__init__("param_echo", [tensor("INPUT0", "INT32", [1])], [tensor("OUTPUT0", "BYTES", [1])])
+
+    async def predict(self, payload: InferRequest, headers=None, response_headers=None) -> InferResponse:
+        echo = str((payload.parameters or {}).get("echo", ""))
+        return self.respond(payload, {"OUTPUT0": np.array([echo.encode()], dtype=np.object_)})
+
+
 def main(argv):
     if len(argv) != 3:
         print("usage: server.py HTTP_PORT GRPC_PORT", file=sys.stderr)
         return 2
     bind_loopback()
-    models = [AddSub()] + [Identity(dt) for dt in IDENTITY_DATATYPES]
+    models = [AddSub(), Classifier(), ParamEcho()] + [Identity(dt) for dt in IDENTITY_DATATYPES]
     ModelServer(http_port=int(argv[1]), grpc_port=int(argv[2]), enable_latency_logging=False).start(models)
     return 0
 

@@ -44,6 +44,20 @@ class Versioned(Fixture):
         return self.respond({"OUTPUT0": self.arrays(payload)["INPUT0"] + np.int32(self.version)})
 
 
+class ParamEcho(Fixture):
+    """param_echo: OUTPUT0 is the custom request parameter "echo" as the model received it, read
+    from the request's parameters the way MLServer's runtimes read theirs (payload.parameters, a
+    pydantic model that keeps unknown members) and encoded with StringCodec."""
+
+    async def predict(self, payload: InferenceRequest) -> InferenceResponse:
+        params = payload.parameters.model_dump() if payload.parameters is not None else {}
+        return InferenceResponse(
+            model_name=self.name,
+            model_version=self.version,
+            outputs=[StringCodec.encode_output("OUTPUT0", [str(params.get("echo", ""))])],
+        )
+
+
 class StreamCount(Fixture):
     """Decoupled: INPUT0 = n gives n responses carrying 1..n. MLServer streams through
     predict_stream, an async generator over the requests of one ModelStreamInfer call (or one
