@@ -52,6 +52,25 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 		}
 	})
 
+	// On add_sub, not the versioned fixture (versions.go): OK with
+	// ready=false and a non-OK status both say "not ready"; ready=true
+	// reports a version that does not exist as ready.
+	It("never answers ModelReady with ready=true for versions add_sub does not have", Req("OIP-GRPC-HEALTH-004", "OIP-GRPC-SVC-002", "OIP-GRPC-ERR-001", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		AfterNegative()
+		listed := addSubVersionsGRPC(ctx)
+		versions := unlisted(listed)
+		var cs []*Call
+		for _, v := range versions {
+			_, c := Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "add_sub", Version: v}, Stub().ModelReady)
+			cs = append(cs, c)
+		}
+		gradeVersionsGRPC("OIP-GRPC-HEALTH-004", listed, versions, cs, func(c *Call) bool {
+			r, _ := c.Resp.(*pb.ModelReadyResponse)
+			return r.GetReady()
+		})
+	})
+
 	It("never answers ModelReady with ready=true for an unknown model", Req("OIP-GRPC-HEALTH-005", "OIP-GRPC-HEALTH-004", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
 		AfterNegative()
 		_, c := Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "does_not_exist"}, Stub().ModelReady)

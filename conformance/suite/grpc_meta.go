@@ -105,6 +105,20 @@ var _ = Describe("gRPC metadata", Over(TransportGRPC), func() {
 		grpcRejects(c, "OIP-GRPC-META-004", "", codes.NotFound, codes.InvalidArgument)
 	})
 
+	// On add_sub, not the versioned fixture (versions.go).
+	It("answers ModelMetadata on versions add_sub does not have with a non-OK status", Req("OIP-GRPC-META-006", "OIP-GRPC-SVC-002", "OIP-GRPC-ERR-001", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
+		AfterNegative()
+		listed := addSubVersionsGRPC(ctx)
+		versions := unlisted(listed)
+		var cs []*Call
+		for _, v := range versions {
+			_, c := ModelMetadata(ctx, &pb.ModelMetadataRequest{Name: "add_sub", Version: v})
+			cs = append(cs, c)
+		}
+		gradeVersionsGRPC("OIP-GRPC-META-006", listed, versions, cs, nil)
+	})
+
 	It("records the version chosen for ModelMetadata without a version", Req("OIP-GRPC-META-005"), func(ctx SpecContext) {
 		NeedFixture("versioned")
 		resp, c := ModelMetadata(ctx, &pb.ModelMetadataRequest{Name: "versioned"})

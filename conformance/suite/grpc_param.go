@@ -1,10 +1,15 @@
 package suite
 
 import (
+	"errors"
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
@@ -81,6 +86,45 @@ var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
 			Note("OIP-GRPC-PARAM-001", "double_param and uint64_param were refused with %s", c.Code())
 		default:
 			VerifyReq("OIP-GRPC-ERR-002", c).To(HaveCode(codes.InvalidArgument, codes.Unimplemented))
+		}
+	})
+})
+
+var _ = Describe("gRPC inference", Over(TransportGRPC), func() {
+	BeforeEach(func() { NeedFixture("add_sub") })
+
+	// Response parameters are allowed (OIP-GRPC-PARAM-002) and a server may
+	// carry request parameters back; one it carries back must keep its kind
+	// and value. Leaving them out passes, and a refusal is PARAM-001's:
+	// double and uint64 go in a request of their own, so that a server
+	// refusing them (Triton, A-16) still has the other three graded.
+	It("carries request parameters of every kind back unchanged, if at all", Req("OIP-GRPC-PARAM-004"), func(ctx SpecContext) {
+		for _, sent := range []map[string]*pb.InferParameter{
+			{
+				"oipkit_echo_b": {ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: true}},
+				"oipkit_echo_i": {ParameterChoice: &pb.InferParameter_Int64Param{Int64Param: math.MaxInt64}},
+				"oipkit_echo_s": {ParameterChoice: &pb.InferParameter_StringParam{StringParam: "x é"}},
+			},
+			{
+				"oipkit_echo_d": {ParameterChoice: &pb.InferParameter_DoubleParam{DoubleParam: 0.25}},
+				"oipkit_echo_u": {ParameterChoice: &pb.InferParameter_Uint64Param{Uint64Param: math.MaxUint64}},
+			},
+		} {
+			req, _, _ := addSubPB(false)
+			req.Parameters = sent
+			_, c := Infer(ctx, req)
+			if !Answered(c) || c.Err != nil {
+				continue
+			}
+			Verify(c).To(PassCheck(func(r *pb.ModelInferResponse) error {
+				var list []error
+				for _, k := range slices.Sorted(maps.Keys(sent)) {
+					if g, ok := r.GetParameters()[k]; ok && !proto.Equal(g, sent[k]) {
+						list = append(list, fmt.Errorf("response parameter %q is %v, but the request sent %v", k, g, sent[k]))
+					}
+				}
+				return errors.Join(list...)
+			}))
 		}
 	})
 })

@@ -1,6 +1,8 @@
 package suite
 
 import (
+	"bytes"
+
 	. "github.com/onsi/ginkgo/v2"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
@@ -27,4 +29,62 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 			Verify(PostRaw(ctx, "add_sub", nil, []byte(body))).To(HaveErrorBody())
 		}
 	})
+
+	// A Python server's json module recurses per level: a deep enough
+	// document is a RecursionError, answered 500.
+	It("refuses INPUT0 data nested 100,000 levels deep with a 4xx and stays live", Req("OIP-REST-ERR-007"), func(ctx SpecContext) {
+		AfterNegative()
+		const depth = 100_000
+		body := addSubSpliced(2*depth+1, func(out []byte) []byte {
+			out = append(out, bytes.Repeat([]byte("["), depth)...)
+			out = append(out, '0')
+			return append(out, bytes.Repeat([]byte("]"), depth)...)
+		})
+		refusedUnread(PostRaw(ctx, "add_sub", nil, body))
+	})
+
+	// Larger than the common default limits (64 MiB: Triton's
+	// --http-max-input-size, the reference's --max-body-bytes): a server
+	// may refuse it (413 or 400) or read it and refuse a data array that
+	// does not fit [1,16]. The body is built once, in place.
+	It("refuses a 65 MiB body with a 4xx and stays live", Req("OIP-REST-ERR-007"), func(ctx SpecContext) {
+		AfterNegative()
+		const size = 65 << 20
+		body := addSubSpliced(size, func(out []byte) []byte {
+			out = append(out, '[')
+			for len(out) < size-256 {
+				out = append(out, "0,0,0,0,0,0,0,0,"...)
+			}
+			return append(out, '0', ']')
+		})
+		refusedUnread(PostRaw(ctx, "add_sub", nil, body))
+	})
 })
+
+// addSubSpliced is the add_sub JSON body with INPUT0's data written by fill
+// (about n bytes of it), straight into the one buffer the body is sent from.
+func addSubSpliced(n int, fill func(out []byte) []byte) []byte {
+	const mark = `"oipkit-splice"`
+	b, _, _ := addSubRequest()
+	input0(b)["data"] = "oipkit-splice"
+	enc, _ := b.Encode()
+	before, after, _ := bytes.Cut(enc, []byte(mark))
+	out := make([]byte, 0, len(enc)+n)
+	out = fill(append(out, before...))
+	return append(out, after...)
+}
+
+// refusedUnread grades the answer to a body the server cannot take whole:
+// any 4xx passes; a 5xx is a server fault whatever the level; a success is
+// a bad request accepted. No answer at all, or a server no longer live
+// afterwards (AfterNegative), is a failure too.
+func refusedUnread(e *Exchange) {
+	if !Answered(e) {
+		return
+	}
+	if e.Status >= 500 {
+		Verify(e).To(AvoidServerError())
+		return
+	}
+	Verify(e).To(BeRejected())
+}

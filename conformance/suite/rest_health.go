@@ -71,10 +71,18 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 		}
 	})
 
-	It("answers versioned model ready with 4xx for a version that is not loaded", Req("OIP-REST-HEALTH-009"), func(ctx SpecContext) {
-		NeedVersions()
+	// On add_sub, not the versioned fixture (versions.go).
+	It("answers model ready with 4xx for versions add_sub does not have", Req("OIP-REST-HEALTH-009"), func(ctx SpecContext) {
+		NeedFixture("add_sub")
 		AfterNegative()
-		notReady(Get(ctx, "/v2/models/versioned/versions/99/ready"), "")
+		listed := addSubVersionsREST(ctx)
+		versions := unlisted(listed)
+		var es []*Exchange
+		for _, v := range versions {
+			es = append(es, Get(ctx, "/v2/models/add_sub/versions/"+PathEscape(v)+"/ready"))
+		}
+		gradeVersionsREST(restVersionGrading{id: "OIP-REST-HEALTH-009", health: true,
+			refused: func(e *Exchange) { notReady(e, "") }}, listed, versions, es)
 	})
 
 	It("answers model ready with 4xx for an unknown model", Req("OIP-REST-HEALTH-010", "OIP-REST-HEALTH-003"), func(ctx SpecContext) {

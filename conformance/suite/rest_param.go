@@ -1,8 +1,15 @@
 package suite
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"math"
+	"math/big"
 	"net/http"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -78,4 +85,65 @@ var _ = Describe("REST inference ids and parameters", Over(TransportREST), func(
 		}
 		VerifyReq("OIP-REST-PARAM-001", e).To(HaveStatus(http.StatusOK), "want 200 (or an error response if unknown parameters are rejected)")
 	})
+
+	// Response parameters are allowed (OIP-REST-PARAM-003) and a server may
+	// carry request parameters back; one it carries back must keep its type
+	// and value. Leaving them out passes, and a refusal is PARAM-001's.
+	It("carries request parameters of every type back unchanged, if at all", Req("OIP-REST-PARAM-004"), func(ctx SpecContext) {
+		sent := map[string]string{ // name → the JSON sent
+			"oipkit_echo_b": "true",
+			"oipkit_echo_i": "9007199254740993", // 2^53+1: no float64 holds it
+			"oipkit_echo_s": `"x é"`,
+			"oipkit_echo_d": "0.25",
+		}
+		b, _, _ := addSubRequest()
+		params := Obj{}
+		for k, v := range sent {
+			params[k] = json.RawMessage(v)
+		}
+		b.JSON["parameters"] = params
+		e := Post(ctx, "add_sub", "", b)
+		if !Answered(e) || e.Status != http.StatusOK {
+			return
+		}
+		Verify(e).To(PassCheck(func(o *Object) error {
+			var got map[string]json.RawMessage
+			if json.Unmarshal(o.Members["parameters"], &got) != nil {
+				return nil // absent, or a shape the schema grades
+			}
+			var list []error
+			for _, k := range slices.Sorted(maps.Keys(sent)) {
+				if g, ok := got[k]; ok && !sameJSONParam(sent[k], g) {
+					list = append(list, fmt.Errorf("response parameter %q is %s, but the request sent %s", k, clipped(string(g), 80), sent[k]))
+				}
+			}
+			return errors.Join(list...)
+		}))
+	})
 })
+
+// sameJSONParam reports whether two parameter values have the same JSON
+// type and value; numbers compare exactly (2^53+1 is not 2^53).
+func sameJSONParam(want string, got []byte) bool {
+	decode := func(b []byte) (any, bool) {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		var v any
+		return v, d.Decode(&v) == nil
+	}
+	w, _ := decode([]byte(want))
+	g, ok := decode(got)
+	if !ok {
+		return false
+	}
+	if wn, isNum := w.(json.Number); isNum {
+		gn, isNum := g.(json.Number)
+		if !isNum {
+			return false
+		}
+		a, okA := new(big.Rat).SetString(string(wn))
+		b, okB := new(big.Rat).SetString(string(gn))
+		return okA && okB && a.Cmp(b) == 0
+	}
+	return w == g
+}
