@@ -83,6 +83,10 @@ type SchemaProblem struct {
 	Soft    string // why it is graded as a warning whatever Req's class, or ""
 	Where   string // JSON pointer of the offending value; "" is the body
 	Message string
+	// Unparsed: the body is not strict JSON at all, so no client that
+	// reads strict JSON can use it. Graded even on an exchange whose
+	// problems a catalog ambiguity has recorded only ([Tolerate]).
+	Unparsed bool
 }
 
 func (p SchemaProblem) String() string {
@@ -201,7 +205,7 @@ func CheckSchema(component string, body []byte) []SchemaProblem {
 	var probs []SchemaProblem
 	dups, err := duplicateMembers(body)
 	if err != nil {
-		return []SchemaProblem{{Req: root, Message: "body is not strict JSON: " + err.Error()}}
+		return []SchemaProblem{notStrict(root, body, err)}
 	}
 	for _, d := range dups {
 		probs = append(probs, s.problem(component, d, pointer(d[:len(d)-1]),
@@ -209,7 +213,7 @@ func CheckSchema(component string, body []byte) []SchemaProblem {
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
-		return []SchemaProblem{{Req: root, Message: "body is not strict JSON: " + err.Error()}}
+		return []SchemaProblem{notStrict(root, body, err)}
 	}
 	var verr *jsonschema.ValidationError
 	if err := sch.Validate(inst); errors.As(err, &verr) {
@@ -219,6 +223,63 @@ func CheckSchema(component string, body []byte) []SchemaProblem {
 	}
 	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Where < probs[j].Where })
 	return probs
+}
+
+// notStrict is the problem of a body that does not parse as strict JSON,
+// graded under the component's root requirement. Bare NaN, Infinity and
+// -Infinity tokens are a warning (A-22): Python's json, and so the stock
+// Python clients, reads them, while JSON.parse, Go's encoding/json and
+// Jackson refuse the whole body. Anything else fails.
+func notStrict(root string, body []byte, err error) SchemaProblem {
+	if b, found := finiteTokens(body); found && json.Valid(b) {
+		return SchemaProblem{Req: root, Soft: "A-22", Unparsed: true,
+			Message: "body is not strict JSON: it holds bare NaN, Infinity or -Infinity tokens, which Python's json reads but JSON.parse, Go's encoding/json and Jackson refuse"}
+	}
+	return SchemaProblem{Req: root, Unparsed: true, Message: "body is not strict JSON: " + err.Error()}
+}
+
+// finiteTokens is body with every bare NaN, Infinity and -Infinity token
+// outside a string replaced by 0, and whether there was one.
+func finiteTokens(body []byte) ([]byte, bool) {
+	out := make([]byte, 0, len(body))
+	found, inString := false, false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inString {
+			out = append(out, c)
+			switch c {
+			case '\\':
+				if i+1 < len(body) {
+					i++
+					out = append(out, body[i])
+				}
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+		}
+		if tok := nonFiniteAt(body[i:]); tok > 0 {
+			out = append(out, '0')
+			i += tok - 1
+			found = true
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, found
+}
+
+// nonFiniteAt is the length of the non-finite token b starts with, or 0.
+func nonFiniteAt(b []byte) int {
+	for _, tok := range []string{"NaN", "Infinity", "-Infinity"} {
+		if bytes.HasPrefix(b, []byte(tok)) {
+			return len(tok)
+		}
+	}
+	return 0
 }
 
 var printer = message.NewPrinter(language.English)
@@ -546,7 +607,9 @@ func (e *Exchange) markSchemaReported(req string) {
 
 // Tolerate marks an exchange whose schema problems a catalog ambiguity
 // (such as A-22, NaN in JSON) asks the suite to record rather than grade:
-// they become notes.
+// they become notes. A body that is not strict JSON is graded all the same
+// (bare NaN or Infinity tokens as a warning, A-22; anything else fails):
+// the ambiguity is what a server answers, not whether clients can read it.
 func Tolerate(e *Exchange, ambiguity string) {
 	if e != nil {
 		e.tolerated = ambiguity
@@ -593,7 +656,9 @@ func (t *Target) checkReceived(notRun bool) {
 		for _, req := range reqs {
 			e.markSchemaReported(req)
 			msg := fmt.Sprintf("%s: the body breaks the schema: %s", e.What(), joinProblems(byReq[req]))
-			if e.tolerated != "" {
+			// What an ambiguity tolerates is the body's content; a body
+			// that does not parse is graded all the same (Unparsed).
+			if e.tolerated != "" && !unparsed(byReq[req]) {
 				Note(req, "%s (recorded, not graded: %s)", msg, e.tolerated)
 				continue
 			}
@@ -602,6 +667,10 @@ func (t *Target) checkReceived(notRun bool) {
 			}
 		}
 	}
+}
+
+func unparsed(ps []SchemaProblem) bool {
+	return slices.ContainsFunc(ps, func(p SchemaProblem) bool { return p.Unparsed })
 }
 
 // withoutSharedMemoryOutputs drops the "no data" problems of response

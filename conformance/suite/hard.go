@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"math/big"
 	"strings"
 	"unicode/utf8"
 
@@ -276,4 +277,21 @@ func emptyTensor(name string, d tensor.Datatype, shape []int64) tensor.Tensor {
 		panic(fmt.Sprintf("conformance: empty %s %v: %v", d, shape, err))
 	}
 	return t
+}
+
+// integerTypes are the integer datatypes, narrowest first.
+var integerTypes = []tensor.Datatype{tensor.Int8, tensor.Int16, tensor.Int32, tensor.Int64,
+	tensor.Uint8, tensor.Uint16, tensor.Uint32, tensor.Uint64}
+
+// beyondRange are the integers one step beyond each edge of an integer
+// datatype's range: min−1 and max+1 (for the unsigned types −1 and 2^bits),
+// which no element of the type can hold.
+func beyondRange(d tensor.Datatype) (below, above *big.Int) {
+	bits := uint(8 * d.Size())
+	one := big.NewInt(1)
+	if d == tensor.Uint8 || d == tensor.Uint16 || d == tensor.Uint32 || d == tensor.Uint64 {
+		return big.NewInt(-1), new(big.Int).Lsh(one, bits)
+	}
+	above = new(big.Int).Lsh(one, bits-1)
+	return new(big.Int).Sub(new(big.Int).Neg(above), one), above
 }

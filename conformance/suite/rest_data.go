@@ -2,10 +2,13 @@ package suite
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"net/http"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -120,6 +123,62 @@ var _ = Describe("REST tensor data in JSON", Over(TransportREST), func() {
 			}
 		})
 	}
+
+	It("refuses JSON integers one step beyond each integer type's range, never answering another value", Req("OIP-REST-DATA-013", "OIP-REST-ERR-003"), func(ctx SpecContext) {
+		AfterNegative()
+		// One request per value (a refusal of one would hide what the
+		// server does with the other), one finding for every type a
+		// success changed: one defect.
+		var changed, faults, refused []string
+		var changedAt, faultAt *Exchange
+		tried := 0
+		for _, d := range integerTypes {
+			if !Current().Deployed(identityFixture(d)) {
+				Note("OIP-REST-DATA-013", "%s not tried: fixture %s is not deployed", d, identityFixture(d))
+				continue
+			}
+			below, above := beyondRange(d)
+			for _, v := range []*big.Int{below, above} {
+				tried++
+				ji := Obj{"name": "INPUT0", "datatype": string(d), "shape": []int{1, 1}, "data": []any{json.Number(v.String())}}
+				e := Post(ctx, identityFixture(d), "", Request(ji))
+				if !Answered(e) {
+					continue
+				}
+				sent := fmt.Sprintf("%s %s", d, v)
+				switch {
+				case e.Status >= 500:
+					faults = append(faults, fmt.Sprintf("%s (%d)", sent, e.Status))
+					faultAt = cmp.Or(faultAt, e)
+				case e.Status >= 400:
+					refused = append(refused, fmt.Sprintf("%s (%d)", sent, e.Status))
+				default:
+					if got := outOfRangeAnswer(e, v); got != "" {
+						changed = append(changed, sent+" → "+got)
+						changedAt = cmp.Or(changedAt, e)
+					} else {
+						Note("OIP-REST-DATA-013", "%s was answered unchanged (%d)", sent, e.Status)
+					}
+				}
+			}
+		}
+		if tried == 0 {
+			NeedFixture(identityFixture(tensor.Int8))
+		}
+		if len(refused) > 0 {
+			Note("OIP-REST-DATA-013", "refused: %s", strings.Join(refused, ", "))
+		}
+		if faultAt != nil {
+			// A 5xx is an error response, so the rule itself holds; the
+			// server fault is judged once, under OIP-REST-ERR-003.
+			VerifyReq(errStatusReq, faultAt).To(AvoidServerError(), "out-of-range integers answered with a server error: "+strings.Join(faults, ", "))
+		}
+		if changedAt != nil {
+			VerifyReq("OIP-REST-DATA-013", changedAt).To(PassCheck(func(*Exchange) error {
+				return fmt.Errorf("integers outside their datatype's range were answered with success and another value (neither coerced, which a value the type cannot hold cannot be, nor refused): %s", strings.Join(changed, "; "))
+			}))
+		}
+	})
 
 	It("keeps row-major order for a [2,3] tensor", Req("OIP-REST-DATA-001", "OIP-REST-DATA-002", "OIP-REST-RESP-011"), func(ctx SpecContext) {
 		NeedFixture("identity_int32")
@@ -416,4 +475,26 @@ func emptyAnswer(e *Exchange, want tensor.Tensor, equal, present string) {
 		return nil
 	}))
 	VerifyReq(equal, e).To(HaveOutputs(want))
+}
+
+// outOfRangeAnswer says how a success answer to an integer sent outside its
+// datatype's range differs from the value sent, or "" when OUTPUT0 holds
+// that value unchanged (identity's contract: the output is the input).
+func outOfRangeAnswer(e *Exchange, sent *big.Int) string {
+	got, raw, err := outputElements(e)
+	switch {
+	case err != nil:
+		return err.Error()
+	case len(got) != 1:
+		return "OUTPUT0 " + clipped(raw, 80)
+	}
+	n, ok := got[0].(json.Number)
+	if !ok {
+		return fmt.Sprintf("%v", got[0])
+	}
+	f, _, err := big.ParseFloat(string(n), 10, 256, big.ToNearestEven)
+	if err != nil || f.Cmp(new(big.Float).SetInt(sent)) != 0 {
+		return string(n)
+	}
+	return ""
 }
