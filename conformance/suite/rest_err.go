@@ -46,14 +46,18 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 	// Larger than the common default limits (64 MiB: Triton's
 	// --http-max-input-size, the reference's --max-body-bytes): a server
 	// may refuse it (413 or 400) or read it and refuse a data array that
-	// does not fit [1,16]. The body is built once, in place.
+	// does not fit [1,16]. The size is the subject, not the element count:
+	// each element is padded to 1 KiB with blanks (valid JSON), so a
+	// server that does read it parses 66,560 elements, not 34 million. The
+	// body is built once, in place.
 	It("refuses a 65 MiB body with a 4xx and stays live", Req("OIP-REST-ERR-007"), func(ctx SpecContext) {
 		AfterNegative()
 		const size = 65 << 20
+		element := append([]byte("0,\n"), bytes.Repeat([]byte(" "), 1021)...)
 		body := addSubSpliced(size, func(out []byte) []byte {
 			out = append(out, '[')
-			for len(out) < size-256 {
-				out = append(out, "0,0,0,0,0,0,0,0,"...)
+			for len(out) < size-2048 {
+				out = append(out, element...)
 			}
 			return append(out, '0', ']')
 		})
