@@ -135,7 +135,7 @@ func gradeVersionsREST(g restVersionGrading, listed, versions []string, es []*Ex
 // does not have, one finding per defect as gradeVersionsREST: calls answered
 // as if the version were valid (ready=true for ModelReady, which isReady
 // tells) are named in one finding, and the first refusal is graded by
-// grpcRejects. The spec carries req and grpcRejects' labels.
+// grpcRejects (NOT_FOUND or INVALID_ARGUMENT expected, A-03). The spec carries req and grpcRejects' labels.
 func gradeVersionsGRPC(req string, listed, versions []string, cs []*Call, isReady func(*Call) bool) {
 	var accepted []string
 	var firstAccepted, firstRefusal *Call
@@ -161,6 +161,12 @@ func gradeVersionsGRPC(req string, listed, versions []string, cs []*Call, isRead
 		}
 	}
 	if firstRefusal != nil {
-		grpcRejects(firstRefusal, req, "", codes.NotFound, codes.InvalidArgument)
+		want := []codes.Code{codes.NotFound, codes.InvalidArgument}
+		if len(listed) == 0 {
+			// A server whose add_sub lists no versions may not implement
+			// version selection at all (A-08, as a REST 501).
+			want = append(want, codes.Unimplemented)
+		}
+		grpcRejects(firstRefusal, req, "", want...)
 	}
 }
