@@ -146,6 +146,61 @@ var statisticsBreakages = []breakage{
 		failed: []string{"OIP-EXT-STAT-012"},
 	},
 	{
+		// Every inference counted twice, over both transports.
+		name: "stats-count-two-per-inference",
+		rest: &restHook{out: func(r *http.Request, a *answer) {
+			if isStats(r) && a.status == 200 {
+				eachModelStat(a, func(m map[string]any) {
+					if n, ok := m["inference_count"].(json.Number); ok {
+						k, _ := strconv.ParseInt(string(n), 10, 64)
+						m["inference_count"] = 2 * k
+					}
+				})
+			}
+		}},
+		grpc: onStatistics(func(_ *pb.ModelStatisticsRequest, r *pb.ModelStatisticsResponse) {
+			for _, m := range r.GetModelStats() {
+				m.InferenceCount *= 2
+			}
+		}),
+		failed: []string{"OIP-EXT-STAT-005"},
+	},
+	{
+		// Durations in microseconds where nanoseconds are due.
+		name: "rest-stats-durations-in-microseconds",
+		rest: &restHook{out: func(r *http.Request, a *answer) {
+			if isStats(r) && a.status == 200 {
+				eachModelStat(a, func(m map[string]any) {
+					is, _ := m["inference_stats"].(map[string]any)
+					for _, k := range []string{"success", "compute_infer"} {
+						if d, ok := is[k].(map[string]any); ok {
+							if n, ok := d["ns"].(json.Number); ok {
+								ns, _ := strconv.ParseInt(string(n), 10, 64)
+								d["ns"] = ns / 1000
+							}
+						}
+					}
+				})
+			}
+		}},
+		failed: []string{"OIP-EXT-STAT-013"},
+	},
+	{
+		// A model's route answers the statistics of its first version only.
+		name: "rest-stats-one-version-only",
+		rest: &restHook{out: func(r *http.Request, a *answer) {
+			if r.URL.Path == "/v2/models/versioned/stats" && a.status == 200 {
+				editJSON(a, func(m map[string]any) {
+					list, _ := m["model_stats"].([]any)
+					if len(list) > 1 {
+						m["model_stats"] = list[:1]
+					}
+				})
+			}
+		}},
+		failed: []string{"OIP-EXT-STAT-002"},
+	},
+	{
 		name: "grpc-stats-execution-count-frozen",
 		grpc: onStatistics(func(_ *pb.ModelStatisticsRequest, r *pb.ModelStatisticsResponse) {
 			for _, m := range r.GetModelStats() {

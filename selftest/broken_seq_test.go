@@ -2,10 +2,12 @@ package selftest
 
 import (
 	"context"
+	"encoding/binary"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -82,6 +84,18 @@ func (f forward) ModelStreamInfer(ss grpc.BidiStreamingServer[pb.ModelInferReque
 	}
 }
 
+// countValue is OUTPUT0's one INT32 of a stream_count response (raw or
+// typed contents), or -1.
+func countValue(r *pb.ModelInferResponse) int32 {
+	if raw := r.GetRawOutputContents(); len(raw) > 0 && len(raw[0]) == 4 {
+		return int32(binary.LittleEndian.Uint32(raw[0]))
+	}
+	if outs := r.GetOutputs(); len(outs) > 0 && len(outs[0].GetContents().GetIntContents()) == 1 {
+		return outs[0].GetContents().GetIntContents()[0]
+	}
+	return -1
+}
+
 // seqRequest reports whether an accumulate request carries the sequence
 // parameters named.
 func hasParam(r *pb.ModelInferRequest, name string) bool {
@@ -142,6 +156,7 @@ func init() {
 					return []proto.Message{m}, nil
 				}}
 			}(),
+			failed: []string{"OIP-EXT-SEQ-010"},
 			warned: []string{"OIP-EXT-SEQ-009"},
 		},
 		{
@@ -152,14 +167,87 @@ func init() {
 				}
 				return []proto.Message{m}, nil
 			}},
+			failed: []string{"OIP-EXT-SEQ-010"},
 			warned: []string{"OIP-EXT-SEQ-009"},
+		},
+		{
+			// The second response of every stream_count request is lost.
+			name: "stream-drops-one-response",
+			stream: &streamHook{out: func(m *pb.ModelStreamInferResponse) ([]proto.Message, error) {
+				if r := m.GetInferResponse(); r.GetModelName() == "stream_count" && countValue(r) == 2 {
+					return nil, nil
+				}
+				return []proto.Message{m}, nil
+			}},
+			failed: []string{"OIP-EXT-SEQ-010"},
+			warned: []string{"OIP-EXT-SEQ-009"},
+		},
+		{
+			// The first response of every stream_count request comes after
+			// the second.
+			name: "stream-reorders-responses",
+			stream: func() *streamHook {
+				held := map[string]proto.Message{}
+				return &streamHook{out: func(m *pb.ModelStreamInferResponse) ([]proto.Message, error) {
+					r := m.GetInferResponse()
+					if r.GetModelName() != "stream_count" || len(r.GetOutputs()) == 0 {
+						return []proto.Message{m}, nil
+					}
+					if first, ok := held[r.GetId()]; ok {
+						delete(held, r.GetId())
+						return []proto.Message{m, first}, nil
+					}
+					if p := r.GetParameters()[oip.ParamTritonFinalResponse]; countValue(r) == 1 && !p.GetBoolParam() {
+						held[r.GetId()] = m
+						return nil, nil
+					}
+					return []proto.Message{m}, nil
+				}}
+			}(),
+			failed: []string{"OIP-EXT-SEQ-010"},
+			warned: []string{"OIP-EXT-SEQ-009"},
+		},
+		{
+			// The last response of a stream_count request lacks the
+			// triton_final_response the others carry.
+			name: "stream-missing-final-flag",
+			stream: &streamHook{out: func(m *pb.ModelStreamInferResponse) ([]proto.Message, error) {
+				if r := m.GetInferResponse(); r.GetModelName() == "stream_count" && r.GetParameters()[oip.ParamTritonFinalResponse].GetBoolParam() {
+					delete(r.Parameters, oip.ParamTritonFinalResponse)
+				}
+				return []proto.Message{m}, nil
+			}},
+			failed: []string{"OIP-EXT-SEQ-010"},
+			warned: []string{"OIP-EXT-SEQ-009"},
+		},
+		{
+			// sequence_start on a sequence still open continues it: the
+			// server drops the flag, so the old sum carries on.
+			name: "sequence-restart-keeps-state",
+			grpc: func() grpc.UnaryServerInterceptor {
+				var mu sync.Mutex
+				open := map[string]bool{}
+				return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+					if r, ok := req.(*pb.ModelInferRequest); ok && r.ModelName == "accumulate" && hasParam(r, "sequence_id") {
+						id := r.Parameters["sequence_id"].String()
+						mu.Lock()
+						if r.Parameters["sequence_start"].GetBoolParam() && open[id] {
+							delete(r.Parameters, "sequence_start")
+						}
+						open[id] = !r.Parameters["sequence_end"].GetBoolParam()
+						mu.Unlock()
+					}
+					return h(ctx, req)
+				}
+			}(),
+			failed: []string{"OIP-EXT-SEQ-011"},
 		},
 		{
 			name:   "stream-open-after-half-close",
 			stream: &streamHook{neverEnd: true},
 			args:   []string{"--timeout", "2s"},
 			failed: []string{"OIP-EXT-SEQ-006"},
-			warned: []string{"OIP-EXT-SEQ-008", "OIP-EXT-SEQ-009"},
+			warned: []string{"OIP-EXT-SEQ-008"},
 		},
 		{
 			// Advertises sequence, but ModelStreamInfer is not there. The
@@ -189,6 +277,34 @@ func init() {
 				return resp, err
 			},
 			failed: []string{"OIP-EXT-SEQ-001"},
+		},
+		{
+			// Does not list sequence(string_id), and answers a string
+			// sequence_id without keeping its state: a silent wrong answer,
+			// not a refusal. (A 5xx or INTERNAL instead is graded by
+			// BeRejected.)
+			name: "sequence-string-id-unlisted-ignored",
+			rest: &restHook{out: func(r *http.Request, a *answer) {
+				if r.Method == http.MethodGet && r.URL.Path == "/v2" {
+					editJSON(a, func(m map[string]any) {
+						exts, _ := m["extensions"].([]any)
+						m["extensions"] = slices.DeleteFunc(exts, func(e any) bool { return e == "sequence(string_id)" })
+					})
+				}
+			}},
+			grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if r, ok := req.(*pb.ModelInferRequest); ok && r.ModelName == "accumulate" {
+					if _, isString := r.Parameters["sequence_id"].GetParameterChoice().(*pb.InferParameter_StringParam); isString {
+						r.Parameters["sequence_start"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_BoolParam{BoolParam: true}}
+					}
+				}
+				resp, err := h(ctx, req)
+				if m, ok := resp.(*pb.ServerMetadataResponse); ok && m != nil {
+					m.Extensions = slices.DeleteFunc(m.Extensions, func(e string) bool { return e == "sequence(string_id)" })
+				}
+				return resp, err
+			},
+			failed: []string{"OIP-EXT-SEQ-002"},
 		},
 		{
 			name: "sequence-id-ignored",

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -251,6 +253,12 @@ func idsErr(s *StreamCall) error {
 	return errors.Join(list...)
 }
 
+// streamReadErr checks what reading a stream's responses by request needs
+// (OIP-EXT-SEQ-006): responses name their requests, and the stream ended
+// with OK; the values are checked only then, so that a stream that fails
+// it does not fail the fixture's requirement too.
+func streamReadErr(s *StreamCall) error { return errors.Join(idsErr(s), endedOKErr(s)) }
+
 // endedOKErr checks that the server ended a half-closed stream with OK.
 func endedOKErr(s *StreamCall) error {
 	switch {
@@ -263,17 +271,25 @@ func endedOKErr(s *StreamCall) error {
 }
 
 // finalFlagErr checks triton_final_response where a server sends it:
-// false on every response of a request but the last, true on the last.
+// false on every response of a request but the last, true on the last. A
+// server that flags any response of the stream flags the last of each
+// request too: a client reading the flag would otherwise wait for ever.
 func finalFlagErr(s *StreamCall) error {
+	flags := slices.ContainsFunc(s.Msgs, func(m StreamMessage) bool { _, ok := m.Final(); return ok })
 	var list []error
-	for id, msgs := range s.ByID() {
+	for _, id := range slices.Sorted(maps.Keys(s.ByID())) {
+		msgs := s.ByID()[id]
 		for i, m := range msgs {
-			final, ok := m.Final()
-			if !ok || m.Error != "" {
+			if m.Error != "" {
 				continue
 			}
-			if last := i == len(msgs)-1; final != last {
+			final, ok := m.Final()
+			last := i == len(msgs)-1
+			switch {
+			case ok && final != last:
 				list = append(list, fmt.Errorf("request %q: response %d of %d has %s = %v", id, i+1, len(msgs), oip.ParamTritonFinalResponse, final))
+			case !ok && last && flags:
+				list = append(list, fmt.Errorf("request %q: the last of its %d response(s) has no %s, which the server sends on other responses of the stream", id, len(msgs), oip.ParamTritonFinalResponse))
 			}
 		}
 	}
@@ -303,30 +319,39 @@ var _ = Describe("gRPC streaming (ModelStreamInfer)", Over(TransportGRPC), Needs
 		Verify(s).To(PassCheck(endedOKErr))
 	})
 
-	It("matches every response of interleaved decoupled requests to its request by id", Req("OIP-EXT-SEQ-006", "OIP-EXT-SEQ-009"), func(ctx SpecContext) {
+	// The values are the fixture contract's (stream_count: n responses
+	// carrying 1..n in order), so a wrong count or value is a broken
+	// contract (OIP-EXT-SEQ-010); the responses are read by id, so a stream
+	// whose ids do not match its requests fails OIP-EXT-SEQ-006 only.
+	It("matches every response of interleaved decoupled requests to its request by id, each with the fixture's values in order", Req("OIP-EXT-SEQ-006", "OIP-EXT-SEQ-010"), func(ctx SpecContext) {
 		NeedFixture("stream_count")
 		s := StreamInfer(ctx, []*pb.ModelInferRequest{countPB("x", 3, nil), countPB("y", 2, nil)}, StreamOptions{HalfClose: true})
 		if !Answered(s) {
 			return
 		}
-		VerifyReq("OIP-EXT-SEQ-006", s).To(PassCheck(idsErr))
-		VerifyReq("OIP-EXT-SEQ-009", s).To(PassCheck(func(s *StreamCall) error {
-			return countsErr(s, map[string]int32{"x": 3, "y": 2})
+		if !VerifyReq("OIP-EXT-SEQ-006", s).To(PassCheck(streamReadErr)) {
+			return
+		}
+		VerifyReq("OIP-EXT-SEQ-010", s).To(PassCheck(func(s *StreamCall) error {
+			return errors.Join(countsErr(s, map[string]int32{"x": 3, "y": 2}), finalFlagErr(s))
 		}))
 	})
 
-	It("answers 0, 1 and 3 responses for decoupled requests asking for that many, flagging the last as final", Req("OIP-EXT-SEQ-009"), func(ctx SpecContext) {
+	It("answers exactly 0, 1 and 3 responses for decoupled requests asking for that many, flagging the last as final", Req("OIP-EXT-SEQ-006", "OIP-EXT-SEQ-010"), func(ctx SpecContext) {
 		NeedFixture("stream_count")
 		s := StreamInfer(ctx, []*pb.ModelInferRequest{countPB("n0", 0, nil), countPB("n1", 1, nil), countPB("n3", 3, nil)}, StreamOptions{HalfClose: true})
 		if !Answered(s) {
 			return
 		}
-		Verify(s).To(PassCheck(func(s *StreamCall) error {
+		if !VerifyReq("OIP-EXT-SEQ-006", s).To(PassCheck(streamReadErr)) {
+			return
+		}
+		VerifyReq("OIP-EXT-SEQ-010", s).To(PassCheck(func(s *StreamCall) error {
 			err := countsErr(s, map[string]int32{"n0": 0, "n1": 1, "n3": 3})
 			if n := len(s.ByID()["n0"]); n > 0 {
 				err = errors.Join(err, fmt.Errorf("n = 0 without %s got %d message(s), want none", oip.ParamTritonEnableEmptyFinalResponse, n))
 			}
-			return errors.Join(err, finalFlagErr(s), endedOKErr(s))
+			return errors.Join(err, finalFlagErr(s))
 		}))
 	})
 
@@ -436,34 +461,97 @@ func sequenceSteps(a, b any) []accumulateStep {
 	return steps
 }
 
+// restartSteps are a sequence on id restarted (sequence_start again, no
+// sequence_end before it) and then ended, each step with the sum the fixture
+// oracle gives: the restart starts the sum at 0 again.
+func restartSteps(id int64) []accumulateStep {
+	steps := []accumulateStep{
+		{x: 5, params: seqParams(id, true, false)},
+		{x: 6, params: seqParams(id, false, false)},
+		{x: 2, params: seqParams(id, true, false)},
+		{x: 3, params: seqParams(id, false, true)},
+	}
+	var sum int32
+	for i, st := range steps {
+		if st.params["sequence_start"] == true {
+			sum = 0
+		}
+		_, next, err := fixture.AccumulateOutput(sum, int32Input(st.x))
+		if err != nil {
+			panic(fmt.Sprintf("conformance: fixture oracle: %v", err))
+		}
+		sum, steps[i].want = next, next
+	}
+	return steps
+}
+
+// refusedFirst sends the first step of a sequence the server need not
+// support: a refusal is checked as one (a client error, never a 5xx) and
+// reported true; a success must carry the step's sum.
+func refusedFirst(ctx context.Context, tr Transport, st accumulateStep) bool {
+	if tr == TransportREST {
+		e := Post(ctx, "accumulate", "", accBody(st.x, st.params))
+		if e.Err == nil && e.Status != http.StatusOK {
+			Verify(e).To(BeRejected())
+			return true
+		}
+		return !Verify(e).To(PassCheck(func(r *InferResponse) error {
+			t, err := r.Tensor("OUTPUT0")
+			if err != nil {
+				return err
+			}
+			return sumErr(t, st)
+		}))
+	}
+	r, c := Infer(ctx, accPB(st.x, st.params))
+	if c.Err != nil && GRPCNoAnswer(c.Err) == nil {
+		Verify(c).To(BeRejected())
+		return true
+	}
+	return !Verify(c).To(PassCheck(func(*pb.ModelInferResponse) error {
+		t, err := PBOutput(r, "OUTPUT0")
+		if err != nil {
+			return err
+		}
+		return sumErr(t, st)
+	}))
+}
+
 // runSteps sends steps in order over tr and checks each sum under the spec's
 // requirement.
 func runSteps(ctx context.Context, tr Transport, steps []accumulateStep) {
+	runStepsAs(ctx, tr, "", steps)
+}
+
+// runStepsAs is runSteps with the checks under req ("" in a spec with one
+// requirement, as verifyAs); it reports whether every step passed.
+func runStepsAs(ctx context.Context, tr Transport, req string, steps []accumulateStep) bool {
 	for _, st := range steps {
 		if tr == TransportREST {
 			e := Post(ctx, "accumulate", "", accBody(st.x, st.params))
-			if !Verify(e).To(PassCheck(func(r *InferResponse) error {
+			if !verifyAs(req, e).To(PassCheck(func(r *InferResponse) error {
 				t, err := r.Tensor("OUTPUT0")
 				if err != nil {
 					return err
 				}
 				return sumErr(t, st)
 			})) {
-				return
+				return false
 			}
 			continue
 		}
 		_, c := Infer(ctx, accPB(st.x, st.params))
-		if !Verify(c).To(PassCheck(func(r *pb.ModelInferResponse) error {
+		if !verifyAs(req, c).To(PassCheck(func(r *pb.ModelInferResponse) error {
 			t, err := PBOutput(r, "OUTPUT0")
 			if err != nil {
 				return err
 			}
 			return sumErr(t, st)
 		})) {
-			return
+			return false
 		}
 	}
+	return true
 }
 
 func sumErr(t tensor.Tensor, st accumulateStep) error {
@@ -490,13 +578,32 @@ func sequenceSpecs(tr Transport, base int64) {
 		runSteps(ctx, tr, []accumulateStep{steps[0], steps[2], steps[4]})
 	})
 
-	It("accepts a string sequence_id when it advertises sequence(string_id)", Req("OIP-EXT-SEQ-002"), func(ctx SpecContext) {
+	// A string id is a sub-feature: advertised, it must work; not
+	// advertised, the server may refuse it (a client error) or keep the
+	// sequence all the same, but a 5xx or a wrong sum is a failure either
+	// way.
+	It("keeps a sequence under a string sequence_id, or refuses it with a client error when it does not advertise sequence(string_id)", Req("OIP-EXT-SEQ-002"), func(ctx SpecContext) {
 		NeedFixture("accumulate")
-		if !AdvertisesCapability(specs.ExtSequence, specs.CapabilityStringID) {
-			Skip(SkipNotApplicable + "the server does not advertise " + specs.ExtSequence.WithCapability(specs.CapabilityStringID))
-		}
 		steps := sequenceSteps(fmt.Sprintf("oipkit-%s-%d", tr, base), nil)
-		runSteps(ctx, tr, []accumulateStep{steps[0], steps[2], steps[4]})
+		steps = []accumulateStep{steps[0], steps[2], steps[4]}
+		if !AdvertisesCapability(specs.ExtSequence, specs.CapabilityStringID) {
+			AfterNegative()
+			if refusedFirst(ctx, tr, steps[0]) {
+				return
+			}
+			steps = steps[1:]
+		}
+		runSteps(ctx, tr, steps)
+	})
+
+	// The sums before the restart are OIP-EXT-SEQ-002's (a sequence keeps
+	// its state); only the restart itself is OIP-EXT-SEQ-011's.
+	It("restarts the state when sequence_start comes again on a sequence_id still open", Req("OIP-EXT-SEQ-002", "OIP-EXT-SEQ-011"), func(ctx SpecContext) {
+		NeedFixture("accumulate")
+		steps := restartSteps(base + 7)
+		if runStepsAs(ctx, tr, "OIP-EXT-SEQ-002", steps[:2]) {
+			runStepsAs(ctx, tr, "OIP-EXT-SEQ-011", steps[2:])
+		}
 	})
 
 	It("keeps interleaved sequences with different ids independent", Req("OIP-EXT-SEQ-005"), func(ctx SpecContext) {

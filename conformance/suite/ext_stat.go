@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
 )
 
 // OIP-EXT-STAT: the statistics extension (Triton's): cumulative per model
@@ -99,6 +101,9 @@ func statsBody(c *Check, e *Exchange, model string) (oip.StatisticsResponse, boo
 // versions of one model, and the latest last_inference.
 type statSnap struct {
 	inference, execution, last, success, fail uint64
+	// successNS and inferNS are the total time of success and
+	// compute_infer.
+	successNS, inferNS uint64
 }
 
 // snapOf sums statistics over the versions of a model, as REST answers
@@ -111,6 +116,8 @@ func snapOf(r *oip.StatisticsResponse) statSnap {
 		s.last = max(s.last, m.LastInference)
 		s.success += m.InferenceStats.Success.Count
 		s.fail += m.InferenceStats.Fail.Count
+		s.successNS += m.InferenceStats.Success.NS
+		s.inferNS += m.InferenceStats.ComputeInfer.NS
 	}
 	return s
 }
@@ -135,6 +142,41 @@ func (after statSnap) nonDecreasing(before statSnap) error {
 		}
 	}
 	return errors.Join(list...)
+}
+
+// countRounds are the inferences of batch size 1 the counting specs send,
+// in two rounds of different sizes, each between two reads of the counters.
+var countRounds = [2]uint64{1, 2}
+
+// growthErr grades a counter read before and after each round of
+// countRounds (snaps[i] and snaps[i+1]). Fewer than the round's inferences
+// is a failure (hard). More is either the server counting each inference k
+// times, which shows as k·N in both rounds (hard), or other clients using
+// the model between the reads, which the suite cannot rule out on a shared
+// server (soft: a warning at most).
+func growthErr(what string, snaps [3]uint64) (hard, soft error) {
+	var d [2]uint64
+	for i, n := range countRounds {
+		if snaps[i+1] < snaps[i]+n {
+			return fmt.Errorf("%s went from %d to %d after %d inference(s) of batch size 1, want +%d", what, snaps[i], snaps[i+1], n, n), nil
+		}
+		d[i] = snaps[i+1] - snaps[i]
+	}
+	switch k := d[0] / countRounds[0]; {
+	case d == countRounds:
+		return nil, nil
+	case k > 1 && d[0] == k*countRounds[0] && d[1] == k*countRounds[1]:
+		return fmt.Errorf("%s grew by %d and %d after %d and %d inferences of batch size 1: each inference counted %d times", what, d[0], d[1], countRounds[0], countRounds[1], k), nil
+	}
+	return nil, fmt.Errorf("%s grew by %d and %d after %d and %d inferences of batch size 1, more than sent (another client may have used the model between the reads)", what, d[0], d[1], countRounds[0], countRounds[1])
+}
+
+// verifyGrowth checks one counter under req with growthErr.
+func verifyGrowth(req string, ev Evidencer, what string, snaps [3]uint64) {
+	hard, soft := growthErr(what, snaps)
+	if verifyAs(req, snaps).On(ev).To(PassCheck(func([3]uint64) error { return hard })) {
+		verifyAs(req, snaps).On(ev).Soft("other clients may use the model between two reads of its counters").To(PassCheck(func([3]uint64) error { return soft }))
+	}
 }
 
 // lastInferenceErr checks OIP-EXT-STAT-007 against the suite's clock: the
@@ -228,31 +270,25 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 		Verify(Get(ctx, "/v2/models/add_sub/stats")).To(MatchSchema())
 	})
 
-	It("counts one inference and one execution for a request of batch size 1", Req("OIP-EXT-STAT-005", "OIP-EXT-STAT-006"), func(ctx SpecContext) {
+	It("counts exactly one inference and one execution per request of batch size 1", Req("OIP-EXT-STAT-005", "OIP-EXT-STAT-006"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		before, _, ok := restStats(ctx, "OIP-EXT-STAT-005")
-		if !ok {
-			return
-		}
-		if _, _, ok := inferAddSub(ctx, "OIP-EXT-STAT-005"); !ok {
-			return
-		}
-		after, e, ok := restStats(ctx, "OIP-EXT-STAT-005")
-		if !ok {
-			return
-		}
-		VerifyReq("OIP-EXT-STAT-005", after.inference).On(e).To(PassCheck(func(n uint64) error {
-			if n != before.inference+1 {
-				return fmt.Errorf("inference_count went from %d to %d after one inference of batch size 1, want +1", before.inference, n)
+		var snaps [3]statSnap
+		var e *Exchange
+		for i := range snaps {
+			if i > 0 {
+				for range countRounds[i-1] {
+					if _, _, ok := inferAddSub(ctx, "OIP-EXT-STAT-005"); !ok {
+						return
+					}
+				}
 			}
-			return nil
-		}))
-		VerifyReq("OIP-EXT-STAT-006", after.execution).On(e).To(PassCheck(func(n uint64) error {
-			if n != before.execution+1 {
-				return fmt.Errorf("execution_count went from %d to %d after one request, want +1", before.execution, n)
+			var ok bool
+			if snaps[i], e, ok = restStats(ctx, "OIP-EXT-STAT-005"); !ok {
+				return
 			}
-			return nil
-		}))
+		}
+		verifyGrowth("OIP-EXT-STAT-005", e, "inference_count", [3]uint64{snaps[0].inference, snaps[1].inference, snaps[2].inference})
+		verifyGrowth("OIP-EXT-STAT-006", e, "execution_count", [3]uint64{snaps[0].execution, snaps[1].execution, snaps[2].execution})
 	})
 
 	It("reports last_inference in milliseconds since the epoch", Req("OIP-EXT-STAT-007"), func(ctx SpecContext) {
@@ -334,6 +370,96 @@ var _ = Describe("REST statistics", Over(TransportREST), Needs(specs.ExtStatisti
 	It("reports response_stats and memory_usage in their documented forms when present", Req("OIP-EXT-STAT-010"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		Verify(Get(ctx, "/v2/models/add_sub/stats")).To(MatchSchema())
+	})
+
+	// A model's route covers all its versions: each version its metadata
+	// lists has an entry of its own (version is optional in an entry, so
+	// entries that name none are only a warning).
+	It("gives every version of a model its own entry", Req("OIP-EXT-STAT-002"), func(ctx SpecContext) {
+		NeedFixture("versioned")
+		if !Versions() {
+			Skip(SkipNotApplicable + "versioned lists no versions")
+		}
+		var md struct {
+			Versions []string `json:"versions"`
+		}
+		if m := Get(ctx, "/v2/models/versioned"); m.Err != nil || m.Status != http.StatusOK || json.Unmarshal(m.Body, &md) != nil || len(md.Versions) == 0 {
+			Skip(SkipNotApplicable + "the metadata of versioned lists no versions")
+		}
+		e := Get(ctx, "/v2/models/versioned/stats")
+		r, ok := statsBody(Verify(e), e, "versioned")
+		if !ok {
+			return
+		}
+		if slices.ContainsFunc(r.ModelStats, func(s oip.ModelStatistics) bool { return s.Version == "" }) {
+			Verify(e).Soft("version is optional in a statistics entry").To(PassCheck(func(*Exchange) error {
+				return fmt.Errorf("%d entries for the versions %q, some naming no version", len(r.ModelStats), md.Versions)
+			}))
+			return
+		}
+		Verify(e).To(PassCheck(func(*Exchange) error {
+			var missing []string
+			for _, v := range md.Versions {
+				if !slices.ContainsFunc(r.ModelStats, func(s oip.ModelStatistics) bool { return s.Version == v }) {
+					missing = append(missing, v)
+				}
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("no entry for version(s) %q of the versions %q the metadata lists", missing, md.Versions)
+			}
+			return nil
+		}))
+	})
+
+	// delay (a reference-server extra, so looked for here rather than
+	// among the contract's fixtures) sleeps delay_ms before answering:
+	// the time statistics must show at least that much more.
+	It("counts the time of a request that took a known time", Req("OIP-EXT-STAT-013"), func(ctx SpecContext) {
+		if m := Get(ctx, "/v2/models/delay"); m.Err != nil || m.Status != http.StatusOK {
+			Skip(SkipNotApplicable + "model delay (a reference-server extra) is not deployed")
+		}
+		const delay = 50 * time.Millisecond
+		// Read once settled, as restStats reads add_sub's.
+		stats := func() (statSnap, *Exchange, bool) {
+			settle(ctx, func() (statSnap, bool) {
+				var r oip.StatisticsResponse
+				err := DecodeBody(Get(ctx, "/v2/models/delay/stats"), &r)
+				return snapOf(&r), err == nil
+			})
+			e := Get(ctx, "/v2/models/delay/stats")
+			r, ok := statsBody(Verify(e), e, "delay")
+			return snapOf(&r), e, ok
+		}
+		before, _, ok := stats()
+		if !ok {
+			return
+		}
+		b := Request(JSONInput(tensor.Tensor{Name: "INPUT0", Datatype: tensor.FP32, Shape: []int64{1}, Data: []float32{1}}))
+		b.JSON["parameters"] = Obj{"delay_ms": delay.Milliseconds()}
+		if !Verify(Post(ctx, "delay", "", b)).To(HaveStatus(http.StatusOK), "delay must answer for its statistics to be checked") {
+			return
+		}
+		after, e, ok := stats()
+		if !ok {
+			return
+		}
+		Verify(after).On(e).To(PassCheck(func(a statSnap) error {
+			var list []error
+			for _, d := range []struct {
+				name    string
+				b, a    uint64
+				counted bool
+			}{
+				// A success not counted at all is OIP-EXT-STAT-008's.
+				{"inference_stats.success.ns", before.successNS, a.successNS, a.success > before.success},
+				{"inference_stats.compute_infer.ns", before.inferNS, a.inferNS, true},
+			} {
+				if d.counted && (d.a < d.b || time.Duration(d.a-d.b) < delay) {
+					list = append(list, fmt.Errorf("%s went from %d to %d after a request that slept %v, want at least %d more", d.name, d.b, d.a, delay, delay.Nanoseconds()))
+				}
+			}
+			return errors.Join(list...)
+		}))
 	})
 
 	It("answers the statistics of an unknown model with an error status and {\"error\": string}", Req("OIP-EXT-STAT-011"), func(ctx SpecContext) {
@@ -496,39 +622,36 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 
 	It("counts a ModelInfer in ModelStatistics", Req("OIP-EXT-STAT-012", "OIP-EXT-STAT-005", "OIP-EXT-STAT-006", "OIP-EXT-STAT-007", "OIP-EXT-STAT-008"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
-		before, c := grpcStats(ctx, "add_sub")
-		if !VerifyReq("OIP-EXT-STAT-012", c).To(statsOf("add_sub")) {
-			return
-		}
-		req, _, _ := addSubPB(false)
-		sent := time.Now()
-		_, ic := Infer(ctx, req)
-		answered := time.Now()
-		if !VerifyReq("OIP-EXT-STAT-012", ic).To(BeOK(), "add_sub must answer for its statistics to be checked") {
-			return
-		}
-		after, c := grpcStats(ctx, "add_sub")
-		if !VerifyReq("OIP-EXT-STAT-012", c).To(statsOf("add_sub")) {
-			return
-		}
-		b, a := snapGRPC(before), snapGRPC(after)
-		plusOne := func(what string, b, a uint64) func(*pb.ModelStatisticsResponse) error {
-			return func(*pb.ModelStatisticsResponse) error {
-				if a != b+1 {
-					return fmt.Errorf("%s went from %d to %d after one ModelInfer of batch size 1, want +1", what, b, a)
+		var snaps [3]statSnap
+		var c *Call
+		var sent, answered time.Time
+		for i := range snaps {
+			if i > 0 {
+				for range countRounds[i-1] {
+					req, _, _ := addSubPB(false)
+					sent = time.Now()
+					_, ic := Infer(ctx, req)
+					answered = time.Now()
+					if !VerifyReq("OIP-EXT-STAT-012", ic).To(BeOK(), "add_sub must answer for its statistics to be checked") {
+						return
+					}
 				}
-				return nil
 			}
+			var r *pb.ModelStatisticsResponse
+			if r, c = grpcStats(ctx, "add_sub"); !VerifyReq("OIP-EXT-STAT-012", c).To(statsOf("add_sub")) {
+				return
+			}
+			snaps[i] = snapGRPC(r)
 		}
-		VerifyReq("OIP-EXT-STAT-005", c).To(PassCheck(plusOne("inference_count", b.inference, a.inference)))
-		VerifyReq("OIP-EXT-STAT-006", c).To(PassCheck(plusOne("execution_count", b.execution, a.execution)))
-		VerifyReq("OIP-EXT-STAT-007", c).To(PassCheck(func(*pb.ModelStatisticsResponse) error { return lastInferenceErr(a.last, sent, answered) }))
-		VerifyReq("OIP-EXT-STAT-008", c).To(PassCheck(func(r *pb.ModelStatisticsResponse) error {
-			if err := a.nonDecreasing(b); err != nil {
-				return err
-			}
-			return plusOne("inference_stats.success.count", b.success, a.success)(r)
-		}))
+		of := func(f func(statSnap) uint64) [3]uint64 { return [3]uint64{f(snaps[0]), f(snaps[1]), f(snaps[2])} }
+		verifyGrowth("OIP-EXT-STAT-005", c, "inference_count", of(func(s statSnap) uint64 { return s.inference }))
+		verifyGrowth("OIP-EXT-STAT-006", c, "execution_count", of(func(s statSnap) uint64 { return s.execution }))
+		VerifyReq("OIP-EXT-STAT-007", c).To(PassCheck(func(*pb.ModelStatisticsResponse) error { return lastInferenceErr(snaps[2].last, sent, answered) }))
+		if VerifyReq("OIP-EXT-STAT-008", c).To(PassCheck(func(*pb.ModelStatisticsResponse) error {
+			return errors.Join(snaps[1].nonDecreasing(snaps[0]), snaps[2].nonDecreasing(snaps[1]))
+		})) {
+			verifyGrowth("OIP-EXT-STAT-008", c, "inference_stats.success.count", of(func(s statSnap) uint64 { return s.success }))
+		}
 	})
 
 	It("answers ModelStatistics for an unknown model with a non-OK status", Req("OIP-EXT-STAT-012"), func(ctx SpecContext) {
