@@ -114,7 +114,7 @@ func init() {
 				return []proto.Message{m}, nil
 			}},
 			failed: []string{"OIP-EXT-SEQ-006"},
-			warned: []string{"OIP-EXT-SEQ-007", "OIP-EXT-SEQ-008", "OIP-EXT-SEQ-009"},
+			warned: []string{"OIP-EXT-SEQ-007", "OIP-EXT-SEQ-008"},
 		},
 		{
 			// Not a failure: MLServer's reading of the RPC (plain
@@ -157,7 +157,6 @@ func init() {
 				}}
 			}(),
 			failed: []string{"OIP-EXT-SEQ-010"},
-			warned: []string{"OIP-EXT-SEQ-009"},
 		},
 		{
 			name: "stream-final-flag-on-every-response",
@@ -168,7 +167,6 @@ func init() {
 				return []proto.Message{m}, nil
 			}},
 			failed: []string{"OIP-EXT-SEQ-010"},
-			warned: []string{"OIP-EXT-SEQ-009"},
 		},
 		{
 			// The second response of every stream_count request is lost.
@@ -180,7 +178,6 @@ func init() {
 				return []proto.Message{m}, nil
 			}},
 			failed: []string{"OIP-EXT-SEQ-010"},
-			warned: []string{"OIP-EXT-SEQ-009"},
 		},
 		{
 			// The first response of every stream_count request comes after
@@ -205,7 +202,6 @@ func init() {
 				}}
 			}(),
 			failed: []string{"OIP-EXT-SEQ-010"},
-			warned: []string{"OIP-EXT-SEQ-009"},
 		},
 		{
 			// The last response of a stream_count request lacks the
@@ -218,7 +214,6 @@ func init() {
 				return []proto.Message{m}, nil
 			}},
 			failed: []string{"OIP-EXT-SEQ-010"},
-			warned: []string{"OIP-EXT-SEQ-009"},
 		},
 		{
 			// sequence_start on a sequence still open continues it: the
@@ -256,7 +251,7 @@ func init() {
 			name:   "stream-unimplemented",
 			stream: &streamHook{unimplemented: true},
 			failed: []string{"OIP-EXT-SEQ-006"},
-			warned: []string{"OIP-EXT-SEQ-007", "OIP-EXT-SEQ-008", "OIP-EXT-SEQ-009"},
+			warned: []string{"OIP-EXT-SEQ-007", "OIP-EXT-SEQ-008"},
 		},
 		{
 			// Streams and keeps sequences but does not list "sequence".

@@ -200,9 +200,21 @@ var _ = Describe("REST generate", Over(TransportREST), Needs(specs.ExtGenerate),
 			}
 			got = append(got, g.TextOutput)
 		}
-		Verify(e).To(PassCheck(func(e *Exchange) error {
+		if !Verify(e).To(PassCheck(func(e *Exchange) error {
+			if joined, want := strings.Join(got, ""), strings.Join(words, ""); joined != want {
+				return fmt.Errorf("the events joined are %q, want %q (fixture text_gen; generate answered %q)", joined, want, r.TextOutput)
+			}
+			return nil
+		})) {
+			return
+		}
+		// The split is the fixture's too, but a deployment may stream
+		// words only when the request asks (Triton's generate routes cannot
+		// tell /generate from /generate_stream: interop's text_gen streams
+		// on its optional stream input), so it is a warning.
+		Verify(e).Soft("a text_gen deployment may stream words only on request (interop/triton text_gen's stream input)").To(PassCheck(func(e *Exchange) error {
 			if !slices.Equal(got, words) {
-				return fmt.Errorf("the events carry %q, want one per word, %q (fixture text_gen; generate answered %q)", got, words, r.TextOutput)
+				return fmt.Errorf("the events carry %q, want one per word, %q (fixture text_gen)", got, words)
 			}
 			return nil
 		}))
