@@ -75,6 +75,17 @@ func Needs(fs ...Feature) ginkgo.Labels {
 // strict readiness). Ginkgo runs higher priorities first; the default is 0.
 var RunsLast = ginkgo.SpecPriority(-1)
 
+// RunsAfterLast and RunsVeryLast order the requests some servers do not
+// survive after everything else (RunsLast included), in that order: one
+// request of JSON nested 100,000 levels deep makes Triton 2.51 exit, and a
+// server that dies at the very end leaves no other spec not run. A
+// container of oversized requests is RunsAfterLast; the deep nesting,
+// which kills, is RunsVeryLast.
+var (
+	RunsAfterLast = ginkgo.SpecPriority(-2)
+	RunsVeryLast  = ginkgo.SpecPriority(-3)
+)
+
 // Over labels a container with its transport.
 func Over(t Transport) ginkgo.Labels {
 	if t != TransportREST && t != TransportGRPC {
