@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -72,6 +73,25 @@ var limitBreakages = []breakage{
 			jsonError(w, http.StatusInternalServerError, `{"error":"maximum recursion depth exceeded while decoding a JSON array"}`)
 			return true
 		}},
+		failed: []string{"OIP-REST-ERR-003"},
+	},
+	{
+		// A worker that dies on the document (a C++ JSON reader
+		// recursing per level): the connection closes with no answer; here
+		// the server stays live, so only the unanswered request fails.
+		name: "rest-hangs-up-on-deep-nesting",
+		rest: &restHook{serve: func(w http.ResponseWriter, r *http.Request) bool {
+			if !isInfer(r) || !bytes.Contains(requestBody(r), bytes.Repeat([]byte("["), 1000)) {
+				return false
+			}
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				if tc, ok := conn.(*net.TCPConn); ok {
+					tc.SetLinger(0)
+				}
+				conn.Close()
+			}
+			return true
+		}},
 		failed: []string{"OIP-REST-ERR-007"},
 	},
 	{
@@ -86,7 +106,7 @@ var limitBreakages = []breakage{
 			jsonError(w, http.StatusInternalServerError, `{"error":"out of memory"}`)
 			return true
 		}},
-		failed: []string{"OIP-REST-ERR-007"},
+		failed: []string{"OIP-REST-ERR-003"},
 	},
 	{
 		name: "rest-echoes-bool-param-as-string",
