@@ -201,6 +201,16 @@ var statisticsBreakages = []breakage{
 		failed: []string{"OIP-EXT-STAT-002"},
 	},
 	{
+		// ModelStatistics of a model answers its first version only.
+		name: "grpc-stats-one-version-only",
+		grpc: onStatistics(func(q *pb.ModelStatisticsRequest, r *pb.ModelStatisticsResponse) {
+			if q.GetName() == "versioned" && len(r.ModelStats) > 1 {
+				r.ModelStats = r.ModelStats[:1]
+			}
+		}),
+		failed: []string{"OIP-EXT-STAT-012"},
+	},
+	{
 		name: "grpc-stats-execution-count-frozen",
 		grpc: onStatistics(func(_ *pb.ModelStatisticsRequest, r *pb.ModelStatisticsResponse) {
 			for _, m := range r.GetModelStats() {

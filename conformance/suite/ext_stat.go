@@ -654,6 +654,39 @@ var _ = Describe("gRPC statistics", Over(TransportGRPC), Needs(specs.ExtStatisti
 		}
 	})
 
+	It("gives every version of a model its own ModelStatistics entry", Req("OIP-EXT-STAT-012"), func(ctx SpecContext) {
+		NeedFixture("versioned")
+		if !Versions() {
+			Skip(SkipNotApplicable + "versioned lists no versions")
+		}
+		md, mc := Invoke(ctx, "ModelMetadata", &pb.ModelMetadataRequest{Name: "versioned"}, Stub().ModelMetadata)
+		if mc.Err != nil || len(md.GetVersions()) == 0 {
+			Skip(SkipNotApplicable + "the metadata of versioned lists no versions")
+		}
+		r, c := grpcStats(ctx, "versioned")
+		if !Verify(c).To(statsOf("versioned")) {
+			return
+		}
+		if slices.ContainsFunc(r.GetModelStats(), func(m *pb.ModelStatistics) bool { return m.GetVersion() == "" }) {
+			Verify(c).Soft("version is optional in a statistics entry").To(PassCheck(func(*pb.ModelStatisticsResponse) error {
+				return fmt.Errorf("%d entries for the versions %q, some naming no version", len(r.GetModelStats()), md.GetVersions())
+			}))
+			return
+		}
+		Verify(c).To(PassCheck(func(r *pb.ModelStatisticsResponse) error {
+			var missing []string
+			for _, v := range md.GetVersions() {
+				if !slices.ContainsFunc(r.GetModelStats(), func(m *pb.ModelStatistics) bool { return m.GetVersion() == v }) {
+					missing = append(missing, v)
+				}
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("no entry for version(s) %q of the versions %q the metadata lists", missing, md.GetVersions())
+			}
+			return nil
+		}))
+	})
+
 	It("answers ModelStatistics for an unknown model with a non-OK status", Req("OIP-EXT-STAT-012"), func(ctx SpecContext) {
 		AfterNegative()
 		_, c := Invoke(ctx, "ModelStatistics", &pb.ModelStatisticsRequest{Name: "does_not_exist"}, Stub().ModelStatistics)
