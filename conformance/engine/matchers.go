@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega/types"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -309,12 +310,24 @@ func HaveTypicalErrorStatus() types.GomegaMatcher {
 	})
 }
 
-// BeRejected matches a refusal: over REST an error status (>= 400, any: a
-// 5xx is judged by [AvoidServerError]), over gRPC a non-OK status the
-// server sent. Its failure is a negative result: the server accepted a
-// request that breaks the rule, which is lenient when the rule binds
-// clients and graded by the requirement when it binds servers.
-func BeRejected() types.GomegaMatcher {
+// BeRejected matches a refusal: over REST an error status (>= 400), over
+// gRPC a non-OK status the server sent. Its failure is a negative result:
+// the server accepted a request that breaks the rule, which is lenient when
+// the rule binds clients and graded by the requirement when it binds
+// servers.
+//
+// In an extension spec (one that [Needs] a feature) a refusal that reports
+// a server fault — a 5xx, or gRPC INTERNAL, UNKNOWN or DATA_LOSS — is no
+// refusal: it fails the check's requirement as the server's fault
+// ([extensionFault]). In a core spec, and in an extension spec labelled
+// with OIP-REST-ERR-003, a 5xx passes here and is judged once, by
+// [AvoidServerError] or [HaveTypicalErrorStatus] under OIP-REST-ERR-003.
+func BeRejected() types.GomegaMatcher { return beRejected(specLabels) }
+
+// specLabels are the running spec's labels (none outside a spec).
+func specLabels() []string { return ginkgo.CurrentSpecReport().Labels() }
+
+func beRejected(labels func() []string) types.GomegaMatcher {
 	return newMatcher("refuse the request", func(actual any) error {
 		if c, ok := actual.(*Call); ok {
 			switch {
@@ -325,6 +338,9 @@ func BeRejected() types.GomegaMatcher {
 				// server's answer could not be read: the server refused
 				// nothing.
 				return fmt.Errorf("%s: the answer could not be decoded (%v), want a non-OK status from the server", c.Name(), c.Err)
+			case slices.Contains(faultCodes, c.Code()) && extensionFault(labels(), TransportGRPC):
+				return serverFault(fmt.Sprintf("%s reports a server fault, never a refused request (OIP-GRPC-ERR-002: server fault → INTERNAL)", c.Code()),
+					"%s: %s, want a client error status (INVALID_ARGUMENT, NOT_FOUND, …)", c.Name(), c.Got())
 			}
 			return nil
 		}
@@ -332,12 +348,38 @@ func BeRejected() types.GomegaMatcher {
 		if err != nil {
 			return err
 		}
-		if e.Status < 400 {
+		switch {
+		case e.Status < 400:
 			return accepted("%s: %s, want an error status (typically 400) with {\"error\": string}", e.What(), e.Got())
+		case e.Status >= 500 && extensionFault(labels(), TransportREST):
+			return serverFault("a 5xx is a server fault, never a rejection (OIP-REST-ERR-003)",
+				"%s: %s, want a 4xx (typically 400) with {\"error\": string}", e.What(), e.Got())
 		}
 		return nil
 	})
 }
+
+// faultCodes are the gRPC codes that report a server fault rather than a
+// refused request (OIP-GRPC-ERR-002 recommends INTERNAL for a server
+// fault; UNKNOWN and DATA_LOSS say no more). UNIMPLEMENTED and UNAVAILABLE
+// are refusals: the catalog recommends them for an unsupported feature and
+// a model or server not ready.
+var faultCodes = []codes.Code{codes.Internal, codes.Unknown, codes.DataLoss}
+
+// extensionFault reports whether a refusal reporting a server fault fails
+// the check itself in a spec with these labels: in an extension spec,
+// unless (REST) the spec grades the status under OIP-REST-ERR-003 already,
+// which would count the one 5xx twice.
+func extensionFault(labels []string, tr Transport) bool {
+	if len(LabelValues(labels, LabelKeyFeature)) == 0 {
+		return false
+	}
+	return tr != TransportREST || !slices.Contains(labels, LabelKeyReq+errStatusReq)
+}
+
+// errStatusReq grades the status of a rejected REST request: 400 passes,
+// another 4xx is a warning, a 5xx fails.
+const errStatusReq = "OIP-REST-ERR-003"
 
 // HaveErrorBody matches the REST error form {"error": string} (catalog
 // OIP-REST-ERR-001/002; OIP-REST-ERR-006: error is required).
