@@ -59,7 +59,7 @@ func request(n int) ([]byte, error) {
 		ModelName: "tokens",
 		Inputs:    []*inferencepb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "INT32", Shape: []int64{1}}},
 		Parameters: map[string]*inferencepb.InferParameter{
-			"interval_ms": {ParameterChoice: &inferencepb.InferParameter_Int64Param{Int64Param: 0}},
+			"interval_ms":                           {ParameterChoice: &inferencepb.InferParameter_Int64Param{Int64Param: 0}},
 			oip.ParamTritonEnableEmptyFinalResponse: {ParameterChoice: &inferencepb.InferParameter_BoolParam{BoolParam: true}},
 		},
 		RawInputContents: [][]byte{raw},
