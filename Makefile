@@ -117,7 +117,10 @@ perf-analyzer-compare: build
 # grpc-go servers of bench/bare, encoding/json) and writes
 # reports/bench-compare.md; it installs ghz, wrk, jq and GNU time when missing.
 # Five rounds of 6 s runs by default (ROUNDS, DURATION); each row keeps its
-# median round. PERF_ANALYZER=0 skips that tool.
+# median round. PERF_ANALYZER=0 skips that tool. Then the large-tensor rows
+# (scripts/bench-large.sh: 1 MiB, 16 MiB FP32 and BYTES beside the TCP and
+# grpc-go echoes of bench/echo, the generator alone, Triton where installed);
+# LARGE=0 skips them.
 bench-compare: build
 	scripts/bench-compare.sh
 

@@ -28,7 +28,9 @@
 # a REST load run swings by ±15% on a shared 2-core machine, so a single
 # round cannot tell 0.88 from 0.92), PERF_ANALYZER (1; 0 skips the
 # perf_analyzer rows, which need root and Debian's mirror for a chroot on
-# first use).
+# first use), LARGE (1; 0 skips the large-tensor section of
+# scripts/bench-large.sh, which runs after the small-tensor rows with its own
+# env: LARGE_DURATION, TRITON, LARGE_CASES; ports PORT_BASE+30..+37).
 #
 # Installs what it needs: ghz into .tools/bin with `go install` (pinned:
 # `ghz@latest` resolves to the old v0.93.0 on the Go module proxy, v0.121.0 is
@@ -325,6 +327,11 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 		sed -n '/^| client/,$p' "$WORK/pa.md"
 	fi
 } >"$WORK/table.md"
+
+if [[ ${LARGE:-1} != 0 ]]; then
+	echo >>"$WORK/table.md"
+	ROUNDS=$ROUNDS PORT_BASE=$PORT_BASE PERF_ANALYZER=$PERF_ANALYZER scripts/bench-large.sh >>"$WORK/table.md"
+fi
 
 mkdir -p "$(dirname "$OUT")"
 cp "$WORK/table.md" "$OUT"
