@@ -117,6 +117,21 @@ func init() {
 			warned: []string{"OIP-EXT-SEQ-007", "OIP-EXT-SEQ-008"},
 		},
 		{
+			// MLServer's: every response of a stream carries the id of the
+			// stream's first request (here the first id each spec sends),
+			// so the values cannot be read by request: one defect, the ids
+			// (OIP-EXT-SEQ-006), not the fixture's values (-010).
+			name: "stream-first-request-id-on-every-response",
+			stream: &streamHook{out: func(m *pb.ModelStreamInferResponse) ([]proto.Message, error) {
+				first := map[string]string{"b": "a", "c": "a", "y": "x", "n1": "n0", "n3": "n0", "e2": "e0"}
+				if r := m.InferResponse; r != nil && first[r.Id] != "" {
+					r.Id = first[r.Id]
+				}
+				return []proto.Message{m}, nil
+			}},
+			failed: []string{"OIP-EXT-SEQ-006"},
+		},
+		{
 			// Not a failure: MLServer's reading of the RPC (plain
 			// ModelInferResponse messages, a failed request ends the
 			// stream) is an ambiguity the suite names, and must not crash
