@@ -272,6 +272,9 @@ var specState struct {
 	sync.Mutex
 	pending []string
 	notRun  bool
+	// last is the last request the spec sent: when the server stops
+	// answering after the spec, the request that killed it.
+	last Evidencer
 }
 
 // Every spec starts clean and, after its body, fails with all the findings
@@ -280,7 +283,7 @@ var specState struct {
 var (
 	_ = ginkgo.BeforeEach(func() {
 		specState.Lock()
-		specState.pending, specState.notRun = nil, false
+		specState.pending, specState.notRun, specState.last = nil, false, nil
 		specState.Unlock()
 	})
 	_ = ginkgo.AfterEach(flush)
@@ -332,6 +335,13 @@ func flush() {
 	}
 }
 
+// sent notes ev as the last request the running spec sent.
+func sent(ev Evidencer) {
+	specState.Lock()
+	specState.last = ev
+	specState.Unlock()
+}
+
 // markNotRun notes that the running spec is being cut short as not run.
 func markNotRun() {
 	specState.Lock()
@@ -377,25 +387,74 @@ func AfterNegative() {
 func (t *Target) stillLive(ctx context.Context, spec string) {
 	if t.rest != nil {
 		e := t.send(ctx, http.MethodGet, "/v2/health/live", nil, nil)
-		t.noteAnswer(e.Err, "GET /v2/health/live")
 		switch {
 		case e.Err != nil:
-			recordFinding("", fmt.Sprintf("server stopped answering after %q: GET /v2/health/live: %v", spec, e.Err), grading{noAnswer: true}, e)
+			t.died(spec, "GET /v2/health/live", e.Err, e)
 			return
 		case t.liveREST == http.StatusOK && e.Status != http.StatusOK:
-			recordFinding("", fmt.Sprintf("server is no longer live after %q: GET /v2/health/live %s", spec, e.Got()), grading{}, e)
+			t.noteAnswer(nil, "")
+			what, ev := lastRequest(e)
+			recordFinding("", fmt.Sprintf("server is no longer live after %s (spec %q): GET /v2/health/live %s", what, spec, e.Got()), grading{}, ev)
 			return
 		}
+		t.noteAnswer(nil, "")
 	}
 	if t.grpc != nil {
 		resp := &pb.ServerLiveResponse{}
 		c := t.call(ctx, methodPrefix+"ServerLive", &pb.ServerLiveRequest{}, resp)
-		t.noteAnswer(GRPCNoAnswer(c.Err), c.Method)
 		switch {
 		case GRPCNoAnswer(c.Err) != nil:
-			recordFinding("", fmt.Sprintf("server stopped answering after %q: ServerLive: %v", spec, c.Err), grading{noAnswer: true}, c)
+			t.died(spec, "ServerLive", GRPCNoAnswer(c.Err), c)
+			return
 		case t.liveGRPC && (c.Err != nil || !resp.GetLive()):
-			recordFinding("", fmt.Sprintf("server is no longer live after %q: ServerLive %s", spec, c.Got()), grading{}, c)
+			t.noteAnswer(nil, "")
+			what, ev := lastRequest(c)
+			recordFinding("", fmt.Sprintf("server is no longer live after %s (spec %q): ServerLive %s", what, spec, c.Got()), grading{}, ev)
+			return
+		}
+		t.noteAnswer(nil, "")
+	}
+}
+
+// died records that the liveness probe after spec got no answer: a
+// failure of every requirement of the spec, with the last request it sent
+// as the evidence (the report's reproducer replays it). When the server
+// answers no probe at all, the run ends at once: every remaining spec
+// would only fail to get an answer, and is reported not run instead.
+func (t *Target) died(spec, probe string, err error, probeEv Evidencer) {
+	what, ev := lastRequest(probeEv)
+	recordFinding("", fmt.Sprintf("server stopped answering after %s (spec %q): %s: %v", what, spec, probe, err), grading{noAnswer: true}, ev)
+	if t.probeLive() {
+		t.noteAnswer(err, probe)
+		return
+	}
+	ginkgo.AbortSuite(fmt.Sprintf("server stopped answering after %s (spec %q); the remaining specs were not run", what, spec), 2)
+}
+
+// lastRequest describes the last request the running spec sent (method
+// and path or RPC, and an excerpt of its body) and returns it as the
+// evidence; without one, the liveness probe is the evidence.
+func lastRequest(probe Evidencer) (string, Evidencer) {
+	specState.Lock()
+	last := specState.last
+	specState.Unlock()
+	var what string
+	switch v := last.(type) {
+	case *Exchange:
+		what = v.What()
+	case *Call:
+		what = "RPC " + v.Name()
+	case *StreamCall:
+		what = "RPC ModelStreamInfer"
+	default:
+		return "the spec's requests", probe
+	}
+	if body, ok := sentBody(last); ok && len(body) > 0 {
+		if printable(body) {
+			what += " with body " + clipText(string(body), 200)
+		} else {
+			what += " with body " + hexClip(body, 64)
 		}
 	}
+	return what, last
 }

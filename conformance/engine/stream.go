@@ -265,6 +265,7 @@ func (t *Target) stream(ctx context.Context, reqs []*pb.ModelInferRequest, o Str
 // not answer ends the spec as not run.
 func StreamInfer(ctx context.Context, reqs []*pb.ModelInferRequest, o StreamOptions) *StreamCall {
 	s := current.stream(ctx, reqs, o)
+	sent(s)
 	current.specGate(s.Err, "ModelStreamInfer", true)
 	return s
 }

@@ -360,6 +360,7 @@ func Targeted(tr Transport) bool {
 // a route that does not answer ends the spec as not run.
 func Do(ctx context.Context, method, path string, header http.Header, body []byte) *Exchange {
 	e := current.send(ctx, method, path, header, body)
+	sent(e)
 	current.specGate(e.Err, method+" "+path, false)
 	current.receive(e)
 	return e
@@ -401,6 +402,7 @@ func InvokeMethod[Q, R proto.Message](ctx context.Context, method string, req Q,
 			current.routes.timedOut(route, c.Err)
 		}
 	}
+	sent(c)
 	current.specGate(c.Err, method, true)
 	return resp, c
 }
