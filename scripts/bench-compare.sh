@@ -332,6 +332,16 @@ if [[ ${LARGE:-1} != 0 ]]; then
 	echo >>"$WORK/table.md"
 	ROUNDS=$ROUNDS PORT_BASE=$PORT_BASE PERF_ANALYZER=$PERF_ANALYZER scripts/bench-large.sh >>"$WORK/table.md"
 fi
+# Streaming and memory rows (STREAM=0, MEMORY=0 skip them). The memory runs
+# hold 10,000 connections: MEMORY_ROUNDS (3) of them, not ROUNDS.
+if [[ ${STREAM:-1} != 0 ]]; then
+	echo >>"$WORK/table.md"
+	ROUNDS=$ROUNDS STREAM_PORT_BASE=$((PORT_BASE + 60)) scripts/bench-stream.sh "$DURATION" >>"$WORK/table.md"
+fi
+if [[ ${MEMORY:-1} != 0 ]]; then
+	echo >>"$WORK/table.md"
+	ROUNDS=${MEMORY_ROUNDS:-3} MEMORY_PORT_BASE=$((PORT_BASE + 70)) scripts/bench-memory.sh >>"$WORK/table.md"
+fi
 
 mkdir -p "$(dirname "$OUT")"
 cp "$WORK/table.md" "$OUT"
