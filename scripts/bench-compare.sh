@@ -55,6 +55,10 @@ HTTP_PORT=$PORT_BASE
 GRPC_PORT=$((PORT_BASE + 1))
 BARE_HTTP_PORT=$((PORT_BASE + 2))
 BARE_GRPC_PORT=$((PORT_BASE + 3))
+# The honest anchors' servers: the reference on net/http alone at the bare
+# server's GOGC, and the reference with its raw-syscall layer off.
+NETHTTP_PORT=$((PORT_BASE + 4))
+NORAWTCP_PORT=$((PORT_BASE + 5))
 OUT=${OUT:-reports/bench-compare.md}
 PERF_ANALYZER=${PERF_ANALYZER:-1}
 ROUNDS=${ROUNDS:-5}
@@ -135,7 +139,13 @@ wait_for() { # wait_for CMD...: retry CMD for 10 s
 PIDS+=($!)
 bin/bare --request "$WORK/body.json" --http "127.0.0.1:$BARE_HTTP_PORT" --grpc "127.0.0.1:$BARE_GRPC_PORT" &
 PIDS+=($!)
+"$OIPKIT" serve --http "127.0.0.1:$NETHTTP_PORT" --grpc "" --http-fast-path=false --gc-percent "${GOGC:-100}" --log-level error &
+PIDS+=($!)
+OIPKIT_RAWTCP=off "$OIPKIT" serve --http "127.0.0.1:$NORAWTCP_PORT" --grpc "" --log-level error &
+PIDS+=($!)
 wait_for curl -fsS -o /dev/null "http://127.0.0.1:$HTTP_PORT/v2/models/add_sub/ready"
+wait_for curl -fsS -o /dev/null "http://127.0.0.1:$NETHTTP_PORT/v2/models/add_sub/ready"
+wait_for curl -fsS -o /dev/null "http://127.0.0.1:$NORAWTCP_PORT/v2/models/add_sub/ready"
 wait_for curl -fsS -o /dev/null -X POST --data-binary @"$WORK/body.json" "http://127.0.0.1:$BARE_HTTP_PORT/v2/models/add_sub/infer"
 
 # timed NAME CMD...: run CMD under GNU time; stdout to $WORK/NAME.rROUND.out,
@@ -171,15 +181,25 @@ for ROUND in $(seq "$ROUNDS"); do
 		-c "$CONCURRENCY" --connections 1 -z "${DURATION}s" --format json "127.0.0.1:$GRPC_PORT"
 	oipkit_load oipkit-grpc "$ref_grpc" grpc 1
 	oipkit_load oipkit-grpc-raw "$ref_grpc" grpc-raw 1
+	# A/B: the generator's lean HTTP/2 transport off (grpc-go instead).
+	OIPKIT_LEAN_GRPC=off oipkit_load oipkit-grpc-raw-nolean "$ref_grpc" grpc-raw 1
 	oipkit_load oipkit-grpc-raw-bare "--grpc 127.0.0.1:$BARE_GRPC_PORT" grpc-raw 1
 	timed wrk-bare wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" \
 		"http://127.0.0.1:$BARE_HTTP_PORT/v2/models/add_sub/infer"
+	# The reference on net/http alone, next to the bare net/http handler.
+	timed wrk-nethttp wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" \
+		"http://127.0.0.1:$NETHTTP_PORT/v2/models/add_sub/infer"
 	timed wrk wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" "$infer_url"
+	# A/B: the reference's raw-syscall layer off.
+	timed wrk-norawtcp wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" \
+		"http://127.0.0.1:$NORAWTCP_PORT/v2/models/add_sub/infer"
 	oipkit_load oipkit-http "$ref_http" http "$CONCURRENCY"
 	# The sampled answer checks' cost: the same run with none (framing only).
 	oipkit_load oipkit-http-nocheck "$ref_http" http "$CONCURRENCY" --check-every 0
 	timed wrk-binary wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post-binary.lua" "$infer_url"
 	oipkit_load oipkit-http-binary "$ref_http" http-binary "$CONCURRENCY"
+	# A/B: the generator's raw-syscall layer off.
+	OIPKIT_RAWTCP=off oipkit_load oipkit-http-binary-norawtcp "$ref_http" http-binary "$CONCURRENCY"
 done
 
 # perf_analyzer: its own script, ports and concurrency (its default
@@ -219,20 +239,20 @@ for ROUND in $(seq "$ROUNDS"); do
 		"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 50)][0].latency' "$g")")" \
 		"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 99)][0].latency' "$g")")" \
 		"$(jq '[.statusCodeDistribution // {} | to_entries[] | select(.key != "OK") | .value] | add // 0' "$g")"
-	for n in oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-http oipkit-http-nocheck oipkit-http-binary; do
+	for n in oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-grpc-raw-nolean oipkit-http oipkit-http-nocheck oipkit-http-binary oipkit-http-binary-norawtcp; do
 		o=$WORK/$n.r$ROUND.out
 		record "$n.r$ROUND" "$(jq '.counts.completed' "$o")" "$(jq '.rates.completed' "$o")" \
 			"$(ms "$(jq '.latency.response.p50Ns' "$o")")" "$(ms "$(jq '.latency.response.p99Ns' "$o")")" \
 			"$(jq '.counts.errors + .counts.timeouts' "$o")"
 	done
-	for n in wrk wrk-binary wrk-bare; do
+	for n in wrk wrk-binary wrk-bare wrk-nethttp wrk-norawtcp; do
 		w=$WORK/$n.r$ROUND.out
 		record "$n.r$ROUND" "$(awk '/requests in/ { print $1 }' "$w")" "$(awk '/^Requests\/sec/ { print $2 }' "$w")" \
 			"$(wrk_ms "$(awk '$1 == "50%" { print $2 }' "$w")")" "$(wrk_ms "$(awk '$1 == "99%" { print $2 }' "$w")")" \
 			"$(awk '/Non-2xx|Socket errors/ { sub(/^ +/, ""); printf "%s; ", $0 }' "$w" | sed 's/; $//')"
 	done
 done
-for n in ghz oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-http oipkit-http-nocheck oipkit-http-binary wrk wrk-binary wrk-bare; do
+for n in ghz oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-grpc-raw-nolean oipkit-http oipkit-http-nocheck oipkit-http-binary oipkit-http-binary-norawtcp wrk wrk-binary wrk-bare wrk-nethttp wrk-norawtcp; do
 	med=$(for r in $(seq "$ROUNDS"); do echo "$(cat "$WORK/$n.r$r.rps") $r"; done | sort -n | awk '{ a[NR] = $2 } END { print a[int((NR + 1) / 2)] }')
 	for f in n rps p50 p99 err cpu; do cp "$WORK/$n.r$med.$f" "$WORK/$n.$f"; done
 	echo "$(for r in $(seq "$ROUNDS"); do printf '%.0f ' "$(cat "$WORK/$n.r$r.rps")"; done)" >"$WORK/$n.all"
@@ -251,7 +271,7 @@ target() {
 	local r ok
 	r=$(ratio "$4" "$3")
 	ok=$(awk -v r="$r" -v g="$5" 'BEGIN { op = substr(g, 1, 2); x = substr(g, 3) + 0;
-		if (r == "n/a") print "–"; else if ((op == ">=" && r >= x) || (op == "<=" && r <= x)) print "met"; else print "**not met**" }')
+		if (r == "n/a" || g == "") print "–"; else if ((op == ">=" && r >= x) || (op == "<=" && r <= x)) print "met"; else print "**not met**" }')
 	printf '| %s | %s | %s | %s | %s× | %s | %s | %s |\n' "$1" "$2" "$3" "$4" "$r" "${5/>=/≥ }" "$ok" "${6:-}" | sed 's/<=/≤ /'
 }
 # paired WHAT ANCHOR ANCHOR_RUN OIPKIT_RUN METRIC GOAL: a target whose two
@@ -299,6 +319,12 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	target "REST binary load at concurrency 4, req/s" "perf_analyzer" "$(pa_rps perf_analyzer "REST binary")" "$(pa_rps "oipkit load" "REST binary")" ">=1.3"
 	paired "reference REST server, req/s (wrk driving both)" "bare net/http" wrk-bare wrk rps ">=0.8"
 	paired "reference gRPC server, req/s (oipkit grpc-raw driving both)" "bare grpc-go" oipkit-grpc-raw-bare oipkit-grpc-raw rps ">=0.95"
+	paired "reference REST server on net/http alone (--http-fast-path=false, GOGC ${GOGC:-100}), req/s (wrk)" "bare net/http, GOGC ${GOGC:-100}" wrk-bare wrk-nethttp rps ""
+	paired "what the raw-syscall layer buys the reference REST server, req/s (wrk)" "OIPKIT_RAWTCP=off" wrk-norawtcp wrk rps ""
+	paired "what the raw-syscall layer buys the generator, REST binary, req/s" "OIPKIT_RAWTCP=off" oipkit-http-binary-norawtcp oipkit-http-binary rps ""
+	paired "what the raw-syscall layer buys the generator, REST binary client CPU per request (µs)" "OIPKIT_RAWTCP=off" oipkit-http-binary-norawtcp oipkit-http-binary cpu_req_us ""
+	paired "what the lean gRPC transport buys the generator, gRPC raw, req/s" "OIPKIT_LEAN_GRPC=off" oipkit-grpc-raw-nolean oipkit-grpc-raw rps ""
+	paired "what the lean gRPC transport buys the generator, gRPC raw client CPU per request (µs)" "OIPKIT_LEAN_GRPC=off" oipkit-grpc-raw-nolean oipkit-grpc-raw cpu_req_us ""
 	target "REST JSON request decode, 1 MiB FP32 (MB/s of JSON)" "encoding/json into []float32" \
 		"$(bench_med RESTJSONDecodeFP32_1MiB/encoding-json 5)" "$(bench_med RESTJSONDecodeFP32_1MiB/oipkit 5)" ">=4"
 	target "REST binary request decode, 1 MiB FP32 (ns)" "copy of the bytes" \
@@ -320,6 +346,10 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	row wrk-binary wrk reference "REST binary"
 	row oipkit-http-binary "oipkit load" reference "REST binary"
 	row wrk-bare wrk "bare net/http" "REST JSON"
+	row wrk-nethttp wrk "reference, --http-fast-path=false, GOGC ${GOGC:-100}" "REST JSON"
+	row wrk-norawtcp wrk "reference, OIPKIT_RAWTCP=off" "REST JSON"
+	row oipkit-grpc-raw-nolean "oipkit load, OIPKIT_LEAN_GRPC=off" reference "gRPC raw"
+	row oipkit-http-binary-norawtcp "oipkit load, OIPKIT_RAWTCP=off" reference "REST binary"
 	echo
 	echo "Latency is each client's own measurement: oipkit's response time (in a closed loop, from the actual send), ghz's latency distribution, wrk's --latency distribution. ghz counts calls cut off by its -z deadline as non-OK."
 	if [[ -f $WORK/pa.md ]]; then
