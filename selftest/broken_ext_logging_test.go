@@ -71,6 +71,32 @@ var loggingBreakages = []breakage{
 		lenient: []string{"OIP-EXT-LOG-005"},
 	},
 	{
+		// A refusal as a 5xx is the server's fault in an extension spec,
+		// even under a rule that binds clients (accepting -1 is lenient).
+		name: "rest-log-500-for-negative-level",
+		rest: &restHook{serve: func(w http.ResponseWriter, r *http.Request) bool {
+			if isLogging(r) && r.Method == http.MethodPost && bytes.Contains(requestBody(r), []byte(`-1`)) {
+				jsonError(w, 500, `{"error":"log_verbose_level: negative"}`)
+				return true
+			}
+			return false
+		}},
+		failed: []string{"OIP-EXT-LOG-005"},
+	},
+	{
+		name: "rest-log-503-html-for-log-file",
+		rest: &restHook{serve: func(w http.ResponseWriter, r *http.Request) bool {
+			if isLogging(r) && r.Method == http.MethodPost && bytes.Contains(requestBody(r), []byte(`"log_file"`)) {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(503)
+				w.Write([]byte("<html><body>503 Service Unavailable</body></html>"))
+				return true
+			}
+			return false
+		}},
+		failed: []string{"OIP-EXT-LOG-004"},
+	},
+	{
 		name: "grpc-log-ignores-update",
 		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			if _, ok := req.(*pb.LogSettingsRequest); ok {

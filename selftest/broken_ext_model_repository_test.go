@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
@@ -35,6 +37,31 @@ func answerOK(w http.ResponseWriter) {
 }
 
 var repositoryBreakages = []breakage{
+	{
+		name: "rest-repo-index-503-html-for-malformed",
+		rest: &restHook{serve: func(w http.ResponseWriter, r *http.Request) bool {
+			if r.URL.Path == "/v2/repository/index" && string(requestBody(r)) == `{"ready":"yes"}` {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(503)
+				w.Write([]byte("<html><body>503 Service Unavailable</body></html>"))
+				return true
+			}
+			return false
+		}},
+		// One defect, one failure: the 5xx fails the rule, and its HTML
+		// body is not graded again.
+		failed: []string{"OIP-EXT-REPO-006"},
+	},
+	{
+		name: "grpc-repo-load-unknown-internal",
+		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if r, ok := req.(*pb.RepositoryModelLoadRequest); ok && r.GetModelName() == "does_not_exist" {
+				return nil, status.Error(codes.Internal, "failed to load 'does_not_exist'")
+			}
+			return h(ctx, req)
+		},
+		failed: []string{"OIP-EXT-REPO-013"},
+	},
 	{
 		name: "rest-repo-not-advertised",
 		rest: &restHook{out: func(r *http.Request, a *answer) {
