@@ -182,6 +182,7 @@ var limitBreakages = []breakage{
 			}
 			return h(ctx, req)
 		},
-		failed: []string{"OIP-GRPC-ERR-003"},
+		// Refused, with the code the core warns about for bad input.
+		warned: []string{"OIP-GRPC-ERR-002"},
 	},
 }

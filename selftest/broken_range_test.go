@@ -74,7 +74,8 @@ var rangeBreakages = []breakage{
 			}
 			return resp, err
 		},
-		failed: []string{"OIP-GRPC-INFER-012"},
+		// Refused, with the code the core warns about for bad input.
+		warned: []string{"OIP-GRPC-ERR-002"},
 	},
 }
 
