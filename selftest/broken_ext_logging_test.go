@@ -40,6 +40,18 @@ func dropLogUpdate(what string) func(r *http.Request) {
 
 var loggingBreakages = []breakage{
 	{
+		name:   "rest-log-500-for-not-json",
+		rest:   fault500(func(r *http.Request, b string) bool { return post(r, "/v2/logging", b, `{"log_info":`) }),
+		failed: []string{"OIP-EXT-LOG-006"},
+	},
+	{
+		name: "rest-log-500-for-string-level",
+		rest: fault500(func(r *http.Request, b string) bool {
+			return post(r, "/v2/logging", b, `{"log_verbose_level": "loud"}`)
+		}),
+		failed: []string{"OIP-EXT-LOG-006"},
+	},
+	{
 		name: "rest-log-post-answers-level-as-string",
 		rest: &restHook{out: func(r *http.Request, a *answer) {
 			if isLogging(r) && r.Method == http.MethodPost && a.status == 200 {

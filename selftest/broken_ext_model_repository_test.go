@@ -38,6 +38,42 @@ func answerOK(w http.ResponseWriter) {
 
 var repositoryBreakages = []breakage{
 	{
+		name:   "rest-repo-index-500-for-not-json",
+		rest:   fault500(func(r *http.Request, b string) bool { return post(r, "/v2/repository/index", b, `{"ready":`) }),
+		failed: []string{"OIP-EXT-REPO-006"},
+	},
+	{
+		name: "rest-repo-load-500-for-not-json",
+		rest: fault500(func(r *http.Request, b string) bool {
+			return post(r, "/v2/repository/models/repo_target/load", b, `{"parameters":`)
+		}),
+		failed: []string{"OIP-EXT-REPO-009"},
+	},
+	{
+		name: "rest-repo-load-500-for-string-parameters",
+		rest: fault500(func(r *http.Request, b string) bool {
+			return post(r, "/v2/repository/models/repo_target/load", b, `{"parameters":"config"}`)
+		}),
+		failed: []string{"OIP-EXT-REPO-009"},
+	},
+	{
+		name: "rest-repo-unload-unknown-500",
+		rest: fault500(func(r *http.Request, b string) bool {
+			return post(r, "/v2/repository/models/does_not_exist/unload", b, "")
+		}),
+		failed: []string{"OIP-EXT-REPO-012"},
+	},
+	{
+		name: "grpc-repo-unload-unknown-unknown-code",
+		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if r, ok := req.(*pb.RepositoryModelUnloadRequest); ok && r.GetModelName() == "does_not_exist" {
+				return nil, status.Error(codes.Unknown, "Exception calling application")
+			}
+			return h(ctx, req)
+		},
+		failed: []string{"OIP-EXT-REPO-013"},
+	},
+	{
 		name: "rest-repo-index-503-html-for-malformed",
 		rest: &restHook{serve: func(w http.ResponseWriter, r *http.Request) bool {
 			if r.URL.Path == "/v2/repository/index" && string(requestBody(r)) == `{"ready":"yes"}` {

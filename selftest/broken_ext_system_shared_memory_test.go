@@ -82,6 +82,20 @@ func inSHM(t map[string]any) bool {
 
 var sharedMemoryBreakages = []breakage{
 	{
+		name: "rest-shm-register-500-for-not-json",
+		rest: fault500(func(r *http.Request, b string) bool {
+			return strings.HasSuffix(r.URL.Path, "/register") && b == `{"key":`
+		}),
+		failed: []string{"OIP-EXT-SHM-012"},
+	},
+	{
+		name: "rest-shm-register-500-for-wrong-types",
+		rest: fault500(func(r *http.Request, b string) bool {
+			return strings.HasSuffix(r.URL.Path, "/register") && strings.Contains(b, `"byte_size": "64"`)
+		}),
+		failed: []string{"OIP-EXT-SHM-012"},
+	},
+	{
 		name: "rest-shm-not-advertised",
 		rest: &restHook{out: func(r *http.Request, a *answer) {
 			if r.URL.Path == "/v2" {

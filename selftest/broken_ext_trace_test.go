@@ -45,6 +45,18 @@ func dropTraceUpdate(what string, modelOnly bool) func(r *http.Request) {
 
 var traceBreakages = []breakage{
 	{
+		name:   "rest-trace-500-for-not-json",
+		rest:   fault500(func(r *http.Request, b string) bool { return post(r, "/v2/trace/setting", b, `{"trace_rate":`) }),
+		failed: []string{"OIP-EXT-TRACE-005"},
+	},
+	{
+		name: "rest-trace-unknown-model-500",
+		rest: fault500(func(r *http.Request, _ string) bool {
+			return r.Method == http.MethodGet && r.URL.Path == "/v2/models/does_not_exist/trace/setting"
+		}),
+		failed: []string{"OIP-EXT-TRACE-005"},
+	},
+	{
 		name: "rest-trace-model-level-is-a-string",
 		rest: &restHook{out: func(r *http.Request, a *answer) {
 			if isModelTraceSetting(r) && r.Method == http.MethodGet && a.status == 200 {

@@ -187,6 +187,24 @@ var _ = Describe("REST logging", Over(TransportREST), Needs(specs.ExtLogging), f
 		AfterNegative()
 		Verify(postLog(ctx, `{"log_format": "xml"}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
 	})
+
+	It("answers an update whose body is not JSON with an error status and {\"error\": string}", Req("OIP-EXT-LOG-006"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify(postLog(ctx, `{"log_info":`)).To(BeErrorResponse())
+	})
+
+	It("answers an update whose setting has the wrong type with an error status and {\"error\": string}", Req("OIP-EXT-LOG-006"), func(ctx SpecContext) {
+		before, readable, ok := logBefore(ctx)
+		if !ok {
+			return
+		}
+		if readable {
+			restoreLog("log_verbose_level", before.VerboseLevel)
+		}
+		AfterNegative()
+		// log_verbose_level is an integer (OIP-EXT-LOG-002): no server reads "loud" as one.
+		Verify(postLog(ctx, `{"log_verbose_level": "loud"}`)).To(BeErrorResponse())
+	})
 })
 
 // grpcLogLevel reads log_verbose_level from a LogSettings answer after

@@ -217,6 +217,11 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 		Verify(repoPost(ctx, "/v2/repository/index", `{"ready":"yes"}`)).To(BeErrorResponse())
 	})
 
+	It("answers an index request whose body is not JSON with an error status and {\"error\": string}", Req("OIP-EXT-REPO-006"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify(repoPost(ctx, "/v2/repository/index", `{"ready":`)).To(BeErrorResponse())
+	})
+
 	It("loads an unloaded model again", Req("OIP-EXT-REPO-007"), func(ctx SpecContext) {
 		NeedFixture("repo_target")
 		restoreRepoTarget()
@@ -252,6 +257,20 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 		Verify(repoPost(ctx, loadPath("does_not_exist"), "")).To(BeErrorResponse())
 	})
 
+	It("answers a load whose body is not JSON with an error status and {\"error\": string}", Req("OIP-EXT-REPO-009"), func(ctx SpecContext) {
+		NeedFixture("repo_target")
+		restoreRepoTarget()
+		AfterNegative()
+		Verify(repoPost(ctx, loadPath("repo_target"), `{"parameters":`)).To(BeErrorResponse())
+	})
+
+	It("answers a load whose parameters is not an object with an error status and {\"error\": string}", Req("OIP-EXT-REPO-009"), func(ctx SpecContext) {
+		NeedFixture("repo_target")
+		restoreRepoTarget()
+		AfterNegative()
+		Verify(repoPost(ctx, loadPath("repo_target"), `{"parameters":"config"}`)).To(BeErrorResponse())
+	})
+
 	It("unloads a model: it is no longer ready and refuses inference", Req("OIP-EXT-REPO-010"), func(ctx SpecContext) {
 		NeedFixture("repo_target")
 		restoreRepoTarget()
@@ -282,6 +301,11 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 		AfterNegative()
 		Verify(repoPost(ctx, unloadPath("repo_target"), `{"parameters":{"unload_dependents":"x"}}`)).
 			Soft("the catalog's test is soft: only Triton's boolean parse fails it").To(BeErrorResponse())
+	})
+
+	It("answers an unload of an unknown model with an error status and {\"error\": string}", Req("OIP-EXT-REPO-012"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify(repoPost(ctx, unloadPath("does_not_exist"), "")).To(BeErrorResponse())
 	})
 })
 
@@ -374,6 +398,14 @@ var _ = Describe("gRPC model repository", Over(TransportGRPC), Needs(specs.ExtMo
 	It("answers a load of an unknown model with a non-OK status", Req("OIP-EXT-REPO-013"), func(ctx SpecContext) {
 		AfterNegative()
 		_, c := Invoke(ctx, "RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "does_not_exist"}, Stub().RepositoryModelLoad)
+		if Answered(c) {
+			Verify(c).To(BeRejected())
+		}
+	})
+
+	It("answers an unload of an unknown model with a non-OK status", Req("OIP-EXT-REPO-013"), func(ctx SpecContext) {
+		AfterNegative()
+		_, c := Invoke(ctx, "RepositoryModelUnload", &pb.RepositoryModelUnloadRequest{ModelName: "does_not_exist"}, Stub().RepositoryModelUnload)
 		if Answered(c) {
 			Verify(c).To(BeRejected())
 		}

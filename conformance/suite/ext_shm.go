@@ -161,6 +161,16 @@ func shmInputs(ctx context.Context) (region string, in0, in1, out0, out1 tensor.
 	return region, in0, in1, out0, out1, ok
 }
 
+// shmRegisterRaw posts body as it is to region r's register route, and
+// unregisters r after the spec should the server accept it.
+func shmRegisterRaw(ctx context.Context, r string, body []byte) *Exchange {
+	e := Do(ctx, http.MethodPost, "/v2/systemsharedmemory/region/"+PathEscape(r)+"/register", jsonHeader(), body)
+	if e.Status == http.StatusOK {
+		DeferCleanup(func(ctx SpecContext) { shmUnregister(ctx, r) })
+	}
+	return e
+}
+
 var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.ExtSystemSharedMemory), func() {
 	It("advertises system_shared_memory in server metadata", Req("OIP-EXT-SHM-001"), func(ctx SpecContext) {
 		Verify(Get(ctx, "/v2")).To(PassCheck(func(o *Object) error {
@@ -221,6 +231,16 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 		}
 		Verify(e).To(BeErrorResponse())
 		Verify(Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(shmRegionName("nope"))+"/status")).To(BeErrorResponse())
+	})
+
+	It("answers a register request whose body is not JSON with an error status and {\"error\": string}", Req("OIP-EXT-SHM-012"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify(shmRegisterRaw(ctx, shmRegionName("notjson"), []byte(`{"key":`))).To(BeErrorResponse())
+	})
+
+	It("answers a register request whose members have the wrong types with an error status and {\"error\": string}", Req("OIP-EXT-SHM-012"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify(shmRegisterRaw(ctx, shmRegionName("types"), []byte(`{"key": 64, "offset": "0", "byte_size": "64"}`))).To(BeErrorResponse())
 	})
 
 	It("reads inputs from a region; region and byte size go together", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {

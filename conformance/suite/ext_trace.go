@@ -256,6 +256,16 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 		AfterNegative()
 		Verify(postTrace(ctx, traceGlobal, `{"trace_level": ["BOGUS"]}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
 	})
+
+	It("answers an update whose body is not JSON with an error status and {\"error\": string}", Req("OIP-EXT-TRACE-005"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify(postTrace(ctx, traceGlobal, `{"trace_rate":`)).To(BeErrorResponse())
+	})
+
+	It("answers the settings of an unknown model with an error status and {\"error\": string}", Req("OIP-EXT-TRACE-005"), func(ctx SpecContext) {
+		AfterNegative()
+		Verify(Get(ctx, traceModelPath("does_not_exist"))).To(BeErrorResponse())
+	})
 })
 
 // grpcTrace reads a TraceSetting answer.
