@@ -120,7 +120,11 @@ perf-analyzer-compare: build
 # median round. PERF_ANALYZER=0 skips that tool. Then the large-tensor rows
 # (scripts/bench-large.sh: 1 MiB, 16 MiB FP32 and BYTES beside the TCP and
 # grpc-go echoes of bench/echo, the generator alone, Triton where installed);
-# LARGE=0 skips them.
+# LARGE=0 skips them. Then streaming (scripts/bench-stream.sh: tokens beside
+# bench/stream's bare grpc-go stream; STREAM=0 skips) and memory
+# (scripts/bench-memory.sh: generator RSS at 1,000 and 10,000 in flight
+# beside wrk and ghz, the reference with 10,000 idle connections beside bare
+# net/http; MEMORY=0 skips, MEMORY_ROUNDS rounds, default 3).
 bench-compare: build
 	scripts/bench-compare.sh
 
