@@ -10,7 +10,7 @@
 #   process's peak (GNU time %M).
 #
 #   reference server RSS with 10,000 idle keep-alive connections (bench/idle:
-#   one GET /v2/health/ready each, then idle) beside bench/bare's bare
+#   one add_sub inference each, then idle) beside bench/bare's bare
 #   net/http server holding the same; each server fresh for each measurement,
 #   VmRSS read from /proc while the connections are held.
 #
@@ -90,7 +90,8 @@ idle() {
 	wait_http "http://127.0.0.1:$((P + 2))/v2/health/ready"
 	rss_kib "$pid" >"$WORK/$name.base"
 	echo "running $name: $IDLE idle connections" >&2
-	bin/idle -addr "127.0.0.1:$((P + 2))" -n "$IDLE" -hold 3s >"$WORK/$name.idle" &
+	bin/idle -addr "127.0.0.1:$((P + 2))" -path /v2/models/add_sub/infer -post "$WORK/add_sub.json" \
+		-n "$IDLE" -hold 3s >"$WORK/$name.idle" &
 	ip=$!
 	for _ in $(seq 600); do
 		[[ -s $WORK/$name.idle ]] && break
@@ -152,7 +153,7 @@ done_count() { # requests completed in one load run
 }
 echo "## Memory: generator RSS with requests in flight, reference RSS with idle connections"
 echo
-echo "Written by scripts/bench-memory.sh on $(date -u +%Y-%m-%dT%H:%MZ), $ROUNDS round(s): each ratio per round, the row the round with the median ratio. Load runs: the reference's delay fixture with delay_ms $DELAY_MS (every request waits, so the closed loop keeps its whole concurrency in flight), ${DURATION}s per run; RSS is the client's peak (GNU time). Idle rows: $IDLE keep-alive connections, each answered one GET /v2/health/ready, held 3 s; VmRSS of a fresh server while they are held; bench/bare runs at GOGC ${GOGC:-100}, oipkit serve at its own (--gc-percent)."
+echo "Written by scripts/bench-memory.sh on $(date -u +%Y-%m-%dT%H:%MZ), $ROUNDS round(s): each ratio per round, the row the round with the median ratio. Load runs: the reference's delay fixture with delay_ms $DELAY_MS (every request waits, so the closed loop keeps its whole concurrency in flight), ${DURATION}s per run; RSS is the client's peak (GNU time). Idle rows: $IDLE keep-alive connections, each answered one add_sub inference (REST JSON), held 3 s; VmRSS of a fresh server while they are held; bench/bare runs at GOGC ${GOGC:-100}, oipkit serve at its own (--gc-percent)."
 echo
 echo "| target | anchor | anchor RSS (MiB) | oipkit RSS (MiB) | ratio | goal | | ratio of each round |"
 echo "|---|---|---:|---:|---:|---|---|---|"

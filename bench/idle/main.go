@@ -1,11 +1,12 @@
 // Command idle holds keep-alive connections open against an HTTP/1.1
 // server, so that scripts/bench-memory.sh can read the server's RSS with
 // that many idle clients: it opens -n connections (a few dials at a time,
-// so the listen backlog does not overflow), sends one GET on each and reads
+// so the listen backlog does not overflow), sends one request on each (a
+// GET of -path, or with -post a POST of that file's JSON to -path) and reads
 // the answer, prints one JSON line when all are idle, holds them for -hold
 // and closes them. Loopback only; it stops by itself.
 //
-//	idle -addr 127.0.0.1:18770 -path /v2/health/ready -n 10000 -hold 5s
+//	idle -addr 127.0.0.1:18770 -path /v2/models/add_sub/infer -post body.json -n 10000 -hold 5s
 package main
 
 import (
@@ -23,7 +24,8 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:18770", "server host:port (loopback)")
-	path := flag.String("path", "/v2/health/ready", "path of the one GET sent on each connection")
+	path := flag.String("path", "/v2/health/ready", "path of the one request sent on each connection")
+	post := flag.String("post", "", "JSON file to POST to -path instead of a GET")
 	n := flag.Int("n", 10000, "connections")
 	dialers := flag.Int("dialers", 32, "connections opened at once")
 	hold := flag.Duration("hold", 5*time.Second, "how long the connections stay idle")
@@ -37,7 +39,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "idle: -addr must be a loopback host:port")
 		os.Exit(2)
 	}
-	conns, err := open(*addr, *path, *n, *dialers)
+	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", *path, *addr)
+	if *post != "" {
+		body, err := os.ReadFile(*post)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "idle:", err)
+			os.Exit(2)
+		}
+		req = fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", *path, *addr, len(body), body)
+	}
+	conns, err := open(*addr, req, *n, *dialers)
 	defer func() {
 		for _, c := range conns {
 			c.Close()
@@ -51,9 +62,8 @@ func main() {
 	time.Sleep(*hold)
 }
 
-// open dials n connections, each answered once, dialers at a time.
-func open(addr, path string, n, dialers int) ([]net.Conn, error) {
-	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+// open dials n connections, each answered req once, dialers at a time.
+func open(addr, req string, n, dialers int) ([]net.Conn, error) {
 	var mu sync.Mutex
 	var conns []net.Conn
 	var errs []error
@@ -108,7 +118,7 @@ func once(addr, req string) (net.Conn, error) {
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET answered %s", resp.Status)
+		err = fmt.Errorf("answered %s", resp.Status)
 	}
 	if err != nil {
 		c.Close()
