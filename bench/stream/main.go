@@ -41,7 +41,14 @@ func main() {
 	case *record != "" && *listen != "" && *n > 0:
 		err = serve(ctx, *record, *listen, *n)
 	case *grpcAddr != "" && *responses > 0 && *workers > 0 && *d > 0:
-		err = client(ctx, *grpcAddr, *n, *responses, *workers, *d)
+		var requests, got int64
+		start := time.Now()
+		requests, got, err = client(ctx, *grpcAddr, *n, *responses, *workers, *d)
+		if err == nil {
+			s := time.Since(start).Seconds()
+			fmt.Printf("{\"requests\":%d,\"responses\":%d,\"rps\":%.1f,\"responses_per_s\":%.1f}\n",
+				requests, got, float64(requests)/s, float64(got)/s)
+		}
 	default:
 		err = errors.New("give -record and -listen (server) or -grpc with -responses, -c and -d (client)")
 	}
@@ -183,23 +190,24 @@ func serve(ctx context.Context, from, listen string, n int) error {
 	return srv.Serve(ln)
 }
 
-func client(ctx context.Context, addr string, n, responses, workers int, d time.Duration) error {
+// client runs workers streams for d and counts the requests completed and
+// the responses read.
+func client(ctx context.Context, addr string, n, responses, workers int, d time.Duration) (requests, got int64, err error) {
 	req, err := request(n)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{})))
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	var requests, got atomic.Int64
+	var nreq, nresp atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
-	start := time.Now()
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -221,20 +229,17 @@ func client(ctx context.Context, addr string, n, responses, workers int, d time.
 						}
 						return
 					}
-					got.Add(1)
+					nresp.Add(1)
 				}
-				requests.Add(1)
+				nreq.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start).Seconds()
 	select {
 	case err := <-errs:
-		return err
+		return nreq.Load(), nresp.Load(), err
 	default:
 	}
-	fmt.Printf("{\"requests\":%d,\"responses\":%d,\"rps\":%.1f,\"responses_per_s\":%.1f}\n",
-		requests.Load(), got.Load(), float64(requests.Load())/elapsed, float64(got.Load())/elapsed)
-	return nil
+	return nreq.Load(), nresp.Load(), nil
 }
