@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
@@ -35,6 +37,27 @@ func eachClassString(a *answer, edit func(data []any) []any) {
 var labelSuffix = regexp.MustCompile(`:[^:]*$`)
 
 var classificationBreakages = []breakage{
+	{
+		name: "rest-cls-500-for-string-count",
+		rest: fault500(func(r *http.Request, b string) bool {
+			return isClassifierInfer(r) && strings.Contains(b, `"classification":"two"`)
+		}),
+		failed: []string{"OIP-EXT-CLS-002"},
+	},
+	{
+		name: "grpc-cls-internal-for-string-count",
+		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if r, ok := req.(*pb.ModelInferRequest); ok && r.GetModelName() == "classifier" {
+				for _, o := range r.GetOutputs() {
+					if o.GetParameters()["classification"].GetStringParam() != "" {
+						return nil, status.Error(codes.Internal, "classification: invalid literal for int()")
+					}
+				}
+			}
+			return h(ctx, req)
+		},
+		failed: []string{"OIP-EXT-CLS-002"},
+	},
 	{
 		name: "rest-cls-ascending",
 		rest: &restHook{out: func(r *http.Request, a *answer) {

@@ -277,6 +277,12 @@ var _ = Describe("REST classification", Over(TransportREST), Needs(specs.ExtClas
 		VerifyReq("OIP-EXT-CLS-004", e).To(PassCheck(check(clsResult.orderErr)))
 		VerifyReq("OIP-EXT-CLS-005", e).To(PassCheck(check(clsResult.formatErr)))
 	})
+
+	It("refuses a classification count that is not a number", Req("OIP-EXT-CLS-002"), func(ctx SpecContext) {
+		NeedFixture("classifier")
+		AfterNegative()
+		Verify(Post(ctx, "classifier", "", clsBody("two"))).To(BeRejected())
+	})
 })
 
 var _ = Describe("gRPC classification", Over(TransportGRPC), Needs(specs.ExtClassification), func() {
@@ -309,6 +315,17 @@ var _ = Describe("gRPC classification", Over(TransportGRPC), Needs(specs.ExtClas
 		VerifyReq("OIP-EXT-CLS-003", c).To(PassCheck(check(func(r clsResult) error { return r.countErr(clsCount) })))
 		VerifyReq("OIP-EXT-CLS-004", c).To(PassCheck(check(clsResult.orderErr)))
 		VerifyReq("OIP-EXT-CLS-005", c).To(PassCheck(check(clsResult.formatErr)))
+	})
+
+	It("refuses a classification count that is not an int64_param", Req("OIP-EXT-CLS-002"), func(ctx SpecContext) {
+		NeedFixture("classifier")
+		AfterNegative()
+		req := clsPB(int64(clsCount))
+		req.Outputs[0].Parameters["classification"] = &pb.InferParameter{ParameterChoice: &pb.InferParameter_StringParam{StringParam: "two"}}
+		_, c := Infer(ctx, req)
+		if Answered(c) {
+			Verify(c).To(BeRejected())
+		}
 	})
 })
 
