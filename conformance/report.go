@@ -189,18 +189,35 @@ func runProblems(r types.Report, t *engine.Target, problems []string) (incomplet
 		incomplete = true
 		problems = append(problems, r.SpecialSuiteFailureReasons...)
 	}
+	aborted := false
 	for _, sr := range r.SpecReports {
 		if sr.State == types.SpecStateAborted || sr.State == types.SpecStateInterrupted {
-			incomplete = true
+			aborted = true
 			problems = append(problems, sr.Failure.Message)
 		}
 	}
+	// A server that dies on the run's last spec (the suite runs the
+	// requests some servers do not survive last) leaves nothing not run:
+	// that is a failure of that spec, not an incomplete run.
+	incomplete = incomplete || aborted && notRunAfterAbort(r) > 0
 	if routes := t.RouteProblems(); len(routes) > 0 {
 		incomplete = true
 		problems = append(problems, routes...)
 	}
 	problems = append(problems, t.Problems...)
 	return incomplete, strings.Join(slices.Compact(problems), "; ")
+}
+
+// notRunAfterAbort counts the specs (Its) an abort left unrun: skipped
+// without a skip of their own.
+func notRunAfterAbort(r types.Report) int {
+	n := 0
+	for _, sr := range r.SpecReports {
+		if sr.LeafNodeType == types.NodeTypeIt && sr.State == types.SpecStateSkipped && sr.Failure.Message == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // causeRules are the requirements about an answer as a whole, which a

@@ -117,3 +117,44 @@ func testKilled(t *testing.T, kills func(*http.Request, []byte) bool, killRPC fu
 		t.Errorf("%s has no finding naming %s with that request as evidence and reproducer: %+v", req, named, q.Findings)
 	}
 }
+
+// TestServerKilledByTheLastSpec: the requests some servers do not survive
+// run last (deep nesting last of all), so a server that exits on the
+// deeply nested body fails that spec's requirement, OIP-REST-ERR-007,
+// named with that request, and nothing is left not run: the run is
+// complete and fails (exit 3), not incomplete (exit 2).
+func TestServerKilledByTheLastSpec(t *testing.T) {
+	deep := []byte(strings.Repeat("[", 1000))
+	var dead atomic.Bool
+	var stop func()
+	var once sync.Once
+	b := breakage{
+		name: "dies-after-deep-nesting",
+		rest: &restHook{serve: func(w http.ResponseWriter, r *http.Request) bool {
+			if dead.Load() {
+				once.Do(func() { go stop() })
+				panic(http.ErrAbortHandler)
+			}
+			if strings.Contains(string(requestBody(r)), string(deep)) {
+				dead.Store(true)
+				panic(http.ErrAbortHandler) // no answer, as a process that exits on it
+			}
+			return false
+		}},
+	}
+	httpURL, grpcAddr, stopFn := brokenServerStoppable(t, b)
+	stop = stopFn
+	run := conform(t, "--http", httpURL, "--grpc", grpcAddr, "--timeout", "2s")
+	if run.exit != 3 {
+		t.Errorf("exit %d, want 3 (failed, complete)\n%s", run.exit, run.output)
+	}
+	if run.report == nil {
+		t.Fatalf("no report\n%s", run.output)
+	}
+	if failed := run.report.WithStatus("failed"); len(failed) != 1 || failed[0] != "OIP-REST-ERR-007" {
+		t.Errorf("failed %v, want exactly [OIP-REST-ERR-007]\n%s", failed, run.output)
+	}
+	if notRun := run.report.WithStatus("not-run"); len(notRun) != 0 || run.report.Incomplete {
+		t.Errorf("not run %v, incomplete %v (%s): the server died on the last spec\n%s", notRun, run.report.Incomplete, run.report.Problem, run.output)
+	}
+}

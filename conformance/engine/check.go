@@ -125,6 +125,20 @@ func newCheck(req string, actual any) *Check {
 	return c
 }
 
+// primaryReq is the running spec's first-labelled requirement, its
+// subject: a server that stops answering or stops being live after the
+// spec's request fails that one only (a spec labelled with the core's
+// OIP-REST-ERR-003 beside its subject would otherwise give the cause to
+// ERR-003 and report the subject blocked).
+func primaryReq() string {
+	for _, l := range ginkgo.CurrentSpecReport().Labels() { // in the order written
+		if id, ok := strings.CutPrefix(l, LabelKeyReq); ok {
+			return id
+		}
+	}
+	return ""
+}
+
 // specReqs returns the requirements the running spec is labelled with: a
 // finding under another one would be reported under the wrong spec, or
 // dropped when the requirement has no spec of its own.
@@ -394,7 +408,7 @@ func (t *Target) stillLive(ctx context.Context, spec string) {
 		case t.liveREST == http.StatusOK && e.Status != http.StatusOK:
 			t.noteAnswer(nil, "")
 			what, ev := lastRequest(e)
-			recordFinding("", fmt.Sprintf("server is no longer live after %s (spec %q): GET /v2/health/live %s", what, spec, e.Got()), grading{}, ev)
+			recordFinding(primaryReq(), fmt.Sprintf("server is no longer live after %s (spec %q): GET /v2/health/live %s", what, spec, e.Got()), grading{}, ev)
 			return
 		}
 		t.noteAnswer(nil, "")
@@ -409,7 +423,7 @@ func (t *Target) stillLive(ctx context.Context, spec string) {
 		case t.liveGRPC && (c.Err != nil || !resp.GetLive()):
 			t.noteAnswer(nil, "")
 			what, ev := lastRequest(c)
-			recordFinding("", fmt.Sprintf("server is no longer live after %s (spec %q): ServerLive %s", what, spec, c.Got()), grading{}, ev)
+			recordFinding(primaryReq(), fmt.Sprintf("server is no longer live after %s (spec %q): ServerLive %s", what, spec, c.Got()), grading{}, ev)
 			return
 		}
 		t.noteAnswer(nil, "")
@@ -417,13 +431,13 @@ func (t *Target) stillLive(ctx context.Context, spec string) {
 }
 
 // died records that the liveness probe after spec got no answer: a
-// failure of every requirement of the spec, with the last request it sent
+// failure of the spec's primary requirement, with the last request it sent
 // as the evidence (the report's reproducer replays it). When the server
 // answers no probe at all, the run ends at once: every remaining spec
 // would only fail to get an answer, and is reported not run instead.
 func (t *Target) died(spec, probe string, err error, probeEv Evidencer) {
 	what, ev := lastRequest(probeEv)
-	recordFinding("", fmt.Sprintf("server stopped answering after %s (spec %q): %s: %v", what, spec, probe, err), grading{noAnswer: true}, ev)
+	recordFinding(primaryReq(), fmt.Sprintf("server stopped answering after %s (spec %q): %s: %v", what, spec, probe, err), grading{noAnswer: true}, ev)
 	if t.probeLive() {
 		t.noteAnswer(err, probe)
 		return
