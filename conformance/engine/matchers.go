@@ -351,12 +351,24 @@ func beRejected(labels func() []string) types.GomegaMatcher {
 		switch {
 		case e.Status < 400:
 			return accepted("%s: %s, want an error status (typically 400) with {\"error\": string}", e.What(), e.Got())
-		case e.Status >= 500 && extensionFault(labels(), TransportREST):
+		case e.Status >= 500 && e.Status != http.StatusNotImplemented && extensionFault(labels(), TransportREST):
+			// 501 is REST's UNIMPLEMENTED: a refusal of a feature the
+			// server does not offer (Triton's logging answers it for
+			// log_file), not a fault.
 			return serverFault("a 5xx is a server fault, never a rejection (OIP-REST-ERR-003)",
 				"%s: %s, want a 4xx (typically 400) with {\"error\": string}", e.What(), e.Got())
 		}
 		return nil
 	})
+}
+
+// BeFailedRequest matches a request the server refused or failed on its
+// own side: any error status or non-OK code, a 5xx and INTERNAL included.
+// For a request that is valid but cannot succeed for a reason on the
+// server's side (loading a model whose artifacts are missing), where a 5xx
+// is the honest answer rather than a fault.
+func BeFailedRequest() types.GomegaMatcher {
+	return beRejected(func() []string { return nil })
 }
 
 // faultCodes are the gRPC codes that report a server fault rather than a
