@@ -142,9 +142,10 @@ pa_run() { # pa_run NAME PROTOCOL PORT: perf_analyzer's throughput, or 0
 		data=(--input-data /tmp/oipkit-bytes_1k.json)
 	fi
 	# Bounded: on this machine perf_analyzer once grew to 23 GB with 1 MiB
-	# tensors and was OOM-killed (with others' processes at risk); 6 GB of
-	# address space, 90 s, and a looser stability check on a busy machine.
-	(ulimit -v 6000000; timeout 90 interop/perf_analyzer.sh -m "$MODEL" -u "127.0.0.1:$3" -i "$2" "${data[@]}" \
+	# tensors and was OOM-killed (with others' processes at risk); 12 GB of
+	# address space (6 GB aborted it over REST), 90 s, and a looser stability
+	# check on a busy machine.
+	(ulimit -v 12000000; timeout 90 interop/perf_analyzer.sh -m "$MODEL" -u "127.0.0.1:$3" -i "$2" "${data[@]}" \
 		--concurrency-range "$CONC" --measurement-interval 2000 --max-trials 5 --stability-percentage 30) \
 		>"$WORK/$1.log" 2>&1 || true
 	awk '/Throughput:/ { print $2; f = 1; exit } END { if (!f) print 0 }' "$WORK/$1.log" >"$WORK/$1"
