@@ -64,6 +64,32 @@ var repositoryBreakages = []breakage{
 		failed: []string{"OIP-EXT-REPO-012"},
 	},
 	{
+		// Triton's: unloading a model that is not loaded is a no-op
+		// answered 200; the extension leaves it open, so a warning.
+		name: "rest-repo-unload-unknown-200",
+		rest: &restHook{serve: func(w http.ResponseWriter, r *http.Request) bool {
+			if !post(r, "/v2/repository/models/does_not_exist/unload", string(requestBody(r)), "") {
+				return false
+			}
+			answerOK(w)
+			return true
+		}},
+		warned: []string{"OIP-EXT-REPO-012"},
+	},
+	{
+		// MLServer's load reads no body: a malformed one loads anyway.
+		name: "rest-repo-load-ignores-its-body",
+		rest: &restHook{serve: func(w http.ResponseWriter, r *http.Request) bool {
+			b := string(requestBody(r))
+			if !post(r, "/v2/repository/models/repo_target/load", b, `{"parameters":`) && !post(r, "/v2/repository/models/repo_target/load", b, `{"parameters":"config"}`) {
+				return false
+			}
+			answerOK(w)
+			return true
+		}},
+		warned: []string{"OIP-EXT-REPO-009"},
+	},
+	{
 		name: "grpc-repo-unload-unknown-unknown-code",
 		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			if r, ok := req.(*pb.RepositoryModelUnloadRequest); ok && r.GetModelName() == "does_not_exist" {
