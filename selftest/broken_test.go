@@ -71,8 +71,11 @@ var breakages = []breakage{
 		// The empty body's 500 (OIP-REST-INFER-004) is the same defect,
 		// graded once under OIP-REST-ERR-003, as are deep nesting's and the
 		// 65 MiB body's 400 turned 500 (OIP-REST-ERR-007 fails only a server
-		// that does not answer or survive them).
-		failed:  []string{"OIP-REST-ERR-003"},
+		// that does not answer or survive them). An extension's refusal
+		// answered 500 fails that extension's requirement too: each
+		// extension route is graded like inference (issue 24).
+		failed: []string{"OIP-REST-ERR-003", "OIP-EXT-CLS-002", "OIP-EXT-CLS-007", "OIP-EXT-PARAM-002",
+			"OIP-EXT-SEQ-003", "OIP-EXT-SEQ-004", "OIP-EXT-SHM-002", "OIP-EXT-SHM-003", "OIP-EXT-SHM-005", "OIP-EXT-SHM-009"},
 		blocked: []string{"OIP-REST-INFER-004"},
 		warned:  []string{"OIP-REST-INFER-014", "OIP-REST-INFER-024"},
 		quiet:   []string{"OIP-REST-INFER-005", "OIP-REST-INFER-009", "OIP-REST-INFER-010", "OIP-REST-INFER-019", "OIP-EXT-BIN-009"},
@@ -526,7 +529,7 @@ var breakages = []breakage{
 		}},
 		// The hook covers /v2/models/{m}/config and /stats too:
 		// OIP-EXT-CFG-003 and OIP-EXT-STAT-011 fail with it.
-		failed: []string{"OIP-EXT-CFG-003", "OIP-EXT-STAT-011", "OIP-REST-MMETA-012"},
+		failed: []string{"OIP-EXT-CFG-003", "OIP-EXT-STAT-011", "OIP-EXT-TRACE-005", "OIP-REST-MMETA-012"},
 		// Failing only on exchanges a failed requirement above fails too:
 		// one defect, blocked by it.
 		blocked: []string{"OIP-REST-ERR-002"},

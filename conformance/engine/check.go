@@ -126,8 +126,9 @@ func newCheck(req string, actual any) *Check {
 }
 
 // primaryReq is the running spec's first-labelled requirement, its
-// subject: a server that stops answering or stops being live after the
-// spec's request fails that one only (a spec labelled with the core's
+// subject: a server that stops answering after the spec's request fails
+// that one only (one that answers but says it is no longer live fails
+// every requirement of the spec, and the cause rules pick one) (a spec labelled with the core's
 // OIP-REST-ERR-003 beside its subject would otherwise give the cause to
 // ERR-003 and report the subject blocked).
 func primaryReq() string {
@@ -408,7 +409,7 @@ func (t *Target) stillLive(ctx context.Context, spec string) {
 		case t.liveREST == http.StatusOK && e.Status != http.StatusOK:
 			t.noteAnswer(nil, "")
 			what, ev := lastRequest(e)
-			recordFinding(primaryReq(), fmt.Sprintf("server is no longer live after %s (spec %q): GET /v2/health/live %s", what, spec, e.Got()), grading{}, ev)
+			recordFinding("", fmt.Sprintf("server is no longer live after %s (spec %q): GET /v2/health/live %s", what, spec, e.Got()), grading{}, ev)
 			return
 		}
 		t.noteAnswer(nil, "")
@@ -423,7 +424,7 @@ func (t *Target) stillLive(ctx context.Context, spec string) {
 		case t.liveGRPC && (c.Err != nil || !resp.GetLive()):
 			t.noteAnswer(nil, "")
 			what, ev := lastRequest(c)
-			recordFinding(primaryReq(), fmt.Sprintf("server is no longer live after %s (spec %q): ServerLive %s", what, spec, c.Got()), grading{}, ev)
+			recordFinding("", fmt.Sprintf("server is no longer live after %s (spec %q): ServerLive %s", what, spec, c.Got()), grading{}, ev)
 			return
 		}
 		t.noteAnswer(nil, "")

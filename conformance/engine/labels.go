@@ -86,6 +86,11 @@ var (
 	RunsVeryLast  = ginkgo.SpecPriority(-3)
 )
 
+// Oversized labels the specs that send oversized requests on purpose (a
+// 65 MiB body or message): `--label-filter '!oversized'` leaves them out,
+// as a run that measures the suite's own memory does.
+var Oversized = ginkgo.Label("oversized")
+
 // Over labels a container with its transport.
 func Over(t Transport) ginkgo.Labels {
 	if t != TransportREST && t != TransportGRPC {

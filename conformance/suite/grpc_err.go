@@ -9,7 +9,7 @@ import (
 
 // OIP-GRPC-ERR: gRPC error statuses.
 
-var _ = Describe("gRPC errors, an oversized message", RunsAfterLast, Over(TransportGRPC), func() {
+var _ = Describe("gRPC errors, an oversized message", RunsAfterLast, Oversized, Over(TransportGRPC), func() {
 	// Over the common receive limits (grpc-go and grpc-python default to
 	// 4 MiB, the reference to 64 MiB); a server that reads it must still
 	// refuse 65 MiB of INPUT0 for shape [1,16].

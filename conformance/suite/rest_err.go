@@ -34,7 +34,7 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 // Requests some servers do not survive run after every other spec
 // (engine.RunsAfterLast, RunsVeryLast): a server that dies here leaves
 // nothing else not run.
-var _ = Describe("REST inference errors, an oversized body", RunsAfterLast, Over(TransportREST), func() {
+var _ = Describe("REST inference errors, an oversized body", RunsAfterLast, Oversized, Over(TransportREST), func() {
 	BeforeEach(func() { NeedFixture("add_sub") })
 
 	// Larger than the common default limits (64 MiB: Triton's
