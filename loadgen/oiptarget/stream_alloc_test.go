@@ -19,6 +19,9 @@ const grpcAllocsPerMessage = 4
 // beyond the first may cost what grpc-go allocates per message and nothing
 // more; a request, a bounded few more.
 func TestStreamingHotPathAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector adds allocations of its own")
+	}
 	_, grpcAddr := referenceSubprocess(t)
 	ctx := context.Background()
 	perRequest := map[int]float64{}
