@@ -58,14 +58,10 @@ var _ = Describe("gRPC health", Over(TransportGRPC), func() {
 	It("never answers ModelReady with ready=true for versions add_sub does not have", Req("OIP-GRPC-HEALTH-004", "OIP-GRPC-SVC-002", "OIP-GRPC-ERR-001", "OIP-GRPC-ERR-002"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		AfterNegative()
-		listed := addSubVersionsGRPC(ctx)
-		versions := unlisted(listed)
-		var cs []*Call
-		for _, v := range versions {
+		askVersionsGRPC(ctx, "OIP-GRPC-HEALTH-004", func(v string) *Call {
 			_, c := Invoke(ctx, "ModelReady", &pb.ModelReadyRequest{Name: "add_sub", Version: v}, Stub().ModelReady)
-			cs = append(cs, c)
-		}
-		gradeVersionsGRPC("OIP-GRPC-HEALTH-004", listed, versions, cs, func(c *Call) bool {
+			return c
+		}, func(c *Call) bool {
 			r, _ := c.Resp.(*pb.ModelReadyResponse)
 			return r.GetReady()
 		})

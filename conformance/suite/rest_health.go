@@ -75,14 +75,9 @@ var _ = Describe("REST health", Over(TransportREST), func() {
 	It("answers model ready with 4xx for versions add_sub does not have", Req("OIP-REST-HEALTH-009"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		AfterNegative()
-		listed := addSubVersionsREST(ctx)
-		versions := unlisted(listed)
-		var es []*Exchange
-		for _, v := range versions {
-			es = append(es, Get(ctx, "/v2/models/add_sub/versions/"+PathEscape(v)+"/ready"))
-		}
-		gradeVersionsREST(restVersionGrading{id: "OIP-REST-HEALTH-009", health: true,
-			refused: func(e *Exchange) { notReady(e, "") }}, listed, versions, es)
+		askVersionsREST(ctx, restVersionGrading{id: "OIP-REST-HEALTH-009", health: true,
+			refused: func(e *Exchange) { notReady(e, "") }},
+			func(v string) *Exchange { return Get(ctx, "/v2/models/add_sub/versions/"+PathEscape(v)+"/ready") })
 	})
 
 	It("answers model ready with 4xx for an unknown model", Req("OIP-REST-HEALTH-010", "OIP-REST-HEALTH-003"), func(ctx SpecContext) {

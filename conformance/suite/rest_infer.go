@@ -237,15 +237,12 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 	// (versions.go says which versions are unknown).
 	It("answers inference on versions add_sub does not have with an error", Req("OIP-REST-INFER-002", "OIP-REST-ERR-001", "OIP-REST-ERR-003"), func(ctx SpecContext) {
 		AfterNegative()
-		listed := addSubVersionsREST(ctx)
-		versions := unlisted(listed)
-		var es []*Exchange
-		for _, v := range versions {
-			b, _, _ := addSubRequest()
-			es = append(es, Post(ctx, "add_sub", v, b))
-		}
-		gradeVersionsREST(restVersionGrading{id: "OIP-REST-INFER-002", req: "OIP-REST-INFER-002", faultReq: errStatusReq,
-			refused: func(e *Exchange) { unknownModel(e, "OIP-REST-INFER-002", "OIP-REST-ERR-001", "") }}, listed, versions, es)
+		askVersionsREST(ctx, restVersionGrading{id: "OIP-REST-INFER-002", req: "OIP-REST-INFER-002", faultReq: errStatusReq,
+			refused: func(e *Exchange) { unknownModel(e, "OIP-REST-INFER-002", "OIP-REST-ERR-001", "") }},
+			func(v string) *Exchange {
+				b, _, _ := addSubRequest()
+				return Post(ctx, "add_sub", v, b)
+			})
 	})
 })
 

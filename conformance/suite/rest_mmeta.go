@@ -197,13 +197,8 @@ var _ = Describe("REST model metadata", Over(TransportREST), func() {
 	It("answers metadata of versions add_sub does not have with an error", Req("OIP-REST-MMETA-013"), func(ctx SpecContext) {
 		NeedFixture("add_sub")
 		AfterNegative()
-		listed := addSubVersionsREST(ctx)
-		versions := unlisted(listed)
-		var es []*Exchange
-		for _, v := range versions {
-			es = append(es, Get(ctx, "/v2/models/add_sub/versions/"+PathEscape(v)))
-		}
-		gradeVersionsREST(restVersionGrading{id: "OIP-REST-MMETA-013",
-			refused: func(e *Exchange) { unknownModel(e, "", "", "") }}, listed, versions, es)
+		askVersionsREST(ctx, restVersionGrading{id: "OIP-REST-MMETA-013",
+			refused: func(e *Exchange) { unknownModel(e, "", "", "") }},
+			func(v string) *Exchange { return Get(ctx, "/v2/models/add_sub/versions/"+PathEscape(v)) })
 	})
 })

@@ -87,13 +87,19 @@ type restVersionGrading struct {
 	refused func(e *Exchange)
 }
 
-// gradeVersionsREST grades the answers of a REST route to the versions
-// add_sub does not have, one finding per defect: every version answered as
-// if valid is named in one finding, every 5xx in one more, and the first
-// refusal is graded for its form. A 501 from a server whose add_sub lists
-// no versions says versioned routes are not implemented, which A-08
-// accepts.
-func gradeVersionsREST(g restVersionGrading, listed, versions []string, es []*Exchange) {
+// askVersionsREST sends, by send, one request per version add_sub does not
+// have and grades the answers, one finding per defect: every version
+// answered as if valid is named in one finding, every 5xx in one more, and
+// the first refusal is graded for its form. A 501 from a server whose
+// add_sub lists no versions says versioned routes are not implemented,
+// which A-08 accepts.
+func askVersionsREST(ctx context.Context, g restVersionGrading, send func(v string) *Exchange) {
+	listed := addSubVersionsREST(ctx)
+	versions := unlisted(listed)
+	es := make([]*Exchange, len(versions))
+	for i, v := range versions {
+		es[i] = send(v)
+	}
 	var accepted, faults []string
 	var firstAccepted, firstFault, firstRefusal *Exchange
 	for i, e := range es {
@@ -131,12 +137,18 @@ func gradeVersionsREST(g restVersionGrading, listed, versions []string, es []*Ex
 	}
 }
 
-// gradeVersionsGRPC grades the answers of an RPC to the versions add_sub
-// does not have, one finding per defect as gradeVersionsREST: calls answered
-// as if the version were valid (ready=true for ModelReady, which isReady
-// tells) are named in one finding, and the first refusal is graded by
-// grpcRejects (NOT_FOUND or INVALID_ARGUMENT expected, A-03). The spec carries req and grpcRejects' labels.
-func gradeVersionsGRPC(req string, listed, versions []string, cs []*Call, isReady func(*Call) bool) {
+// askVersionsGRPC is askVersionsREST for an RPC: calls answered as if the
+// version were valid (ready=true for ModelReady, which isReady tells) are
+// named in one finding, and the first refusal is graded by grpcRejects
+// (NOT_FOUND or INVALID_ARGUMENT expected, A-03). The spec carries req and
+// grpcRejects' labels.
+func askVersionsGRPC(ctx context.Context, req string, call func(v string) *Call, isReady func(*Call) bool) {
+	listed := addSubVersionsGRPC(ctx)
+	versions := unlisted(listed)
+	cs := make([]*Call, len(versions))
+	for i, v := range versions {
+		cs[i] = call(v)
+	}
 	var accepted []string
 	var firstAccepted, firstRefusal *Call
 	for i, c := range cs {
