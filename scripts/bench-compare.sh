@@ -64,17 +64,8 @@ PERF_ANALYZER=${PERF_ANALYZER:-1}
 ROUNDS=${ROUNDS:-5}
 GHZ_VERSION=v0.121.0
 TOOLS=$ROOT/.tools/bin
-WORK=$(mktemp -d)
-PIDS=()
-
-cleanup() {
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh # after the cd to the repository root above
 
 mkdir -p "$TOOLS"
 if [[ ! -x $TOOLS/ghz ]]; then

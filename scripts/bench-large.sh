@@ -45,16 +45,8 @@ REF_HTTP=$((PORT_BASE + 30)) REF_GRPC=$((PORT_BASE + 31))
 ECHO_TCP=$((PORT_BASE + 32)) ECHO_GRPC=$((PORT_BASE + 33))
 CAN_HTTP=$((PORT_BASE + 34)) CAN_GRPC=$((PORT_BASE + 35))
 TRI_HTTP=$((PORT_BASE + 36)) TRI_GRPC=$((PORT_BASE + 37))
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh # after the cd to the repository root above
 command -v jq >/dev/null || scripts/apt-install.sh jq
 
 echo "bench-large: building oipkit and bench/echo" >&2

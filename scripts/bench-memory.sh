@@ -28,16 +28,8 @@ DELAY_MS=${DELAY_MS:-2000}
 IDLE=${IDLE:-10000}
 P=${MEMORY_PORT_BASE:-18770}
 GHZ=$PWD/.tools/bin/ghz
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	[[ -n ${KEEP_WORK:-} ]] || rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh # after the cd to the repository root above
 # Each client and server holds one descriptor per connection.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 [[ -x /usr/bin/time ]] || scripts/apt-install.sh time

@@ -25,16 +25,8 @@ ROUNDS=${ROUNDS:-5}
 N=${STREAM_N:-100}
 C=${STREAM_CONCURRENCY:-4}
 P=${STREAM_PORT_BASE:-18760}
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	[[ -n ${KEEP_WORK:-} ]] || rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh # after the cd to the repository root above
 [[ -x /usr/bin/time ]] || scripts/apt-install.sh time
 command -v jq >/dev/null || scripts/apt-install.sh jq
 go build -o bin/oipkit ./cmd/oipkit
