@@ -17,6 +17,9 @@ most, and compares the answer with the finding's recorded `evidence.response`:
                    whose responses the suite read as plain ModelInferResponse (MLServer's shape)
                    cannot be decoded so by grpcurl, which reads the committed proto's
                    ModelStreamInferResponse: there the number of responses is compared.
+  no answer        a finding recorded as "server stopped answering" (the server died on that request)
+                   shows when the reproducer gets no answer either: curl's empty reply or reset (52,
+                   56), grpcurl's Unavailable.
 
 Prints one line per reproducer, "showed|differs|error|none REQUIREMENT-ID what" (differs with a one-
 line diff; error: the reproducer could not run, timed out or its output cannot be read; none: the
@@ -174,8 +177,19 @@ def sent_id(ev):
     return ok and isinstance(body, dict) and "id" in body
 
 
+# curl's exit statuses for a server that took the request and then closed the connection without an
+# answer (52: empty reply; 56: failure receiving, a reset): what a server that dies on a request shows.
+CURL_NO_ANSWER = {52: "empty reply", 56: "connection reset"}
+
+
 def replay_rest(ev, rc, out, err):
     want = (ev.get("response") or {})
+    if (want.get("status") or "").startswith("no answer"):
+        # The suite recorded that the server stopped answering after this request.
+        if rc in CURL_NO_ANSWER:
+            return "showed", f"no answer (curl exited {rc}, {CURL_NO_ANSWER[rc]}), as recorded"
+        if rc == 0:
+            return "differs", f"answered {clip(out.decode('utf-8', 'replace').split(chr(10), 1)[0])}, recorded no answer"
     if rc != 0:
         return "error", f"curl exited {rc}: {clip(err)}"
     parsed = split_http(out)
@@ -216,6 +230,11 @@ def json_stream(text):
 
 def replay_grpc(ev, rc, out, err):
     want = ev.get("response") or {}
+    if (want.get("status") or "").startswith("no answer"):
+        st = grpcurl_status(err)
+        if st and st[0] == "Unavailable" or rc != 0 and st is None and re.search(r"EOF|connection reset|closed", err):
+            return "showed", f"no answer (grpcurl: {clip(err)}), as recorded"
+        return "differs", f"grpcurl exited {rc}: {clip(err or out.decode('utf-8', 'replace'))}, recorded no answer"
     m = GRPC_STATUS.match(want.get("status") or "")
     if not m:
         return "error", f"recorded status {clip(want.get('status'))!r} is no gRPC status to compare"

@@ -20,9 +20,9 @@ func reproducer(ev Evidencer) string {
 		targets = report.Targets{HTTP: current.cfg.HTTPURL, GRPC: current.cfg.GRPCAddr}
 	}
 	evidence := ev.Evidence()
-	// A body over the bound would swamp the report (once per finding);
-	// the evidence's few KiB make the short form, marked not exact.
-	if body, ok := sentBody(ev); ok && len(body) <= report.MaxReproducerBody {
+	// A body over report.MaxReproducerBody is written by a generating
+	// command when it is regular enough, else clipped and marked not exact.
+	if body, ok := sentBody(ev); ok {
 		return report.ReproduceExact(evidence, targets, body)
 	}
 	return report.Reproduce(evidence, targets)

@@ -55,16 +55,24 @@ func reproduce(req Message, t Targets, body []byte, exact bool) string {
 	if !exact {
 		notes = append(notes, fmt.Sprintf("NOT EXACT: the report keeps only part of the %s request body; this sends what it keeps", sizeWord(req.BodyBytes)))
 	}
+	// A long body sent exactly is written by a generating pipeline when
+	// it has a short one (generate.go), else clipped.
+	source := ""
 	if len(body) > MaxReproducerBody {
-		notes = append(notes, fmt.Sprintf("NOT EXACT: the request body was %d bytes; this sends its first %d", len(body), MaxReproducerBody))
-		body = body[:MaxReproducerBody]
+		if exact && req.Method != "RPC stream" {
+			source = generatorCommand(body)
+		}
+		if source == "" {
+			notes = append(notes, fmt.Sprintf("NOT EXACT: the request body was %d bytes; this sends its first %d", len(body), MaxReproducerBody))
+			body = body[:MaxReproducerBody]
+		}
 	}
 	var cmd string
 	switch {
 	case strings.HasPrefix(req.Method, "RPC"):
-		cmd = grpcurlCommand(req, t.GRPC, body, &notes)
+		cmd = grpcurlCommand(req, t.GRPC, body, source, &notes)
 	default:
-		cmd = curlCommand(req, t.HTTP, body, &notes)
+		cmd = curlCommand(req, t.HTTP, body, source, &notes)
 	}
 	var b strings.Builder
 	for _, n := range notes {
@@ -82,8 +90,9 @@ func sizeWord(n int) string {
 }
 
 // curlCommand sends the request with curl: the body, exact, from printf
-// on stdin (a here-document would add a newline).
-func curlCommand(req Message, base string, body []byte, notes *[]string) string {
+// on stdin (a here-document would add a newline), or from source, a
+// command that writes it, when there is one.
+func curlCommand(req Message, base string, body []byte, source string, notes *[]string) string {
 	if base == "" {
 		base = "http://HOST:PORT"
 	}
@@ -135,17 +144,25 @@ func curlCommand(req Message, base string, body []byte, notes *[]string) string 
 		return strings.Join(append(args, "--data-binary", "''"), " ")
 	}
 	args = append(args, "--data-binary", "@-")
-	return printfCommand(body) + " |\n  " + strings.Join(args, " ")
+	if source == "" {
+		source = printfCommand(body)
+	}
+	return source + " |\n  " + strings.Join(args, " ")
 }
 
 // grpcurlCommand sends the request message (messages, for a stream) with
-// grpcurl and the committed proto, from the repository's root.
-func grpcurlCommand(req Message, addr string, body []byte, notes *[]string) string {
+// grpcurl and the committed proto, from the repository's root: the
+// messages in a here-document, or from source when there is one.
+func grpcurlCommand(req Message, addr string, body []byte, source string, notes *[]string) string {
 	if addr == "" {
 		addr = "HOST:PORT"
 	}
 	method := strings.TrimPrefix(req.Target, "/")
 	var b strings.Builder
+	if source != "" { // a unary call's one message
+		fmt.Fprintf(&b, "%s |\n  grpcurl -plaintext -import-path specs/proto -proto inference.proto -d @ %s %s", source, shellQuote(addr), shellQuote(method))
+		return b.String()
+	}
 	fmt.Fprintf(&b, "grpcurl -plaintext -import-path specs/proto -proto inference.proto -d @ %s %s", shellQuote(addr), shellQuote(method))
 	text := string(body)
 	if req.Method == "RPC stream" {

@@ -145,7 +145,7 @@ func TestReproducerSaysWhenNotExact(t *testing.T) {
 		"clipped text": Reproduce(&Evidence{Request: Message{Method: "POST", Target: "/v2/models/m/infer", Body: clipped, BodyBytes: 4099}}, Targets{}),
 		"clipped hex":  Reproduce(&Evidence{Request: Message{Method: "POST", Target: "/v2/models/m/infer", Body: "[600 bytes, not text] 0001…", BodyBytes: 600}}, Targets{}),
 		"clipped rpc":  Reproduce(&Evidence{Request: Message{Method: "RPC", Target: "/inference.GRPCInferenceService/ModelInfer", Body: `{"modelName":"m","inputs":[…`}}, Targets{}),
-		"too large":    ReproduceExact(&Evidence{Request: Message{Method: "POST", Target: "/v2/models/m/infer"}}, Targets{}, make([]byte, MaxReproducerBody+1)),
+		"too large":    ReproduceExact(&Evidence{Request: Message{Method: "POST", Target: "/v2/models/m/infer"}}, Targets{}, irregular(MaxReproducerBody+1)),
 	} {
 		if !strings.HasPrefix(cmd, "# NOT EXACT: ") {
 			t.Errorf("%s: reproducer does not say it is not exact:\n%.300s", name, cmd)
