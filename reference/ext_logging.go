@@ -131,10 +131,15 @@ func restLogUpdate(members map[string]json.RawMessage) (oip.LogSettingsUpdate, e
 		case oip.LogError:
 			u.Error, err = jsonBool(k, raw)
 		case oip.LogVerboseLevel:
-			var n json.Number
+			// Decoded as any: a json.Number would also take the string "1".
+			var read any
 			d := json.NewDecoder(bytes.NewReader(raw))
 			d.UseNumber()
-			if d.Decode(&n) != nil {
+			if d.Decode(&read) != nil {
+				return u, invalidf("%s is %s; want an integer of at least 0", k, clipText(string(raw)))
+			}
+			n, isNumber := read.(json.Number)
+			if !isNumber {
 				return u, invalidf("%s is %s; want an integer of at least 0", k, clipText(string(raw)))
 			}
 			v, perr := n.Int64()

@@ -51,7 +51,7 @@ func TestLogSettings(t *testing.T) {
 	if s.VerboseLevel != 2 || s.Info || !s.Warning || s.Format != "default" {
 		t.Fatalf("after update: %+v", s)
 	}
-	for _, bad := range []string{`{"log_file": "/tmp/x"}`, `{"log_verbose_level": -1}`, `{"log_verbose_level": 1.5}`,
+	for _, bad := range []string{`{"log_file": "/tmp/x"}`, `{"log_verbose_level": -1}`, `{"log_verbose_level": 1.5}`, `{"log_verbose_level": "1"}`, `{"log_verbose_level": true}`,
 		`{"log_verbose_level": 4294967296}`, `{"log_info": "yes"}`, `{"log_info": null}`, `{"log_format": "xml"}`,
 		`{"log_format": 1}`, `{"log_level": 1}`, `{"log_info": true, "bogus": 1}`, `[1]`, `{"log_info": tru`} {
 		wantError(t, post(t, base+"/v2/logging", bad), http.StatusBadRequest)

@@ -188,6 +188,8 @@ func (s *Server) serveTrace(w *statusWriter, r *http.Request, p routeParams) {
 		switch {
 		case string(raw) == "null":
 			u[k] = nil
+		case k == oip.TraceLevel && json.Unmarshal(raw, &one) == nil:
+			err = invalidf("trace settings: %s is %s; want an array of levels", k, clipText(string(raw)))
 		case json.Unmarshal(raw, &one) == nil:
 			u[k] = []string{one}
 		case k == oip.TraceLevel:

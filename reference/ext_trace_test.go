@@ -43,7 +43,7 @@ func TestTraceSettings(t *testing.T) {
 	if !slices.Equal(s[oip.TraceRate], []string{"9"}) || !slices.Equal(s[oip.TraceCount], []string{"5"}) {
 		t.Fatalf("model after clearing trace_rate %v", s)
 	}
-	for _, bad := range []string{`{"trace_level": ["BOGUS"]}`, `{"trace_level": ["OFF", "TENSORS"]}`, `{"trace_level": []}`,
+	for _, bad := range []string{`{"trace_level": ["BOGUS"]}`, `{"trace_level": ["OFF", "TENSORS"]}`, `{"trace_level": []}`, `{"trace_level": "TIMESTAMPS"}`, `{"trace_level": ["timestamps"]}`, `{"log_frequency": "-1"}`,
 		`{"trace_rate": 5}`, `{"trace_rate": "-2"}`, `{"trace_count": "-2"}`, `{"trace_rate": "x"}`, `{"trace_file": "/tmp/t"}`,
 		`{"trace_rate": ["1", "2"]}`, `{"nope": "1"}`, `[]`, `{"trace_rate": "99999999999"}`} {
 		wantError(t, post(t, model, bad), http.StatusBadRequest)
