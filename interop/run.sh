@@ -94,10 +94,12 @@ rm -f "$OUT/junit.xml"
 
 # A conformance run can leave a server not ready for good: the model-repository specs try to load
 # `broken`, and Triton's strict readiness counts a failed model until it loads. The checks below
-# need a ready server: start it again.
+# need a ready server: start it again. A runtime that is not ready even when just started
+# (SERVER_READY_STATUS: Triton, counting never_ready) cannot show that, so it is started again
+# every time.
 restart_if_not_ready() {
-  if [[ $ready_before == 200 && $(ready) != 200 ]]; then
-    echo "conform left $RUNTIME not ready (a failed model load); starting it again"
+  if [[ ${SERVER_READY_STATUS:-200} != 200 || ($ready_before == 200 && $(ready) != 200) ]]; then
+    echo "conform may have left $RUNTIME not ready (a failed model load); starting it again"
     "$HERE/stop.sh" "$RUNTIME" > /dev/null 2>&1
     if ! "$HERE/start.sh" "$RUNTIME" "$HTTP_PORT" "$GRPC_PORT"; then
       record fail start "did not start again after conform; log $HOME_DIR/run/$RUNTIME.log"

@@ -2,8 +2,12 @@
 # start.sh HTTP_PORT GRPC_PORT — runs the tritonserver binary that the nvidia-pytriton wheel ships
 # (Triton 2.51, python backend only) in the foreground on 127.0.0.1, with repo/ as its model
 # repository in explicit model-control mode: every fixture is loaded at start except `broken`,
-# which is only listed (loading it always fails). VENV defaults to .venv-interop/pytriton: the
-# PyTriton venv is shared (runtime.env VENV_NAME), since the wheel is the same.
+# which is only listed (loading it always fails). `never_ready` is loaded at start like the others,
+# and its load always fails: --exit-on-error=false keeps the server up serving the others (by
+# default tritonserver exits: "error: creating server: Invalid argument - load failed for model
+# 'never_ready'"), and strict readiness (the default) then answers /v2/health/ready 400 for good
+# (runtime.env SERVER_READY_STATUS). VENV defaults to .venv-interop/pytriton: the PyTriton venv is
+# shared (runtime.env VENV_NAME), since the wheel is the same.
 # What PyTriton does for its own start is done here by hand: the python backend needs the stub
 # binary built for the Python in use beside libtriton_python.so, tritonserver needs the wheel's
 # bundled libraries and libpython on LD_LIBRARY_PATH, and the stub's embedded Python must find the
@@ -34,6 +38,6 @@ for m in "$HERE"/repo/*/; do
 done
 exec "$DIST/bin/tritonserver" \
   --model-repository "$HERE/repo" --backend-directory "$BACKENDS" --cache-directory "$DIST/caches" \
-  --model-control-mode explicit "${load[@]}" \
+  --model-control-mode explicit "${load[@]}" --exit-on-error=false \
   --http-address 127.0.0.1 --http-port "$HTTP_PORT" --grpc-address 127.0.0.1 --grpc-port "$GRPC_PORT" \
   --allow-metrics false --allow-gpu-metrics false --allow-cpu-metrics false --log-verbose 0

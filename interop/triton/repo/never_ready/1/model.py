@@ -1,0 +1,1 @@
+../../../models/never_ready.py
