@@ -83,9 +83,12 @@ var traceBreakages = []breakage{
 		failed: []string{"OIP-EXT-TRACE-003"},
 	},
 	{
+		// The error route's soft test warns; the 200 that claims an update
+		// it did not make fails the update rule (ext_settings.go).
 		name:   "rest-trace-bogus-level-accepted",
 		rest:   &restHook{in: dropTraceUpdate("BOGUS", false)},
 		warned: []string{"OIP-EXT-TRACE-005"},
+		failed: []string{"OIP-EXT-TRACE-003"},
 	},
 	{
 		name: "grpc-trace-model-clear-ignored",
