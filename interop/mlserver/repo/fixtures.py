@@ -98,6 +98,15 @@ class TextGen(Fixture):
                 yield self.text(word)
 
 
+class NeverReady(Identity):
+    """never_ready: load() reports that the model did not load by returning False, MLModel.load's
+    way to say so; MLServer keeps the model registered and not ready (a load() that raises instead
+    makes MLServer drop the model from its registry). predict() is Identity's, never meant to run."""
+
+    async def load(self) -> bool:
+        return False
+
+
 class Broken(MLModel):
     """A model whose artifact is missing: load() resolves parameters.uri the way MLServer's own
     runtimes do (get_model_uri), which raises because ./model.npy does not exist."""
