@@ -123,13 +123,35 @@ class ParamEcho(Fixture):
         return self.respond(payload, {"OUTPUT0": np.array([echo.encode()], dtype=np.object_)})
 
 
+class NeverReady(Fixture):
+    """never_ready: its load() never reports the model loaded (KServe's Model.load contract: set
+    self.ready once loaded; this one never does). ModelServer.start() registers only the models
+    that are ready and then calls start() on each, which sets ready; so never_ready is registered
+    on its own with ModelServer.register_model() and not handed to start(). predict() is
+    identity_int32's, never meant to run."""
+
+    def __init__(self):
+        super().__init__("never_ready", [tensor("INPUT0", "INT32", [-1, -1])], [tensor("OUTPUT0", "INT32", [-1, -1])])
+        self.ready = False
+
+    def load(self) -> bool:
+        return self.ready
+
+    async def predict(self, payload: InferRequest, headers=None, response_headers=None) -> InferResponse:
+        return self.respond(payload, {"OUTPUT0": payload.get_input_by_name("INPUT0").as_numpy()})
+
+
 def main(argv):
     if len(argv) != 3:
         print("usage: server.py HTTP_PORT GRPC_PORT", file=sys.stderr)
         return 2
     bind_loopback()
     models = [AddSub(), Classifier(), ParamEcho()] + [Identity(dt) for dt in IDENTITY_DATATYPES]
-    ModelServer(http_port=int(argv[1]), grpc_port=int(argv[2]), enable_latency_logging=False).start(models)
+    server = ModelServer(http_port=int(argv[1]), grpc_port=int(argv[2]), enable_latency_logging=False)
+    never_ready = NeverReady()
+    never_ready.load()
+    server.register_model(never_ready)
+    server.start(models)
     return 0
 
 
