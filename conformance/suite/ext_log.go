@@ -283,3 +283,37 @@ var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), f
 })
 
 func equalSetting(a, b *pb.LogSettingsResponse_SettingValue) bool { return proto.Equal(a, b) }
+
+// Every setting in the spellings and types its definition does not allow:
+// refused, taken as meant (lenient) or graded as a broken update; the
+// machinery and the values are in ext_settings.go.
+var _ = Describe("REST logging settings in other spellings", Over(TransportREST), Needs(specs.ExtLogging), func() {
+	It("refuses log_info, log_warning and log_error given as other than booleans, or takes them as meant", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
+		AfterNegative()
+		for _, k := range []string{oip.LogInfo, oip.LogWarning, oip.LogError} {
+			restLogRoute.tryAll(ctx, logBoolSpellings(k))
+		}
+	})
+
+	It("refuses log_verbose_level given as other than an integer >= 0, or takes it as meant", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
+		AfterNegative()
+		restLogRoute.tryAll(ctx, logLevelSpellings())
+	})
+
+	It("refuses log_format other than \"default\" or \"ISO8601\", or takes a case variant as meant", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
+		AfterNegative()
+		restLogRoute.tryAll(ctx, logFormatSpellings())
+	})
+
+	It("refuses an unknown log setting, or ignores it", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
+		AfterNegative()
+		restLogRoute.try(ctx, logUnknownSpelling())
+	})
+})
+
+var _ = Describe("gRPC logging settings in the wrong SettingValue", Over(TransportGRPC), Needs(specs.ExtLogging), func() {
+	It("refuses a setting in another parameter of SettingValue, an unknown setting and log_file with a client error", Req("OIP-EXT-LOG-007", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
+		AfterNegative()
+		grpcLogRoute.tryAll(ctx, grpcLogSpellings())
+	})
+})

@@ -12,7 +12,6 @@ import (
 
 	. "github.com/oipkit/oipkit/conformance/engine"
 	"github.com/oipkit/oipkit/oip"
-	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 )
 
@@ -229,54 +228,48 @@ func logBoolSpellings(key string) []spelling {
 	}
 }
 
-var _ = Describe("REST logging settings in other spellings", Over(TransportREST), Needs(specs.ExtLogging), func() {
-	It("refuses log_info, log_warning and log_error given as other than booleans, or takes them as meant", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
-		AfterNegative()
-		for _, k := range []string{oip.LogInfo, oip.LogWarning, oip.LogError} {
-			for _, s := range logBoolSpellings(k) {
-				restLogRoute.try(ctx, s)
-			}
-		}
-	})
+// logLevelSpellings are log_verbose_level in other types.
+func logLevelSpellings() []spelling {
+	const rule = "an integer >= 0"
+	wide := restLog(oip.LogVerboseLevel, `4294967296`, rule, "4294967296", "")
+	// An integer >= 0, so allowed over REST, but beyond the uint32 of
+	// gRPC's uint32_param: refused, or kept exactly; wrapped to 0 is a
+	// value the request did not mean.
+	wide.allowed = true
+	return []spelling{
+		restLog(oip.LogVerboseLevel, `"1"`, rule, "1", "2"),
+		// 1.5 and true are no level: rounding or reading true as 1 is a
+		// guess, so only a refusal is right.
+		restLog(oip.LogVerboseLevel, `1.5`, rule, "", ""),
+		restLog(oip.LogVerboseLevel, `true`, rule, "", ""),
+		wide,
+	}
+}
 
-	It("refuses log_verbose_level given as other than an integer >= 0, or takes it as meant", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
-		AfterNegative()
-		const rule = "an integer >= 0"
-		wide := restLog(oip.LogVerboseLevel, `4294967296`, rule, "4294967296", "")
-		// An integer >= 0, so allowed over REST, but beyond the uint32 of
-		// gRPC's uint32_param: refused, or kept exactly; wrapped to 0 is a
-		// value the request did not mean.
-		wide.allowed = true
-		for _, s := range []spelling{
-			restLog(oip.LogVerboseLevel, `"1"`, rule, "1", "2"),
-			// 1.5 and true are no level: rounding or reading true as 1 is a
-			// guess, so only a refusal is right.
-			restLog(oip.LogVerboseLevel, `1.5`, rule, "", ""),
-			restLog(oip.LogVerboseLevel, `true`, rule, "", ""),
-			wide,
-		} {
-			restLogRoute.try(ctx, s)
-		}
-	})
+// logFormatSpellings are log_format in other spellings: a case variant
+// obviously means the format; others mean none.
+func logFormatSpellings() []spelling {
+	const rule = `"default" or "ISO8601"`
+	return []spelling{
+		restLog(oip.LogFormat, `"iso8601"`, rule, `"ISO8601"`, `"default"`),
+		restLog(oip.LogFormat, `"Default"`, rule, `"default"`, `"ISO8601"`),
+		restLog(oip.LogFormat, `"xml"`, rule, "", ""),
+		restLog(oip.LogFormat, `1`, rule, "", ""),
+	}
+}
 
-	It("refuses log_format other than \"default\" or \"ISO8601\", or takes a case variant as meant", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
-		AfterNegative()
-		const rule = `"default" or "ISO8601"`
-		for _, s := range []spelling{
-			restLog(oip.LogFormat, `"iso8601"`, rule, `"ISO8601"`, `"default"`),
-			restLog(oip.LogFormat, `"Default"`, rule, `"default"`, `"ISO8601"`),
-			restLog(oip.LogFormat, `"xml"`, rule, "", ""),
-			restLog(oip.LogFormat, `1`, rule, "", ""),
-		} {
-			restLogRoute.try(ctx, s)
-		}
-	})
+// logUnknownSpelling names a setting the extension does not define: ignored,
+// it is lenient.
+func logUnknownSpelling() spelling {
+	return restLog("oipkit_unknown_setting", `true`, "not a log setting", unchanged, "")
+}
 
-	It("refuses an unknown log setting, or ignores it", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
-		AfterNegative()
-		restLogRoute.try(ctx, restLog("oipkit_unknown_setting", `true`, "not a log setting", unchanged, ""))
-	})
-})
+// tryAll tries each spelling in turn.
+func (r settingsRoute) tryAll(ctx context.Context, ss []spelling) {
+	for _, s := range ss {
+		r.try(ctx, s)
+	}
+}
 
 // grpcLogValue is a gRPC setting value in canonical form: its oneof's
 // value as JSON (a string_param "true" reads "\"true\"", not true).
@@ -337,29 +330,26 @@ var grpcLogRoute = settingsRoute{
 	},
 }
 
-var _ = Describe("gRPC logging settings in the wrong SettingValue", Over(TransportGRPC), Needs(specs.ExtLogging), func() {
-	It("refuses a setting in another parameter of SettingValue, an unknown setting and log_file with a client error", Req("OIP-EXT-LOG-007", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
-		AfterNegative()
-		str := func(s string) *pb.LogSettingsRequest_SettingValue {
-			return &pb.LogSettingsRequest_SettingValue{ParameterChoice: &pb.LogSettingsRequest_SettingValue_StringParam{StringParam: s}}
-		}
-		for _, s := range []spelling{
-			// The string "true" obviously means true.
-			{key: oip.LogInfo, update: grpcLogRequest(oip.LogInfo, str("true")), shown: `string_param "true"`, rule: "a bool_param", meant: "true", other: "false"},
-			// A bool is no level, a number no format: only a refusal is right.
-			{key: oip.LogVerboseLevel, update: grpcLogRequest(oip.LogVerboseLevel, &pb.LogSettingsRequest_SettingValue{
-				ParameterChoice: &pb.LogSettingsRequest_SettingValue_BoolParam{BoolParam: true}}), shown: "bool_param true", rule: "a uint32_param"},
-			{key: oip.LogFormat, update: grpcLogRequest(oip.LogFormat, &pb.LogSettingsRequest_SettingValue{
-				ParameterChoice: &pb.LogSettingsRequest_SettingValue_Uint32Param{Uint32Param: 1}}), shown: "uint32_param 1", rule: `a string_param "default" or "ISO8601"`},
-			{key: "oipkit_unknown_setting", update: grpcLogRequest("oipkit_unknown_setting", &pb.LogSettingsRequest_SettingValue{
-				ParameterChoice: &pb.LogSettingsRequest_SettingValue_BoolParam{BoolParam: true}}), shown: "bool_param true", rule: "not a log setting", meant: unchanged},
-			// log_file cannot be changed (OIP-EXT-LOG-004's rule, over gRPC).
-			{key: oip.LogFile, update: grpcLogRequest(oip.LogFile, str("/var/log/oipkit-conformance.log")), shown: `string_param "/var/log/oipkit-conformance.log"`, rule: "log_file cannot be changed"},
-		} {
-			grpcLogRoute.try(ctx, s)
-		}
-	})
-})
+// grpcLogSpellings are LogSettings requests with a setting in the wrong
+// parameter of SettingValue, an unknown setting and log_file.
+func grpcLogSpellings() []spelling {
+	str := func(s string) *pb.LogSettingsRequest_SettingValue {
+		return &pb.LogSettingsRequest_SettingValue{ParameterChoice: &pb.LogSettingsRequest_SettingValue_StringParam{StringParam: s}}
+	}
+	return []spelling{
+		// The string "true" obviously means true.
+		{key: oip.LogInfo, update: grpcLogRequest(oip.LogInfo, str("true")), shown: `string_param "true"`, rule: "a bool_param", meant: "true", other: "false"},
+		// A bool is no level, a number no format: only a refusal is right.
+		{key: oip.LogVerboseLevel, update: grpcLogRequest(oip.LogVerboseLevel, &pb.LogSettingsRequest_SettingValue{
+			ParameterChoice: &pb.LogSettingsRequest_SettingValue_BoolParam{BoolParam: true}}), shown: "bool_param true", rule: "a uint32_param"},
+		{key: oip.LogFormat, update: grpcLogRequest(oip.LogFormat, &pb.LogSettingsRequest_SettingValue{
+			ParameterChoice: &pb.LogSettingsRequest_SettingValue_Uint32Param{Uint32Param: 1}}), shown: "uint32_param 1", rule: `a string_param "default" or "ISO8601"`},
+		{key: "oipkit_unknown_setting", update: grpcLogRequest("oipkit_unknown_setting", &pb.LogSettingsRequest_SettingValue{
+			ParameterChoice: &pb.LogSettingsRequest_SettingValue_BoolParam{BoolParam: true}}), shown: "bool_param true", rule: "not a log setting", meant: unchanged},
+		// log_file cannot be changed (OIP-EXT-LOG-004's rule, over gRPC).
+		{key: oip.LogFile, update: grpcLogRequest(oip.LogFile, str("/var/log/oipkit-conformance.log")), shown: `string_param "/var/log/oipkit-conformance.log"`, rule: "log_file cannot be changed"},
+	}
+}
 
 // ----- trace -----
 
@@ -399,50 +389,47 @@ func restTraceSet(key, value, rule, meant, other string) spelling {
 	return spelling{key: key, update: fmt.Sprintf(`{%q: %s}`, key, value), shown: value, rule: rule, meant: meant, other: other}
 }
 
-var _ = Describe("REST trace settings in other spellings", Over(TransportREST), Needs(specs.ExtTrace), func() {
-	It("refuses trace_level other than an array of OFF, TIMESTAMPS and TENSORS, or takes it as meant", Req("OIP-EXT-TRACE-005", "OIP-EXT-TRACE-003", "OIP-EXT-TRACE-007"), func(ctx SpecContext) {
-		AfterNegative()
-		const rule = "an array of OFF, TIMESTAMPS and TENSORS"
-		for _, s := range []spelling{
-			// A bare level and a lower-case one obviously mean that level.
-			restTraceSet(oip.TraceLevel, `"TIMESTAMPS"`, rule, `["TIMESTAMPS"]`, `["OFF"]`),
-			restTraceSet(oip.TraceLevel, `["timestamps"]`, rule, `["TIMESTAMPS"]`, `["OFF"]`),
-			restTraceSet(oip.TraceLevel, `["BOGUS"]`, rule, "", ""),
-		} {
-			restTraceRoute.try(ctx, s)
-		}
-	})
+// traceLevelSpellings are trace_level in other spellings: a bare level and
+// a lower-case one obviously mean that level; BOGUS means none.
+func traceLevelSpellings() []spelling {
+	const rule = "an array of OFF, TIMESTAMPS and TENSORS"
+	return []spelling{
+		restTraceSet(oip.TraceLevel, `"TIMESTAMPS"`, rule, `["TIMESTAMPS"]`, `["OFF"]`),
+		restTraceSet(oip.TraceLevel, `["timestamps"]`, rule, `["TIMESTAMPS"]`, `["OFF"]`),
+		restTraceSet(oip.TraceLevel, `["BOGUS"]`, rule, "", ""),
+	}
+}
 
-	It("refuses trace_rate, trace_count and log_frequency other than strings of counts, or takes them as meant", Req("OIP-EXT-TRACE-005", "OIP-EXT-TRACE-003", "OIP-EXT-TRACE-007"), func(ctx SpecContext) {
-		AfterNegative()
-		const rule = "a string of a count"
-		for _, c := range []struct{ key, number, other string }{
-			{oip.TraceRate, "1000", "999"},
-			{oip.TraceCount, "100", "99"},
-			{oip.TraceLogFrequency, "50", "49"},
-		} {
-			minusOne := restTraceSet(c.key, `"-1"`, rule, `["-1"]`, fmt.Sprintf(`[%q]`, c.other))
-			// TR-TRACE: trace_count "-1" means no limit, a value the
-			// definition allows; a negative rate or frequency is none,
-			// kept as sent it is lenient.
-			minusOne.allowed = c.key == oip.TraceCount
-			for _, s := range []spelling{
-				// A JSON number obviously means its decimal string.
-				restTraceSet(c.key, c.number, rule, fmt.Sprintf(`[%q]`, c.number), fmt.Sprintf(`[%q]`, c.other)),
-				minusOne,
-				// A string, the definition's type, kept as sent: lenient.
-				restTraceSet(c.key, `"abc"`, rule, `["abc"]`, fmt.Sprintf(`[%q]`, c.other)),
-			} {
-				restTraceRoute.try(ctx, s)
-			}
-		}
-	})
+// traceCountSpellings are trace_rate, trace_count and log_frequency as JSON
+// numbers, "-1" and "abc".
+func traceCountSpellings() []spelling {
+	const rule = "a string of a count"
+	var out []spelling
+	for _, c := range []struct{ key, number, other string }{
+		{oip.TraceRate, "1000", "999"},
+		{oip.TraceCount, "100", "99"},
+		{oip.TraceLogFrequency, "50", "49"},
+	} {
+		other := fmt.Sprintf(`[%q]`, c.other)
+		minusOne := restTraceSet(c.key, `"-1"`, rule, `["-1"]`, other)
+		// TR-TRACE: trace_count "-1" means no limit, a value the definition
+		// allows; a negative rate or frequency is none: kept as sent, it is
+		// lenient.
+		minusOne.allowed = c.key == oip.TraceCount
+		out = append(out,
+			// A JSON number obviously means its decimal string.
+			restTraceSet(c.key, c.number, rule, fmt.Sprintf(`[%q]`, c.number), other),
+			minusOne,
+			// A string, the definition's type, kept as sent: lenient.
+			restTraceSet(c.key, `"abc"`, rule, `["abc"]`, other))
+	}
+	return out
+}
 
-	It("refuses an unknown trace setting, or ignores it", Req("OIP-EXT-TRACE-005", "OIP-EXT-TRACE-003", "OIP-EXT-TRACE-007"), func(ctx SpecContext) {
-		AfterNegative()
-		restTraceRoute.try(ctx, restTraceSet("oipkit_unknown_setting", `"1"`, "not a trace setting", unchanged, ""))
-	})
-})
+// traceUnknownSpelling names a setting the extension does not define.
+func traceUnknownSpelling() spelling {
+	return restTraceSet("oipkit_unknown_setting", `"1"`, "not a trace setting", unchanged, "")
+}
 
 // grpcTraceRequest is a TraceSetting request on model ("" for the server)
 // setting key to value.
@@ -482,17 +469,14 @@ var grpcTraceRoute = settingsRoute{
 	},
 }
 
-var _ = Describe("gRPC trace settings malformed", Over(TransportGRPC), Needs(specs.ExtTrace), func() {
-	It("refuses an unknown setting, an unknown level and an unknown model with a client error", Req("OIP-EXT-TRACE-006", "OIP-EXT-TRACE-007"), func(ctx SpecContext) {
-		AfterNegative()
-		for _, s := range []spelling{
-			{key: "oipkit_unknown_setting", update: grpcTraceRequest("", "oipkit_unknown_setting", "1"), shown: `["1"]`, rule: "not a trace setting", meant: unchanged},
-			{key: oip.TraceLevel, update: grpcTraceRequest("", oip.TraceLevel, "BOGUS"), shown: `["BOGUS"]`, rule: "OFF, TIMESTAMPS or TENSORS"},
-			// A model the server does not serve has no settings to change:
-			// only a refusal (NOT_FOUND, INVALID_ARGUMENT) is right.
-			{key: oip.TraceRate, update: grpcTraceRequest("does_not_exist", oip.TraceRate, "5"), shown: `["5"] for model does_not_exist`, rule: "settings of a model the server serves"},
-		} {
-			grpcTraceRoute.try(ctx, s)
-		}
-	})
-})
+// grpcTraceSpellings are TraceSetting requests with an unknown setting, an
+// unknown level and an unknown model.
+func grpcTraceSpellings() []spelling {
+	return []spelling{
+		{key: "oipkit_unknown_setting", update: grpcTraceRequest("", "oipkit_unknown_setting", "1"), shown: `["1"]`, rule: "not a trace setting", meant: unchanged},
+		{key: oip.TraceLevel, update: grpcTraceRequest("", oip.TraceLevel, "BOGUS"), shown: `["BOGUS"]`, rule: "OFF, TIMESTAMPS or TENSORS"},
+		// A model the server does not serve has no settings to change: only
+		// a refusal (NOT_FOUND, INVALID_ARGUMENT) is right.
+		{key: oip.TraceRate, update: grpcTraceRequest("does_not_exist", oip.TraceRate, "5"), shown: `["5"] for model does_not_exist`, rule: "settings of a model the server serves"},
+	}
+}
