@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -171,4 +172,21 @@ var settingsBreakages = []breakage{
 		},
 		failed: []string{"OIP-EXT-TRACE-006"},
 	},
+}
+
+// A server that exits after a misspelt setting is named with that request
+// and fails the spec's primary requirement only, over REST and gRPC.
+func TestServerKilledBySettingSpelling(t *testing.T) {
+	t.Run("rest-log-level-1.5", func(t *testing.T) {
+		testKilled(t, func(r *http.Request, body []byte) bool {
+			return isLogging(r) && string(body) == `{"log_verbose_level": 1.5}`
+		}, nil, "OIP-EXT-LOG-006", `POST /v2/logging with body {"log_verbose_level": 1.5}`)
+	})
+	t.Run("grpc-log-format-uint32", func(t *testing.T) {
+		testKilled(t, nil, func(req any) bool {
+			r, ok := req.(*pb.LogSettingsRequest)
+			_, wrong := r.GetSettings()["log_format"].GetParameterChoice().(*pb.LogSettingsRequest_SettingValue_Uint32Param)
+			return ok && wrong
+		}, "OIP-EXT-LOG-007", `RPC LogSettings with body {"settings":{"log_format":{"uint32Param":1}}}`)
+	})
 }

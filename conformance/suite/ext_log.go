@@ -284,36 +284,22 @@ var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), f
 
 func equalSetting(a, b *pb.LogSettingsResponse_SettingValue) bool { return proto.Equal(a, b) }
 
-// Every setting in the spellings and types its definition does not allow:
-// refused, taken as meant (lenient) or graded as a broken update; the
-// machinery and the values are in ext_settings.go.
+// Every setting in the spellings and types its definition does not allow,
+// a spec each: refused, taken as meant (lenient) or graded as a broken
+// update; the values and the grading are in ext_settings.go.
 var _ = Describe("REST logging settings in other spellings", Over(TransportREST), Needs(specs.ExtLogging), func() {
-	It("refuses log_info, log_warning and log_error given as other than booleans, or takes them as meant", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
-		AfterNegative()
-		for _, k := range []string{oip.LogInfo, oip.LogWarning, oip.LogError} {
-			restLogRoute.tryAll(ctx, logBoolSpellings(k))
-		}
-	})
-
-	It("refuses log_verbose_level given as other than an integer >= 0, or takes it as meant", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
-		AfterNegative()
-		restLogRoute.tryAll(ctx, logLevelSpellings())
-	})
-
-	It("refuses log_format other than \"default\" or \"ISO8601\", or takes a case variant as meant", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
-		AfterNegative()
-		restLogRoute.tryAll(ctx, logFormatSpellings())
-	})
-
-	It("refuses an unknown log setting, or ignores it", Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
-		AfterNegative()
-		restLogRoute.try(ctx, logUnknownSpelling())
-	})
+	var all []spelling
+	for _, k := range []string{oip.LogInfo, oip.LogWarning, oip.LogError} {
+		all = append(all, logBoolSpellings(k)...)
+	}
+	all = append(append(append(all, logLevelSpellings()...), logFormatSpellings()...), logUnknownSpelling())
+	for _, s := range all {
+		It(s.title(), Req("OIP-EXT-LOG-006", "OIP-EXT-LOG-003", "OIP-EXT-LOG-008"), func(ctx SpecContext) { restLogRoute.try(ctx, s) })
+	}
 })
 
 var _ = Describe("gRPC logging settings in the wrong SettingValue", Over(TransportGRPC), Needs(specs.ExtLogging), func() {
-	It("refuses a setting in another parameter of SettingValue, an unknown setting and log_file with a client error", Req("OIP-EXT-LOG-007", "OIP-EXT-LOG-008"), func(ctx SpecContext) {
-		AfterNegative()
-		grpcLogRoute.tryAll(ctx, grpcLogSpellings())
-	})
+	for _, s := range grpcLogSpellings() {
+		It(s.title(), Req("OIP-EXT-LOG-007", "OIP-EXT-LOG-008"), func(ctx SpecContext) { grpcLogRoute.try(ctx, s) })
+	}
 })

@@ -85,7 +85,9 @@ type settingsRoute struct {
 	form func(key, value string) any
 }
 
-// try sends s and grades what the server did with it.
+// try sends s and grades what the server did with it. Each spelling is a
+// spec of its own: a server that dies on one is named with that request
+// (the spec's last before its liveness check).
 func (r settingsRoute) try(ctx context.Context, s spelling) {
 	before, ok := r.values(VerifyReq(r.stateReq, r.get(ctx)))
 	if !ok {
@@ -107,6 +109,9 @@ func (r settingsRoute) try(ctx context.Context, s spelling) {
 			return
 		}
 	}
+	// The liveness check after the spelling runs before the restores
+	// (registered first): a server that dies on it is named with it.
+	AfterNegative()
 	x := r.post(ctx, s.update)
 	if r.refused(x) {
 		VerifyReq(r.errReq, x).To(r.refusal())
@@ -264,11 +269,17 @@ func logUnknownSpelling() spelling {
 	return restLog("oipkit_unknown_setting", `true`, "not a log setting", unchanged, "")
 }
 
-// tryAll tries each spelling in turn.
-func (r settingsRoute) tryAll(ctx context.Context, ss []spelling) {
-	for _, s := range ss {
-		r.try(ctx, s)
+// title is the text of the spec that tries s.
+func (s spelling) title() string {
+	switch {
+	case s.meant == "":
+		return fmt.Sprintf("refuses %s = %s (%s)", s.key, s.shown, s.rule)
+	case s.meant == unchanged:
+		return fmt.Sprintf("refuses %s = %s (%s), or ignores it", s.key, s.shown, s.rule)
+	case s.allowed:
+		return fmt.Sprintf("refuses %s = %s, or keeps it as %s", s.key, s.shown, s.meant)
 	}
+	return fmt.Sprintf("refuses %s = %s (%s), or takes it as %s", s.key, s.shown, s.rule, s.meant)
 }
 
 // grpcLogValue is a gRPC setting value in canonical form: its oneof's

@@ -346,29 +346,18 @@ var _ = Describe("gRPC trace", Over(TransportGRPC), Needs(specs.ExtTrace), func(
 	})
 })
 
-// Every setting in the spellings and types its definition does not allow:
-// refused, taken as meant (lenient) or graded as a broken update; the
-// machinery and the values are in ext_settings.go.
+// Every setting in the spellings and types its definition does not allow,
+// a spec each: refused, taken as meant (lenient) or graded as a broken
+// update; the values and the grading are in ext_settings.go.
 var _ = Describe("REST trace settings in other spellings", Over(TransportREST), Needs(specs.ExtTrace), func() {
-	It("refuses trace_level other than an array of OFF, TIMESTAMPS and TENSORS, or takes it as meant", Req("OIP-EXT-TRACE-005", "OIP-EXT-TRACE-003", "OIP-EXT-TRACE-007"), func(ctx SpecContext) {
-		AfterNegative()
-		restTraceRoute.tryAll(ctx, traceLevelSpellings())
-	})
-
-	It("refuses trace_rate, trace_count and log_frequency other than strings of counts, or takes them as meant", Req("OIP-EXT-TRACE-005", "OIP-EXT-TRACE-003", "OIP-EXT-TRACE-007"), func(ctx SpecContext) {
-		AfterNegative()
-		restTraceRoute.tryAll(ctx, traceCountSpellings())
-	})
-
-	It("refuses an unknown trace setting, or ignores it", Req("OIP-EXT-TRACE-005", "OIP-EXT-TRACE-003", "OIP-EXT-TRACE-007"), func(ctx SpecContext) {
-		AfterNegative()
-		restTraceRoute.try(ctx, traceUnknownSpelling())
-	})
+	all := append(append(traceLevelSpellings(), traceCountSpellings()...), traceUnknownSpelling())
+	for _, s := range all {
+		It(s.title(), Req("OIP-EXT-TRACE-005", "OIP-EXT-TRACE-003", "OIP-EXT-TRACE-007"), func(ctx SpecContext) { restTraceRoute.try(ctx, s) })
+	}
 })
 
 var _ = Describe("gRPC trace settings malformed", Over(TransportGRPC), Needs(specs.ExtTrace), func() {
-	It("refuses an unknown setting, an unknown level and an unknown model with a client error", Req("OIP-EXT-TRACE-006", "OIP-EXT-TRACE-007"), func(ctx SpecContext) {
-		AfterNegative()
-		grpcTraceRoute.tryAll(ctx, grpcTraceSpellings())
-	})
+	for _, s := range grpcTraceSpellings() {
+		It(s.title(), Req("OIP-EXT-TRACE-006", "OIP-EXT-TRACE-007"), func(ctx SpecContext) { grpcTraceRoute.try(ctx, s) })
+	}
 })
