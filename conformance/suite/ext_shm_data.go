@@ -1,0 +1,392 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/oipkit/oipkit/client"
+	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/specs"
+	pb "github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
+)
+
+// OIP-EXT-SHM with hard data (issue 24): every datatype through a region
+// both ways, the offsets and byte sizes of a tensor at the region's edges,
+// and malformed gRPC register, status and unregister calls. Values read
+// back from a region are compared bit for bit with the fixture oracle
+// (BYTES as 4-byte little-endian length-prefixed elements, BOOL one byte).
+
+// shmSlot is where a tensor lives: a registered region, an offset in it
+// (0 sends no shared_memory_offset) and a byte size.
+type shmSlot struct {
+	region       string
+	offset, size int
+}
+
+func (s *shmSlot) String() string {
+	return fmt.Sprintf("region %s offset %d byte size %d", s.region, s.offset, s.size)
+}
+
+// shmNewRegion creates an object of objSize bytes and registers
+// [regOffset, regOffset+regSize) of it over the running spec's transport;
+// ok is false (recorded under the spec's requirement) when that fails.
+func shmNewRegion(ctx context.Context, grpc bool, objSize, regOffset, regSize int) (m *client.SharedMemory, name string, ok bool) {
+	m = shmObject(objSize)
+	name = shmRegionName("data")
+	if grpc {
+		return m, name, Verify(grpcSHMRegister(ctx, name, m, uint64(regOffset), uint64(regSize))).To(BeOK(), "registering the region must succeed for the inference to be checked")
+	}
+	return m, name, Verify(shmRegister(ctx, name, m, regOffset, regSize)).To(HaveStatus(http.StatusOK), "registering the region must succeed for the inference to be checked")
+}
+
+// shmIdentity asks identity_<dtype> for in, the input read from inS (nil:
+// sent inline) and OUTPUT0 written to outS (nil: returned inline). The
+// result is the *Exchange or *Call.
+func shmIdentity(ctx context.Context, grpc bool, in tensor.Tensor, inS, outS *shmSlot) any {
+	model := identityFixture(in.Datatype)
+	if grpc {
+		req := PBRequest(model, true, in)
+		if inS != nil {
+			req = &pb.ModelInferRequest{Id: RequestID, ModelName: model, Inputs: []*pb.ModelInferRequest_InferInputTensor{{
+				Name: in.Name, Datatype: string(in.Datatype), Shape: in.Shape, Parameters: shmParams(inS.region, int64(inS.offset), int64(inS.size)),
+			}}}
+		}
+		if outS != nil {
+			req.Outputs = []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "OUTPUT0", Parameters: shmParams(outS.region, int64(outS.offset), int64(outS.size))}}
+		}
+		_, c := Infer(ctx, req)
+		return c
+	}
+	input := JSONInput
+	if inS != nil {
+		input = func(t tensor.Tensor) Obj { return shmInput(t, inS.region, inS.offset, inS.size) }
+	}
+	b := Request(input(in))
+	if outS != nil {
+		p := Obj{"shared_memory_region": outS.region, "shared_memory_byte_size": outS.size}
+		if outS.offset != 0 {
+			p["shared_memory_offset"] = outS.offset
+		}
+		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT0", "parameters": p}}
+	}
+	return Post(ctx, model, "", b)
+}
+
+// shmHolds checks the answer x to a request for OUTPUT0 in region m at
+// offset off: the answer carries no data for OUTPUT0, and the region holds
+// want's raw bytes exactly.
+func shmHolds(x any, m *client.SharedMemory, off int, want tensor.Tensor, where *shmSlot) error {
+	switch v := x.(type) {
+	case *InferResponse:
+		o := v.Output("OUTPUT0")
+		if o == nil {
+			return errors.New("the response has no OUTPUT0")
+		}
+		if _, has := o.Fields["data"]; has {
+			return fmt.Errorf(`OUTPUT0 (%s) was requested in %s but the response carries its "data"`, want.Datatype, where)
+		}
+	case *pb.ModelInferResponse:
+		found := false
+		for i, o := range v.GetOutputs() {
+			if o.GetName() != "OUTPUT0" {
+				continue
+			}
+			found = true
+			if contentsCount(o.GetContents()) > 0 || i < len(v.GetRawOutputContents()) && len(v.GetRawOutputContents()[i]) > 0 {
+				return fmt.Errorf("OUTPUT0 (%s) was requested in %s but the response carries its contents", want.Datatype, where)
+			}
+		}
+		if !found {
+			return errors.New("the response has no OUTPUT0")
+		}
+	}
+	raw, err := tensor.EncodeRaw(want)
+	if err != nil {
+		return fmt.Errorf("suite: encoding the expected OUTPUT0: %w", err)
+	}
+	if got := m.Bytes()[off : off+len(raw)]; !bytes.Equal(got, raw) {
+		return fmt.Errorf("%s OUTPUT0 written to %s: the region holds % x, want % x (%v)", want.Datatype, where, clipBytes(got), clipBytes(raw), want.Data)
+	}
+	return nil
+}
+
+// shmWritten checks x (a 200 or OK answer) with shmHolds.
+func shmWritten(x any, m *client.SharedMemory, off int, want tensor.Tensor, where *shmSlot) {
+	if c, ok := x.(*Call); ok {
+		if Verify(c).To(BeOK()) {
+			Verify(c).To(PassCheck(func(r *pb.ModelInferResponse) error { return shmHolds(r, m, off, want, where) }))
+		}
+		return
+	}
+	e := x.(*Exchange)
+	if Verify(e).To(HaveStatus(http.StatusOK)) {
+		Verify(e).To(PassCheck(func(r *InferResponse) error { return shmHolds(r, m, off, want, where) }))
+	}
+}
+
+// shmSample is the tensor a spec sends: sample, with INT64/UINT64 a JSON
+// answer carries exactly over REST.
+func shmSample(grpc bool, d tensor.Datatype) tensor.Tensor {
+	if grpc {
+		return sample("INPUT0", d)
+	}
+	return jsonSafeSample("INPUT0", d)
+}
+
+// noJSON: FP16 and BF16 have no JSON form (A-06), so over REST they come
+// back through a region too.
+func noJSON(grpc bool, d tensor.Datatype) bool { return !grpc && (d == tensor.FP16 || d == tensor.BF16) }
+
+// shmReadBack runs identity with the input from inS (in object m at
+// inOff) and checks OUTPUT0 equals the oracle: inline, or read back from a
+// region of its own where JSON has no form for d.
+func shmReadBack(ctx context.Context, grpc bool, in tensor.Tensor, inS *shmSlot) {
+	want := identityOutput(in)
+	if noJSON(grpc, in.Datatype) {
+		raw, _ := tensor.EncodeRaw(want)
+		mOut, outR, ok := shmNewRegion(ctx, grpc, len(raw), 0, len(raw))
+		if !ok {
+			return
+		}
+		out := &shmSlot{outR, 0, len(raw)}
+		shmWritten(shmIdentity(ctx, grpc, in, inS, out), mOut, 0, want, out)
+		return
+	}
+	x := shmIdentity(ctx, grpc, in, inS, nil)
+	if e, ok := x.(*Exchange); ok {
+		if Verify(e).To(HaveOutputsNear(want)) {
+			noteInexact("OIP-EXT-SHM-002", e, want)
+		}
+		return
+	}
+	Verify(x).To(HaveOutputs(want))
+}
+
+// shmReadAt places in at inOff of a new region of regSize bytes (within an
+// object at register offset regOff) and reads it back with shmReadBack.
+func shmReadAt(ctx context.Context, grpc bool, in tensor.Tensor, regOff, regSize, inOff int) {
+	raw, err := tensor.EncodeRaw(in)
+	if err != nil {
+		Fail("suite: " + err.Error())
+	}
+	m, r, ok := shmNewRegion(ctx, grpc, regOff+regSize, regOff, regSize)
+	if !ok {
+		return
+	}
+	copy(m.Bytes()[regOff+inOff:], raw)
+	shmReadBack(ctx, grpc, in, &shmSlot{r, inOff, len(raw)})
+}
+
+// shmRefused sends in from region slot s (the region holding the tensor's
+// bytes from its start) and checks the server refuses it with a client
+// error and is still live.
+func shmRefused(ctx context.Context, grpc bool, in tensor.Tensor, regSize int, s shmSlot) {
+	AfterNegative()
+	raw, _ := tensor.EncodeRaw(in)
+	m, r, ok := shmNewRegion(ctx, grpc, regSize, 0, regSize)
+	if !ok {
+		return
+	}
+	copy(m.Bytes(), raw)
+	s.region = r
+	Verify(shmIdentity(ctx, grpc, in, &s, nil)).To(BeRejected(), fmt.Sprintf("%s INPUT0 of %d bytes at %s of a %d-byte region", in.Datatype, len(raw), &s, regSize))
+}
+
+// shmEdgeRegion is the size of the regions the edge specs use.
+const shmEdgeRegion = 128
+
+func shmDataSpecs(grpc bool) {
+	for _, d := range tensor.Datatypes {
+		It(fmt.Sprintf("reads a %s input from a region exactly", d), Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			shmReadAt(ctx, grpc, shmSample(grpc, d), 0, shmEdgeRegion, 0)
+		})
+		It(fmt.Sprintf("writes a %s output into a region exactly, with no data in the answer", d), Req("OIP-EXT-SHM-004"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			in := shmSample(grpc, d)
+			want := identityOutput(in)
+			raw, _ := tensor.EncodeRaw(want)
+			var inS *shmSlot
+			if noJSON(grpc, d) {
+				mIn, inR, ok := shmNewRegion(ctx, grpc, len(raw), 0, len(raw))
+				if !ok {
+					return
+				}
+				copy(mIn.Bytes(), raw)
+				inS = &shmSlot{inR, 0, len(raw)}
+			}
+			m, r, ok := shmNewRegion(ctx, grpc, shmEdgeRegion, 0, shmEdgeRegion)
+			if !ok {
+				return
+			}
+			out := &shmSlot{r, 0, len(raw)}
+			shmWritten(shmIdentity(ctx, grpc, in, inS, out), m, 0, want, out)
+		})
+	}
+
+	// The edges, with identity_int32: 24 bytes, a 4-byte type.
+	d := tensor.Int32
+	It("reads an input at a non-zero aligned offset (64)", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(d))
+		shmReadAt(ctx, grpc, sample("INPUT0", d), 0, shmEdgeRegion, 64)
+	})
+	It("reads an input at an unaligned offset (3) exactly, or refuses it with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(d))
+		AfterNegative()
+		in := sample("INPUT0", d)
+		raw, _ := tensor.EncodeRaw(in)
+		m, r, ok := shmNewRegion(ctx, grpc, shmEdgeRegion, 0, shmEdgeRegion)
+		if !ok {
+			return
+		}
+		copy(m.Bytes()[3:], raw)
+		s := &shmSlot{r, 3, len(raw)}
+		// No alignment rule binds the client: the value must be right
+		// when accepted; a refusal must be a client error.
+		x := shmIdentity(ctx, grpc, in, s, nil)
+		accepted := false
+		if c, isCall := x.(*Call); isCall {
+			accepted = c.Err == nil
+		} else {
+			accepted = x.(*Exchange).Status == http.StatusOK
+		}
+		if !accepted {
+			Verify(x).To(BeRejected(), fmt.Sprintf("INT32 INPUT0 at %s", s))
+			return
+		}
+		want := identityOutput(in)
+		if e, isEx := x.(*Exchange); isEx {
+			Verify(e).To(HaveOutputsNear(want))
+			return
+		}
+		Verify(x).To(HaveOutputs(want))
+	})
+	It("reads an input ending exactly at the region's end", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(d))
+		in := sample("INPUT0", d)
+		shmReadAt(ctx, grpc, in, 0, shmEdgeRegion, shmEdgeRegion-tensor.RawSize(in))
+	})
+	It("refuses an input ending one byte past the region's end with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(d))
+		in := sample("INPUT0", d)
+		n := tensor.RawSize(in)
+		shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{offset: shmEdgeRegion - n + 1, size: n})
+	})
+	It("refuses an input at an offset beyond the region's end with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(d))
+		in := sample("INPUT0", d)
+		shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{offset: shmEdgeRegion + 1, size: tensor.RawSize(in)})
+	})
+	It("refuses a byte size one less than the input needs with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(d))
+		in := sample("INPUT0", d)
+		shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{size: tensor.RawSize(in) - 1})
+	})
+	It("writes an output at a non-zero offset (64) of its region", Req("OIP-EXT-SHM-004"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(d))
+		in := sample("INPUT0", d)
+		want := identityOutput(in)
+		m, r, ok := shmNewRegion(ctx, grpc, shmEdgeRegion, 0, shmEdgeRegion)
+		if !ok {
+			return
+		}
+		out := &shmSlot{r, 64, tensor.RawSize(want)}
+		shmWritten(shmIdentity(ctx, grpc, in, nil, out), m, 64, want, out)
+	})
+	It("refuses an output region one byte too small with a client error", Req("OIP-EXT-SHM-004"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(d))
+		AfterNegative()
+		in := sample("INPUT0", d)
+		n := tensor.RawSize(identityOutput(in)) - 1
+		_, r, ok := shmNewRegion(ctx, grpc, n, 0, n)
+		if !ok {
+			return
+		}
+		out := &shmSlot{r, 0, n}
+		Verify(shmIdentity(ctx, grpc, in, nil, out)).To(BeRejected(), fmt.Sprintf("INT32 OUTPUT0 of %d bytes into %s", n+1, out))
+	})
+	It("reads an input relative to the register offset (one page into the object)", Req("OIP-EXT-SHM-007"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(d))
+		// The object's first page holds other bytes, so that a server
+		// reading from the object's start returns a wrong value.
+		in := sample("INPUT0", d)
+		raw, _ := tensor.EncodeRaw(in)
+		m, r, ok := shmNewRegion(ctx, grpc, shmPage+shmEdgeRegion, shmPage, shmEdgeRegion)
+		if !ok {
+			return
+		}
+		for i := range shmPage {
+			m.Bytes()[i] = 0xa5
+		}
+		copy(m.Bytes()[shmPage:], raw)
+		want := identityOutput(in)
+		x := shmIdentity(ctx, grpc, in, &shmSlot{r, 0, len(raw)}, nil)
+		if e, isEx := x.(*Exchange); isEx {
+			Verify(e).To(HaveOutputsNear(want))
+			return
+		}
+		Verify(x).To(HaveOutputs(want))
+	})
+}
+
+var _ = Describe("REST system shared memory with every datatype and edge", Over(TransportREST), Needs(specs.ExtSystemSharedMemory), func() {
+	shmDataSpecs(false)
+})
+
+var _ = Describe("gRPC system shared memory with every datatype and edge", Over(TransportGRPC), Needs(specs.ExtSystemSharedMemory), func() {
+	shmDataSpecs(true)
+
+	register := func(ctx context.Context, name, key string, offset, size uint64) *Call {
+		_, c := Invoke(ctx, "SystemSharedMemoryRegister", &pb.SystemSharedMemoryRegisterRequest{Name: name, Key: key, Offset: offset, ByteSize: size}, Stub().SystemSharedMemoryRegister)
+		if c.Err == nil {
+			DeferCleanup(func(ctx SpecContext) {
+				Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}, Stub().SystemSharedMemoryUnregister)
+			})
+		}
+		return c
+	}
+	It("refuses SystemSharedMemoryRegister of a key that does not exist", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
+		AfterNegative()
+		m := shmObject(64)
+		Verify(register(ctx, shmRegionName("nokey"), m.Key+"_missing", 0, 64)).To(BeRejected())
+	})
+	It("refuses SystemSharedMemoryRegister with a byte_size of 0", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
+		AfterNegative()
+		m := shmObject(64)
+		Verify(register(ctx, shmRegionName("zero"), m.Key, 0, 0)).To(BeRejected())
+	})
+	It("refuses SystemSharedMemoryRegister at an offset past the key's size", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
+		AfterNegative()
+		m := shmObject(64)
+		Verify(register(ctx, shmRegionName("past"), m.Key, 2*shmPage, 64)).To(BeRejected())
+	})
+	It("refuses SystemSharedMemoryRegister of a name already registered", Req("OIP-EXT-SHM-010"), func(ctx SpecContext) {
+		AfterNegative()
+		m := shmObject(64)
+		r := shmRegionName("twice")
+		if !Verify(register(ctx, r, m.Key, 0, 64)).To(BeOK(), "the first registration must succeed") {
+			return
+		}
+		Verify(register(ctx, r, m.Key, 0, 64)).To(BeRejected())
+	})
+	It("refuses SystemSharedMemoryStatus of a name not registered", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
+		AfterNegative()
+		_, c := grpcSHMStatus(ctx, shmRegionName("nope"))
+		Verify(c).To(BeRejected())
+	})
+	It("answers SystemSharedMemoryUnregister of a name not registered with OK or a client error", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
+		AfterNegative()
+		// The clause names no error for it, and Triton answers OK; a
+		// refusal must still be a client error, not a server fault.
+		_, c := Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: shmRegionName("nope")}, Stub().SystemSharedMemoryUnregister)
+		if c.Err != nil {
+			Verify(c).To(BeRejected())
+		}
+	})
+})
