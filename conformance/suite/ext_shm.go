@@ -510,3 +510,42 @@ func contentsCount(c *pb.InferTensorContents) int {
 // region"). The extension names neither rule; these specs check the
 // status, register and unregister calls, not them.
 const shmPage = 4096
+
+// Every datatype through a region both ways, and the offsets and byte
+// sizes at a region's edges, over both transports; the bodies are in
+// ext_shm_data.go.
+func shmDataSpecs(grpc bool) {
+	for _, d := range tensor.Datatypes {
+		It(fmt.Sprintf("reads a %s input from a region exactly", d), Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmReadDtype(ctx, grpc, d) })
+		It(fmt.Sprintf("writes a %s output into a region exactly, with no data in the answer", d), Req("OIP-EXT-SHM-004"), func(ctx SpecContext) { shmWriteDtype(ctx, grpc, d) })
+	}
+	It("reads an input at a non-zero aligned offset (64)", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmReadAligned(ctx, grpc) })
+	It("reads an input at an unaligned offset (3) exactly, or refuses it with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmReadUnaligned(ctx, grpc) })
+	It("reads an input ending exactly at the region's end", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmReadAtEnd(ctx, grpc) })
+	It("refuses an input ending one byte past the region's end with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmRefuseOnePast(ctx, grpc) })
+	It("refuses an input at an offset beyond the region's end with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmRefuseBeyond(ctx, grpc) })
+	It("refuses a byte size one less than the input needs with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmRefuseShortSize(ctx, grpc) })
+	It("writes an output at a non-zero offset (64) of its region", Req("OIP-EXT-SHM-004"), func(ctx SpecContext) { shmWriteAtOffset(ctx, grpc) })
+	It("refuses an output region one byte too small with a client error", Req("OIP-EXT-SHM-004"), func(ctx SpecContext) { shmRefuseSmallOutput(ctx, grpc) })
+	It("reads an input relative to the register offset (one page into the object)", Req("OIP-EXT-SHM-007"), func(ctx SpecContext) { shmReadRegisterOffset(ctx, grpc) })
+}
+
+var _ = Describe("REST system shared memory with every datatype and edge", Over(TransportREST), Needs(specs.ExtSystemSharedMemory), func() {
+	shmDataSpecs(false)
+})
+
+var _ = Describe("gRPC system shared memory with every datatype and edge", Over(TransportGRPC), Needs(specs.ExtSystemSharedMemory), func() {
+	shmDataSpecs(true)
+	It("refuses SystemSharedMemoryRegister of a key that does not exist", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
+		grpcSHMRegisterRefused(ctx, func(key string) (string, uint64, uint64) { return key + "_missing", 0, 64 })
+	})
+	It("refuses SystemSharedMemoryRegister with a byte_size of 0", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
+		grpcSHMRegisterRefused(ctx, func(key string) (string, uint64, uint64) { return key, 0, 0 })
+	})
+	It("refuses SystemSharedMemoryRegister at an offset past the key's size", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
+		grpcSHMRegisterRefused(ctx, func(key string) (string, uint64, uint64) { return key, 2 * shmPage, 64 })
+	})
+	It("refuses SystemSharedMemoryRegister of a name already registered", Req("OIP-EXT-SHM-010"), func(ctx SpecContext) { grpcSHMRegisterTwice(ctx) })
+	It("refuses SystemSharedMemoryStatus of a name not registered", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) { grpcSHMStatusUnknown(ctx) })
+	It("answers SystemSharedMemoryUnregister of a name not registered with OK or a client error", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) { grpcSHMUnregisterUnknown(ctx) })
+})

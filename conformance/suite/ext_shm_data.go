@@ -11,7 +11,6 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	. "github.com/oipkit/oipkit/conformance/engine"
-	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
 )
@@ -141,7 +140,9 @@ func shmSample(grpc bool, d tensor.Datatype) tensor.Tensor {
 
 // noJSON: FP16 and BF16 have no JSON form, so over REST they come
 // back through a region too.
-func noJSON(grpc bool, d tensor.Datatype) bool { return !grpc && (d == tensor.FP16 || d == tensor.BF16) }
+func noJSON(grpc bool, d tensor.Datatype) bool {
+	return !grpc && (d == tensor.FP16 || d == tensor.BF16)
+}
 
 // shmReadBack runs identity with the input from inS (in object m at
 // inOff) and checks OUTPUT0 equals the oracle: inline, or read back from a
@@ -201,192 +202,185 @@ func shmRefused(ctx context.Context, grpc bool, in tensor.Tensor, regSize int, s
 // shmEdgeRegion is the size of the regions the edge specs use.
 const shmEdgeRegion = 128
 
-func shmDataSpecs(grpc bool) {
-	for _, d := range tensor.Datatypes {
-		It(fmt.Sprintf("reads a %s input from a region exactly", d), Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
-			shmReadAt(ctx, grpc, shmSample(grpc, d), 0, shmEdgeRegion, 0)
-		})
-		It(fmt.Sprintf("writes a %s output into a region exactly, with no data in the answer", d), Req("OIP-EXT-SHM-004"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
-			in := shmSample(grpc, d)
-			want := identityOutput(in)
-			raw, _ := tensor.EncodeRaw(want)
-			var inS *shmSlot
-			if noJSON(grpc, d) {
-				mIn, inR, ok := shmNewRegion(ctx, grpc, len(raw), 0, len(raw))
-				if !ok {
-					return
-				}
-				copy(mIn.Bytes(), raw)
-				inS = &shmSlot{inR, 0, len(raw)}
-			}
-			m, r, ok := shmNewRegion(ctx, grpc, shmEdgeRegion, 0, shmEdgeRegion)
-			if !ok {
-				return
-			}
-			out := &shmSlot{r, 0, len(raw)}
-			shmWritten(shmIdentity(ctx, grpc, in, inS, out), m, 0, want, out)
-		})
-	}
+// The spec bodies; ext_shm.go declares the specs (shmDataSpecs).
 
-	// The edges, with identity_int32: 24 bytes, a 4-byte type.
-	d := tensor.Int32
-	It("reads an input at a non-zero aligned offset (64)", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(d))
-		shmReadAt(ctx, grpc, sample("INPUT0", d), 0, shmEdgeRegion, 64)
-	})
-	It("reads an input at an unaligned offset (3) exactly, or refuses it with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(d))
-		AfterNegative()
-		in := sample("INPUT0", d)
-		raw, _ := tensor.EncodeRaw(in)
-		m, r, ok := shmNewRegion(ctx, grpc, shmEdgeRegion, 0, shmEdgeRegion)
-		if !ok {
-			return
-		}
-		copy(m.Bytes()[3:], raw)
-		s := &shmSlot{r, 3, len(raw)}
-		// No alignment rule binds the client: the value must be right
-		// when accepted; a refusal must be a client error.
-		x := shmIdentity(ctx, grpc, in, s, nil)
-		accepted := false
-		if c, isCall := x.(*Call); isCall {
-			accepted = c.Err == nil
-		} else {
-			accepted = x.(*Exchange).Status == http.StatusOK
-		}
-		if !accepted {
-			Verify(x).To(BeRejected(), fmt.Sprintf("INT32 INPUT0 at %s", s))
-			return
-		}
-		want := identityOutput(in)
-		if e, isEx := x.(*Exchange); isEx {
-			Verify(e).To(HaveOutputsNear(want))
-			return
-		}
-		Verify(x).To(HaveOutputs(want))
-	})
-	It("reads an input ending exactly at the region's end", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(d))
-		in := sample("INPUT0", d)
-		shmReadAt(ctx, grpc, in, 0, shmEdgeRegion, shmEdgeRegion-tensor.RawSize(in))
-	})
-	It("refuses an input ending one byte past the region's end with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(d))
-		in := sample("INPUT0", d)
-		n := tensor.RawSize(in)
-		shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{offset: shmEdgeRegion - n + 1, size: n})
-	})
-	It("refuses an input at an offset beyond the region's end with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(d))
-		in := sample("INPUT0", d)
-		shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{offset: shmEdgeRegion + 1, size: tensor.RawSize(in)})
-	})
-	It("refuses a byte size one less than the input needs with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(d))
-		in := sample("INPUT0", d)
-		shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{size: tensor.RawSize(in) - 1})
-	})
-	It("writes an output at a non-zero offset (64) of its region", Req("OIP-EXT-SHM-004"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(d))
-		in := sample("INPUT0", d)
-		want := identityOutput(in)
-		m, r, ok := shmNewRegion(ctx, grpc, shmEdgeRegion, 0, shmEdgeRegion)
-		if !ok {
-			return
-		}
-		out := &shmSlot{r, 64, tensor.RawSize(want)}
-		shmWritten(shmIdentity(ctx, grpc, in, nil, out), m, 64, want, out)
-	})
-	It("refuses an output region one byte too small with a client error", Req("OIP-EXT-SHM-004"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(d))
-		AfterNegative()
-		in := sample("INPUT0", d)
-		n := tensor.RawSize(identityOutput(in)) - 1
-		_, r, ok := shmNewRegion(ctx, grpc, n, 0, n)
-		if !ok {
-			return
-		}
-		out := &shmSlot{r, 0, n}
-		Verify(shmIdentity(ctx, grpc, in, nil, out)).To(BeRejected(), fmt.Sprintf("INT32 OUTPUT0 of %d bytes into %s", n+1, out))
-	})
-	It("reads an input relative to the register offset (one page into the object)", Req("OIP-EXT-SHM-007"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(d))
-		// The object's first page holds other bytes, so that a server
-		// reading from the object's start returns a wrong value.
-		in := sample("INPUT0", d)
-		raw, _ := tensor.EncodeRaw(in)
-		m, r, ok := shmNewRegion(ctx, grpc, shmPage+shmEdgeRegion, shmPage, shmEdgeRegion)
-		if !ok {
-			return
-		}
-		for i := range shmPage {
-			m.Bytes()[i] = 0xa5
-		}
-		copy(m.Bytes()[shmPage:], raw)
-		want := identityOutput(in)
-		x := shmIdentity(ctx, grpc, in, &shmSlot{r, 0, len(raw)}, nil)
-		if e, isEx := x.(*Exchange); isEx {
-			Verify(e).To(HaveOutputsNear(want))
-			return
-		}
-		Verify(x).To(HaveOutputs(want))
-	})
+func shmReadDtype(ctx context.Context, grpc bool, d tensor.Datatype) {
+	NeedFixture(identityFixture(d))
+	shmReadAt(ctx, grpc, shmSample(grpc, d), 0, shmEdgeRegion, 0)
 }
 
-var _ = Describe("REST system shared memory with every datatype and edge", Over(TransportREST), Needs(specs.ExtSystemSharedMemory), func() {
-	shmDataSpecs(false)
-})
-
-var _ = Describe("gRPC system shared memory with every datatype and edge", Over(TransportGRPC), Needs(specs.ExtSystemSharedMemory), func() {
-	shmDataSpecs(true)
-
-	register := func(ctx context.Context, name, key string, offset, size uint64) *Call {
-		_, c := Invoke(ctx, "SystemSharedMemoryRegister", &pb.SystemSharedMemoryRegisterRequest{Name: name, Key: key, Offset: offset, ByteSize: size}, Stub().SystemSharedMemoryRegister)
-		if c.Err == nil {
-			DeferCleanup(func(ctx SpecContext) {
-				Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}, Stub().SystemSharedMemoryUnregister)
-			})
-		}
-		return c
-	}
-	It("refuses SystemSharedMemoryRegister of a key that does not exist", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
-		AfterNegative()
-		m := shmObject(64)
-		Verify(register(ctx, shmRegionName("nokey"), m.Key+"_missing", 0, 64)).To(BeRejected())
-	})
-	It("refuses SystemSharedMemoryRegister with a byte_size of 0", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
-		AfterNegative()
-		m := shmObject(64)
-		Verify(register(ctx, shmRegionName("zero"), m.Key, 0, 0)).To(BeRejected())
-	})
-	It("refuses SystemSharedMemoryRegister at an offset past the key's size", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
-		AfterNegative()
-		m := shmObject(64)
-		Verify(register(ctx, shmRegionName("past"), m.Key, 2*shmPage, 64)).To(BeRejected())
-	})
-	It("refuses SystemSharedMemoryRegister of a name already registered", Req("OIP-EXT-SHM-010"), func(ctx SpecContext) {
-		AfterNegative()
-		m := shmObject(64)
-		r := shmRegionName("twice")
-		if !Verify(register(ctx, r, m.Key, 0, 64)).To(BeOK(), "the first registration must succeed") {
+func shmWriteDtype(ctx context.Context, grpc bool, d tensor.Datatype) {
+	NeedFixture(identityFixture(d))
+	in := shmSample(grpc, d)
+	want := identityOutput(in)
+	raw, _ := tensor.EncodeRaw(want)
+	var inS *shmSlot
+	if noJSON(grpc, d) {
+		mIn, inR, ok := shmNewRegion(ctx, grpc, len(raw), 0, len(raw))
+		if !ok {
 			return
 		}
-		Verify(register(ctx, r, m.Key, 0, 64)).To(BeRejected())
-	})
-	It("refuses SystemSharedMemoryStatus of a name not registered", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
-		AfterNegative()
-		_, c := grpcSHMStatus(ctx, shmRegionName("nope"))
+		copy(mIn.Bytes(), raw)
+		inS = &shmSlot{inR, 0, len(raw)}
+	}
+	m, r, ok := shmNewRegion(ctx, grpc, shmEdgeRegion, 0, shmEdgeRegion)
+	if !ok {
+		return
+	}
+	out := &shmSlot{r, 0, len(raw)}
+	shmWritten(shmIdentity(ctx, grpc, in, inS, out), m, 0, want, out)
+}
+
+// The edges use identity_int32: 24 bytes, a 4-byte type.
+const shmEdgeType = tensor.Int32
+
+func shmReadAligned(ctx context.Context, grpc bool) {
+	NeedFixture(identityFixture(shmEdgeType))
+	shmReadAt(ctx, grpc, sample("INPUT0", shmEdgeType), 0, shmEdgeRegion, 64)
+}
+
+func shmReadUnaligned(ctx context.Context, grpc bool) {
+	NeedFixture(identityFixture(shmEdgeType))
+	AfterNegative()
+	in := sample("INPUT0", shmEdgeType)
+	raw, _ := tensor.EncodeRaw(in)
+	m, r, ok := shmNewRegion(ctx, grpc, shmEdgeRegion, 0, shmEdgeRegion)
+	if !ok {
+		return
+	}
+	copy(m.Bytes()[3:], raw)
+	s := &shmSlot{r, 3, len(raw)}
+	// No alignment rule binds the client: the value must be right when
+	// accepted; a refusal must be a client error.
+	x := shmIdentity(ctx, grpc, in, s, nil)
+	if c, isCall := x.(*Call); isCall && c.Err != nil || !isCall && x.(*Exchange).Status != http.StatusOK {
+		Verify(x).To(BeRejected(), fmt.Sprintf("INT32 INPUT0 at %s", s))
+		return
+	}
+	shmSameOutput(x, identityOutput(in))
+}
+
+// shmSameOutput checks the inline OUTPUT0 of answer x.
+func shmSameOutput(x any, want tensor.Tensor) {
+	if e, isEx := x.(*Exchange); isEx {
+		Verify(e).To(HaveOutputsNear(want))
+		return
+	}
+	Verify(x).To(HaveOutputs(want))
+}
+
+func shmReadAtEnd(ctx context.Context, grpc bool) {
+	NeedFixture(identityFixture(shmEdgeType))
+	in := sample("INPUT0", shmEdgeType)
+	shmReadAt(ctx, grpc, in, 0, shmEdgeRegion, shmEdgeRegion-tensor.RawSize(in))
+}
+
+func shmRefuseOnePast(ctx context.Context, grpc bool) {
+	NeedFixture(identityFixture(shmEdgeType))
+	in := sample("INPUT0", shmEdgeType)
+	n := tensor.RawSize(in)
+	shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{offset: shmEdgeRegion - n + 1, size: n})
+}
+
+func shmRefuseBeyond(ctx context.Context, grpc bool) {
+	NeedFixture(identityFixture(shmEdgeType))
+	in := sample("INPUT0", shmEdgeType)
+	shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{offset: shmEdgeRegion + 1, size: tensor.RawSize(in)})
+}
+
+func shmRefuseShortSize(ctx context.Context, grpc bool) {
+	NeedFixture(identityFixture(shmEdgeType))
+	in := sample("INPUT0", shmEdgeType)
+	shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{size: tensor.RawSize(in) - 1})
+}
+
+func shmWriteAtOffset(ctx context.Context, grpc bool) {
+	NeedFixture(identityFixture(shmEdgeType))
+	in := sample("INPUT0", shmEdgeType)
+	want := identityOutput(in)
+	m, r, ok := shmNewRegion(ctx, grpc, shmEdgeRegion, 0, shmEdgeRegion)
+	if !ok {
+		return
+	}
+	out := &shmSlot{r, 64, tensor.RawSize(want)}
+	shmWritten(shmIdentity(ctx, grpc, in, nil, out), m, 64, want, out)
+}
+
+func shmRefuseSmallOutput(ctx context.Context, grpc bool) {
+	NeedFixture(identityFixture(shmEdgeType))
+	AfterNegative()
+	in := sample("INPUT0", shmEdgeType)
+	n := tensor.RawSize(identityOutput(in)) - 1
+	_, r, ok := shmNewRegion(ctx, grpc, n, 0, n)
+	if !ok {
+		return
+	}
+	out := &shmSlot{r, 0, n}
+	Verify(shmIdentity(ctx, grpc, in, nil, out)).To(BeRejected(), fmt.Sprintf("INT32 OUTPUT0 of %d bytes into %s", n+1, out))
+}
+
+// shmReadRegisterOffset registers a region one page into its object,
+// whose first page holds other bytes, so that a server reading from the
+// object's start returns a wrong value.
+func shmReadRegisterOffset(ctx context.Context, grpc bool) {
+	NeedFixture(identityFixture(shmEdgeType))
+	in := sample("INPUT0", shmEdgeType)
+	raw, _ := tensor.EncodeRaw(in)
+	m, r, ok := shmNewRegion(ctx, grpc, shmPage+shmEdgeRegion, shmPage, shmEdgeRegion)
+	if !ok {
+		return
+	}
+	for i := range shmPage {
+		m.Bytes()[i] = 0xa5
+	}
+	copy(m.Bytes()[shmPage:], raw)
+	shmSameOutput(shmIdentity(ctx, grpc, in, &shmSlot{r, 0, len(raw)}, nil), identityOutput(in))
+}
+
+// grpcSHMRegisterRaw sends SystemSharedMemoryRegister as given,
+// unregistering the name after the spec should the server accept it.
+func grpcSHMRegisterRaw(ctx context.Context, name, key string, offset, size uint64) *Call {
+	_, c := Invoke(ctx, "SystemSharedMemoryRegister", &pb.SystemSharedMemoryRegisterRequest{Name: name, Key: key, Offset: offset, ByteSize: size}, Stub().SystemSharedMemoryRegister)
+	if c.Err == nil {
+		DeferCleanup(func(ctx SpecContext) {
+			Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}, Stub().SystemSharedMemoryUnregister)
+		})
+	}
+	return c
+}
+
+// grpcSHMRegisterRefused checks a malformed register of a 64-byte object
+// is refused with a client error: the key, offset and byte size are what
+// edit makes of the object's.
+func grpcSHMRegisterRefused(ctx context.Context, edit func(key string) (string, uint64, uint64)) {
+	AfterNegative()
+	m := shmObject(64)
+	key, off, size := edit(m.Key)
+	Verify(grpcSHMRegisterRaw(ctx, shmRegionName("bad"), key, off, size)).To(BeRejected(), fmt.Sprintf("key %q offset %d byte_size %d of a 64-byte object", key, off, size))
+}
+
+func grpcSHMRegisterTwice(ctx context.Context) {
+	AfterNegative()
+	m := shmObject(64)
+	r := shmRegionName("twice")
+	if !Verify(grpcSHMRegisterRaw(ctx, r, m.Key, 0, 64)).To(BeOK(), "the first registration must succeed") {
+		return
+	}
+	Verify(grpcSHMRegisterRaw(ctx, r, m.Key, 0, 64)).To(BeRejected())
+}
+
+func grpcSHMStatusUnknown(ctx context.Context) {
+	AfterNegative()
+	_, c := grpcSHMStatus(ctx, shmRegionName("nope"))
+	Verify(c).To(BeRejected())
+}
+
+// grpcSHMUnregisterUnknown: the clause names no error for it, and Triton
+// answers OK; a refusal must still be a client error, not a server fault.
+func grpcSHMUnregisterUnknown(ctx context.Context) {
+	AfterNegative()
+	_, c := Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: shmRegionName("nope")}, Stub().SystemSharedMemoryUnregister)
+	if c.Err != nil {
 		Verify(c).To(BeRejected())
-	})
-	It("answers SystemSharedMemoryUnregister of a name not registered with OK or a client error", Req("OIP-EXT-SHM-013"), func(ctx SpecContext) {
-		AfterNegative()
-		// The clause names no error for it, and Triton answers OK; a
-		// refusal must still be a client error, not a server fault.
-		_, c := Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: shmRegionName("nope")}, Stub().SystemSharedMemoryUnregister)
-		if c.Err != nil {
-			Verify(c).To(BeRejected())
-		}
-	})
-})
+	}
+}
