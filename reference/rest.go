@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -275,7 +274,7 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		s.stats.of(rt.model, version).failed(time.Since(start))
 		fail(err)
 	}
-	buf := getBuffer()
+	buf := getBufferFor(r.ContentLength + 1)
 	defer putBuffer(buf)
 	body, err := s.readBody(w, r, (*buf)[:0])
 	*buf = body[:0]
@@ -304,7 +303,7 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		fail(err)
 		return
 	}
-	outBuf := getBuffer()
+	outBuf := getBufferFor(int64(len(body))) // an answer is often the size of its request
 	defer putBuffer(outBuf)
 	out, outHeaderLen, err := oip.AppendRESTResponse((*outBuf)[:0], resp, req.BinaryOutput)
 	*outBuf = out[:0]
@@ -356,11 +355,6 @@ var buffers = sync.Pool{New: func() any { return new([]byte) }}
 
 func getBuffer() *[]byte { return buffers.Get().(*[]byte) }
 
-func putBuffer(b *[]byte) {
-	if cap(*b) <= maxPooledBuffer {
-		buffers.Put(b)
-	}
-}
 
 // readBody appends the whole request body to buf, at most MaxBodyBytes. The
 // buffer grows with what actually arrives rather than with what
@@ -376,13 +370,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([
 		// (With a Content-Length, net/http never returns more than it.)
 		body = http.MaxBytesReader(w, r.Body, limit)
 	}
+	// One more byte than the body, so reading its end needs no growth.
+	want := int(r.ContentLength + 1)
 	if r.ContentLength > 0 {
-		// One more byte than the body, so reading its end needs no growth.
-		buf = slices.Grow(buf, int(min(r.ContentLength, 1<<20))+1)
+		buf = growBuffer(buf, int(min(r.ContentLength, 1<<20))+1, 0)
 	}
 	for {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 512)
+			buf = growBuffer(buf, 512, want)
 		}
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

@@ -1,0 +1,64 @@
+package reference
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Bodies above maxPooledBuffer (megabyte tensors) are kept in pools of
+// power-of-two capacities up to maxLargeBuffer: without them every large
+// request allocated (and the kernel zeroed) its body and response buffers
+// anew, and grew them by copying, a third of the server's time on a 16 MiB
+// identity request (BenchmarkIdentityBinaryHandler). sync.Pool lets the
+// garbage collector take them back when traffic stops.
+const (
+	minLargeClass  = 21 // 2 MiB: the first class above maxPooledBuffer
+	maxLargeClass  = 27 // 128 MiB
+	maxLargeBuffer = 1 << maxLargeClass
+)
+
+var largeBuffers [maxLargeClass + 1]sync.Pool
+
+// getBufferFor returns a pooled buffer for a body of about n bytes: one of
+// capacity at least n when the pool has one, else an empty one (the caller
+// grows it as bytes arrive, so a promise alone reserves nothing).
+func getBufferFor(n int64) *[]byte {
+	if n <= maxPooledBuffer || n > maxLargeBuffer {
+		return getBuffer()
+	}
+	if b, ok := largeBuffers[max(bits.Len64(uint64(n-1)), minLargeClass)].Get().(*[]byte); ok {
+		return b
+	}
+	return new([]byte)
+}
+
+// putBuffer returns b to its pool; a buffer of capacity c goes to the class
+// 2^k ≤ c, so every buffer of class k holds 2^k bytes.
+func putBuffer(b *[]byte) {
+	switch c := cap(*b); {
+	case c <= maxPooledBuffer:
+		buffers.Put(b)
+	case c <= maxLargeBuffer:
+		if k := bits.Len(uint(c)) - 1; k >= minLargeClass {
+			largeBuffers[k].Put(b)
+		}
+	}
+}
+
+// growBuffer makes room for at least more bytes, and for want bytes in all
+// when want is larger. Above maxPooledBuffer the capacity is a power of two,
+// so that the buffer is found again in its class; it at most doubles, so a
+// body's buffer stays within twice the bytes that actually arrived.
+func growBuffer(b []byte, more, want int) []byte {
+	need := max(len(b)+more, min(want, 2*cap(b)))
+	if need <= cap(b) {
+		return b
+	}
+	c := need
+	if need > maxPooledBuffer {
+		c = 1 << bits.Len(uint(need-1))
+	}
+	nb := make([]byte, len(b), c)
+	copy(nb, b)
+	return nb
+}
