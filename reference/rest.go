@@ -355,7 +355,6 @@ var buffers = sync.Pool{New: func() any { return new([]byte) }}
 
 func getBuffer() *[]byte { return buffers.Get().(*[]byte) }
 
-
 // readBody appends the whole request body to buf, at most MaxBodyBytes. The
 // buffer grows with what actually arrives rather than with what
 // Content-Length promises, so a client cannot reserve memory it never sends.
