@@ -522,11 +522,11 @@ func shmDataSpecs(grpc bool) {
 	It("reads an input at a non-zero aligned offset (64)", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmReadAligned(ctx, grpc) })
 	It("reads an input at an unaligned offset (3) exactly, or refuses it with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmReadUnaligned(ctx, grpc) })
 	It("reads an input ending exactly at the region's end", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmReadAtEnd(ctx, grpc) })
-	It("refuses an input ending one byte past the region's end with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmRefuseOnePast(ctx, grpc) })
-	It("refuses an input at an offset beyond the region's end with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmRefuseBeyond(ctx, grpc) })
-	It("refuses a byte size one less than the input needs with a client error", Req("OIP-EXT-SHM-002"), func(ctx SpecContext) { shmRefuseShortSize(ctx, grpc) })
+	It("refuses an input ending one byte past the region's end with a client error", Req("OIP-EXT-SHM-015"), func(ctx SpecContext) { shmRefuseOnePast(ctx, grpc) })
+	It("refuses an input at an offset beyond the region's end with a client error", Req("OIP-EXT-SHM-015"), func(ctx SpecContext) { shmRefuseBeyond(ctx, grpc) })
+	It("refuses a byte size one less than the input needs with a client error", Req("OIP-EXT-SHM-015"), func(ctx SpecContext) { shmRefuseShortSize(ctx, grpc) })
 	It("writes an output at a non-zero offset (64) of its region", Req("OIP-EXT-SHM-004"), func(ctx SpecContext) { shmWriteAtOffset(ctx, grpc) })
-	It("refuses an output region one byte too small with a client error", Req("OIP-EXT-SHM-004"), func(ctx SpecContext) { shmRefuseSmallOutput(ctx, grpc) })
+	It("refuses an output region one byte too small with a client error", Req("OIP-EXT-SHM-015"), func(ctx SpecContext) { shmRefuseSmallOutput(ctx, grpc) })
 	It("reads an input relative to the register offset (one page into the object)", Req("OIP-EXT-SHM-007"), func(ctx SpecContext) { shmReadRegisterOffset(ctx, grpc) })
 }
 
