@@ -19,8 +19,8 @@
 #                 bytes, one copy on the server: the loopback limit;
 #   grpc echo     grpc-go client and server (separate processes), pass-through
 #                 codec: grpc-go's own ceiling for the same bytes;
-#   canned        a server answering pre-built bytes (net/http; grpc-go with
-#                 the pass-through codec): the generator alone, --check-every 0;
+#   canned        a server answering pre-built bytes (net/http; a hand-written
+#                 h2c responder, not grpc-go): the generator alone, --check-every 0;
 #   json          encoding/json encode+decode of the same tensor
 #                 (BenchmarkJSONRoundTrip), beside REST JSON;
 #   perf_analyzer on the same model and shape against the reference and the

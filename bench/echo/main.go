@@ -103,8 +103,8 @@ func serve(tcpAddr, grpcAddr, cannedHTTP, cannedGRPC, modelName, shape string) e
 			}
 		}
 		if cannedGRPC != "" {
-			srv := grpc.NewServer(append(bigWindows(), grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(c.grpc))...)
-			if err := listen(cannedGRPC, srv.Serve); err != nil {
+			a := newH2CAnswers(c.grpcAnswer)
+			if err := listen(cannedGRPC, func(ln net.Listener) error { return serveH2C(ln, a) }); err != nil {
 				return err
 			}
 		}
@@ -365,20 +365,16 @@ func (c *canned) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (c *canned) grpc(_ any, s grpc.ServerStream) error {
-	method, _ := grpc.MethodFromServerStream(s)
-	var in []byte
-	if err := s.RecvMsg(&in); err != nil {
-		return err
-	}
-	out := ready
-	switch method[strings.LastIndexByte(method, '/')+1:] {
+// grpcAnswer is the answer message to a method of the inference service
+// (its name without the service).
+func (c *canned) grpcAnswer(method string) []byte {
+	switch method {
 	case "ModelInfer":
-		out = c.grpcInfer
+		return c.grpcInfer
 	case "ModelMetadata":
-		out = c.grpcMetadata
+		return c.grpcMetadata
 	case "ServerMetadata":
-		out = []byte{0x0a, 0x06, 'c', 'a', 'n', 'n', 'e', 'd'}
+		return []byte{0x0a, 0x06, 'c', 'a', 'n', 'n', 'e', 'd'}
 	}
-	return s.SendMsg(&out)
+	return ready
 }
