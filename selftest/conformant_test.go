@@ -1,6 +1,7 @@
 package selftest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -25,9 +26,11 @@ var variants = []breakage{
 		name: "triton-like",
 		rest: &restHook{
 			serve: func(w http.ResponseWriter, r *http.Request) bool {
-				// A-06: FP16/BF16 in JSON is refused with 400.
+				// A-06: FP16/BF16 data in JSON is refused with 400 (an
+				// input read from shared memory carries no JSON data).
 				if isInfer(r) && r.Header.Get("Content-Type") == "application/json" &&
-					(strings.Contains(r.URL.Path, "identity_fp16") || strings.Contains(r.URL.Path, "identity_bf16")) {
+					(strings.Contains(r.URL.Path, "identity_fp16") || strings.Contains(r.URL.Path, "identity_bf16")) &&
+					bytes.Contains(requestBody(r), []byte(`"data"`)) {
 					jsonError(w, 400, `{"error":"receiving FP16 data via JSON is not supported. Please use the binary data format"}`)
 					return true
 				}
