@@ -54,6 +54,8 @@ func httpStatus(err error) int {
 		return http.StatusTooManyRequests
 	case errors.Is(err, model.ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, errNotReady):
+		return http.StatusBadRequest
 	case errors.Is(err, context.Canceled):
 		return statusClientClosed
 	case errors.Is(err, context.DeadlineExceeded):
@@ -71,6 +73,8 @@ func grpcCode(err error) codes.Code {
 		return codes.InvalidArgument
 	case errors.Is(err, model.ErrNotFound):
 		return codes.NotFound
+	case errors.Is(err, errNotReady):
+		return codes.Unavailable
 	case errors.Is(err, context.Canceled):
 		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):

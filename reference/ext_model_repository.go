@@ -12,10 +12,12 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/oipkit/oipkit/fixture"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/specs"
 	"github.com/oipkit/oipkit/specs/inferencepb"
+	"github.com/oipkit/oipkit/tensor"
 )
 
 // The model repository extension (Triton's "model_repository"): the index
@@ -29,6 +31,17 @@ import (
 // fixtures of the extension: repo_target (identity_int32 under its own
 // name, for the suite to unload and load) and broken (listed, never
 // loaded: loading it always fails).
+//
+// never_ready (the optional core fixture) is deployed at start like every
+// other model, but its load fails there, so it is never ready: its
+// readiness answers not ready (REST 400, gRPC OK with ready=false), its
+// inference is refused with errNotReady (REST 400, gRPC UNAVAILABLE), its
+// metadata is the contract's (identity_int32's tensors), and the index
+// lists it UNAVAILABLE with the failure as its reason. It does not make
+// the server not ready: a load that fails at start is the gRPC reading of
+// server readiness ("ready for inferencing", A-12), which keeps the scripts
+// and load tests that wait for readiness working; a load asked for through
+// this extension and failing still makes the server not ready (below).
 //
 // Readiness: a model whose load failed stays listed as UNAVAILABLE with the
 // failure as its reason, and the server is not ready while one is (server
@@ -67,7 +80,17 @@ type catalogEntry struct {
 	loaded   bool
 	failed   bool   // the last load failed: the server is not ready
 	reason   string // why it is not loaded
+	// meta is the metadata of a model the server knows without having it
+	// loaded (never_ready); deployed says the server was asked to serve
+	// it (until unloaded). Such a model is not ready rather than unknown.
+	meta     *oip.ModelMetadata
+	deployed bool
 }
+
+// errNotReady marks a model that is deployed but not ready: REST 400
+// (Triton's "model not ready"; 503 is the A-02 deviation), gRPC
+// UNAVAILABLE (OIP-GRPC-ERR-002).
+var errNotReady = errors.New("model not ready")
 
 // modelCatalog is every model the server can serve and its state; the
 // loaded ones are in the repository.
@@ -108,8 +131,59 @@ func newModelCatalog(repo *model.Repository, fixtures bool) (*modelCatalog, erro
 			versions: []string{"1"},
 			reason:   "not loaded (loading it always fails)",
 		}
+		md := fixture.NewIdentity(tensor.Int32).Metadata()
+		md.Name = "never_ready"
+		nr := &catalogEntry{
+			load: func() ([]model.Model, error) {
+				return nil, fmt.Errorf("model \"never_ready\": %w: the fixture's loader always fails", errLoad)
+			},
+			versions: md.Versions,
+			meta:     &md,
+			deployed: true,
+		}
+		// Loaded at start like the others; the failure is its reason.
+		if _, err := nr.load(); err != nil {
+			nr.reason = "load at start failed: " + err.Error()
+		}
+		c.entries["never_ready"] = nr
 	}
 	return c, nil
+}
+
+// notReady returns errNotReady (wrapped with the reason) when name is a
+// model the server was asked to serve that is not loaded and whose
+// metadata it knows, and nil otherwise (loaded, unloaded or unknown).
+func (c *modelCatalog) notReady(name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[name]
+	if e == nil || e.loaded || !e.deployed || e.meta == nil {
+		return nil
+	}
+	return fmt.Errorf("model %q: %w: %s", name, errNotReady, e.reason)
+}
+
+// lookup is repo.Lookup that tells a model that is not ready (errNotReady)
+// from one the server does not have (model.ErrNotFound).
+func (s *Server) lookup(name, version string) (model.Model, string, error) {
+	m, v, err := s.repo.Lookup(name, version)
+	if errors.Is(err, model.ErrNotFound) {
+		if nr := s.catalog.notReady(name); nr != nil {
+			return nil, "", nr
+		}
+	}
+	return m, v, err
+}
+
+// metadata returns the metadata of a model that is not ready (notReady).
+func (c *modelCatalog) metadata(name string) (oip.ModelMetadata, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[name]
+	if e == nil || e.loaded || !e.deployed || e.meta == nil {
+		return oip.ModelMetadata{}, false
+	}
+	return *e.meta, true
 }
 
 // ready reports whether no model is in a failed state.
@@ -177,7 +251,7 @@ func (c *modelCatalog) loadModel(name, config string) error {
 			// A request error (a bad config) leaves the model as it was; a
 			// model that cannot be loaded is failed.
 			c.repo.Remove(name)
-			e.loaded, e.failed, e.reason = false, true, err.Error()
+			e.loaded, e.failed, e.reason, e.deployed = false, true, err.Error(), true
 		}
 		return err
 	}
@@ -196,7 +270,7 @@ func (c *modelCatalog) loadModel(name, config string) error {
 	} else {
 		c.instances.reset(name)
 	}
-	e.loaded, e.failed, e.reason = true, false, ""
+	e.loaded, e.failed, e.reason, e.deployed = true, false, "", true
 	return nil
 }
 
@@ -210,7 +284,7 @@ func (c *modelCatalog) unloadModel(name string) error {
 		return fmt.Errorf("unload model %q: not in the repository: %w", name, model.ErrNotFound)
 	}
 	c.repo.Remove(name)
-	e.loaded, e.failed, e.reason = false, false, "unloaded"
+	e.loaded, e.failed, e.reason, e.deployed = false, false, "unloaded", false
 	return nil
 }
 

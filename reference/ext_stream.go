@@ -243,7 +243,7 @@ func (sc *streamCall) fail(pb *inferencepb.ModelInferRequest, version string, er
 // between its responses.
 func (sc *streamCall) infer(pb *inferencepb.ModelInferRequest, received time.Time) (string, error) {
 	s := sc.s
-	m, version, err := s.repo.Lookup(pb.GetModelName(), pb.GetModelVersion())
+	m, version, err := s.lookup(pb.GetModelName(), pb.GetModelVersion())
 	if err != nil {
 		return "", err
 	}

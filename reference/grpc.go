@@ -2,6 +2,7 @@ package reference
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -33,7 +34,10 @@ func (g *grpcService) ServerReady(context.Context, *inferencepb.ServerReadyReque
 }
 
 func (g *grpcService) ModelReady(_ context.Context, req *inferencepb.ModelReadyRequest) (*inferencepb.ModelReadyResponse, error) {
-	if _, _, err := g.s.repo.Lookup(req.GetName(), req.GetVersion()); err != nil {
+	if _, _, err := g.s.lookup(req.GetName(), req.GetVersion()); err != nil {
+		if errors.Is(err, errNotReady) {
+			return &inferencepb.ModelReadyResponse{Ready: false}, nil
+		}
 		return nil, toStatus(err)
 	}
 	return &inferencepb.ModelReadyResponse{Ready: true}, nil
@@ -46,6 +50,9 @@ func (g *grpcService) ServerMetadata(context.Context, *inferencepb.ServerMetadat
 
 func (g *grpcService) ModelMetadata(_ context.Context, req *inferencepb.ModelMetadataRequest) (*inferencepb.ModelMetadataResponse, error) {
 	md, err := g.s.repo.Metadata(req.GetName(), req.GetVersion())
+	if nr, ok := g.s.catalog.metadata(req.GetName()); err != nil && ok {
+		md, err = nr, nil // known, though not ready
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -54,7 +61,7 @@ func (g *grpcService) ModelMetadata(_ context.Context, req *inferencepb.ModelMet
 
 func (g *grpcService) ModelInfer(ctx context.Context, pb *inferencepb.ModelInferRequest) (*inferencepb.ModelInferResponse, error) {
 	s := g.s
-	m, version, err := s.repo.Lookup(pb.GetModelName(), pb.GetModelVersion())
+	m, version, err := s.lookup(pb.GetModelName(), pb.GetModelVersion())
 	if err != nil {
 		return nil, toStatus(err)
 	}

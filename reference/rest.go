@@ -211,7 +211,7 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, map[string]bool{"ready": true})
 	case routeModelReady:
-		if _, _, err := s.repo.Lookup(rt.model, rt.version); err != nil {
+		if _, _, err := s.lookup(rt.model, rt.version); err != nil {
 			writeError(w, httpStatus(err), err.Error())
 			return
 		}
@@ -221,6 +221,9 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		}{rt.model, true})
 	case routeModelMetadata:
 		md, err := s.repo.Metadata(rt.model, rt.version)
+		if nr, ok := s.catalog.metadata(rt.model); err != nil && ok {
+			md, err = nr, nil // known, though not ready
+		}
 		if err != nil {
 			writeError(w, httpStatus(err), err.Error())
 			return
@@ -259,7 +262,7 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		writeError(w, status, err.Error())
 	}
 
-	m, version, err := s.repo.Lookup(rt.model, rt.version)
+	m, version, err := s.lookup(rt.model, rt.version)
 	if err != nil {
 		if _, _, err := s.repo.Lookup(rt.model, ""); err == nil {
 			label = rt.model // a known model, an unknown version

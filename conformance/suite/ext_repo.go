@@ -212,6 +212,8 @@ var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtMo
 		}))
 	})
 
+	neverReadyRepoSpec() // a model that never becomes ready (notready.go)
+
 	It("answers a malformed index request with an error status and {\"error\": string}", Req("OIP-EXT-REPO-006"), func(ctx SpecContext) {
 		AfterNegative()
 		Verify(repoPost(ctx, "/v2/repository/index", `{"ready":"yes"}`)).To(BeErrorResponse())

@@ -280,6 +280,8 @@ var _ = Describe("gRPC inference errors", Over(TransportGRPC), func() {
 		}, nil)
 	})
 
+	neverReadyGRPCInferSpec() // a model that never becomes ready (notready.go)
+
 	grpcRejectSpecs(
 		grpcCase{text: "an unknown model", req: "OIP-GRPC-INFER-013", codes: []codes.Code{codes.NotFound, codes.InvalidArgument},
 			build: addSubPBWith(false, func(r *pb.ModelInferRequest) { r.ModelName = "does_not_exist" })},

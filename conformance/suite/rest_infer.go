@@ -264,3 +264,8 @@ var _ = Describe("REST inference errors", Over(TransportREST), Needs(specs.ExtBi
 		})
 	}
 })
+
+// Inference on a model that never becomes ready (notready.go).
+var _ = Describe("REST inference on a model that is not ready", Over(TransportREST), func() {
+	neverReadyRESTInferSpec()
+})
