@@ -363,3 +363,58 @@ var _ = Describe("gRPC classification into shared memory", Over(TransportGRPC), 
 		Verify(c).To(BeRejected())
 	})
 })
+
+// Classification of every output datatype: the rows and the grading are
+// in ext_cls_types.go.
+
+var _ = Describe("REST classification of every output datatype", Over(TransportREST), Needs(specs.ExtClassification), func() {
+	for _, d := range clsNumeric {
+		if d == tensor.FP16 || d == tensor.BF16 {
+			continue // no JSON form: the binary specs below
+		}
+		It(fmt.Sprintf("classifies an output of %s in the datatype's own order, values exact, sent as JSON", d), Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			clsTypeREST(ctx, clsTypeRow(d, false), false)
+		})
+	}
+	It("classifies equal INT32 elements in either order", Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(tensor.Int32))
+		clsTypeREST(ctx, clsTieRow(), false)
+	})
+	for _, d := range []tensor.Datatype{tensor.Bool, tensor.Bytes} {
+		It(fmt.Sprintf("refuses classification of a %s output with a client error, or answers it in order", d), Req("OIP-EXT-CLS-004"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			AfterNegative()
+			clsUnorderedREST(ctx, d)
+		})
+	}
+})
+
+var _ = Describe("REST classification of binary outputs beyond JSON", Over(TransportREST), Needs(specs.ExtClassification, specs.ExtBinaryTensorData), func() {
+	for _, d := range []tensor.Datatype{tensor.Int64, tensor.Uint64, tensor.FP16, tensor.BF16} {
+		It(fmt.Sprintf("classifies an output of %s in the datatype's own order, values exact, sent as binary data", d), Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			clsTypeREST(ctx, clsTypeRow(d, true), true)
+		})
+	}
+})
+
+var _ = Describe("gRPC classification of every output datatype", Over(TransportGRPC), Needs(specs.ExtClassification), func() {
+	for _, d := range clsNumeric {
+		It(fmt.Sprintf("classifies an output of %s in the datatype's own order, values exact", d), Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			clsTypeGRPC(ctx, clsTypeRow(d, true))
+		})
+	}
+	It("classifies equal INT32 elements in either order", Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
+		NeedFixture(identityFixture(tensor.Int32))
+		clsTypeGRPC(ctx, clsTieRow())
+	})
+	for _, d := range []tensor.Datatype{tensor.Bool, tensor.Bytes} {
+		It(fmt.Sprintf("refuses classification of a %s output with a client error, or answers it in order", d), Req("OIP-EXT-CLS-004"), func(ctx SpecContext) {
+			NeedFixture(identityFixture(d))
+			AfterNegative()
+			clsUnorderedGRPC(ctx, d)
+		})
+	}
+})

@@ -11,10 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	. "github.com/onsi/ginkgo/v2"
-
 	. "github.com/oipkit/oipkit/conformance/engine"
-	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
 	"github.com/oipkit/oipkit/tensor"
 )
@@ -45,6 +42,9 @@ import (
 // not graded, elsewhere) and FP16/BF16 have no JSON form: the
 // values beyond 2^53 and the half floats go as binary data, where the
 // server has that extension, and over gRPC.
+//
+// The specs are in ext_cls.go, the group's file; the rows and the grading
+// are here.
 
 // clsTypeCounts are the class counts asked of each row: the top 3, and the
 // whole row.
@@ -216,8 +216,8 @@ type clsEntry struct {
 	index        int
 }
 
-// clsEntries splits the result strings; ok is false when one is malformed
-// (OIP-EXT-CLS-005 names it).
+// clsEntries splits the result strings; the error names the first
+// malformed one (OIP-EXT-CLS-005's finding).
 func clsEntries(r clsResult) (out []clsEntry, err error) {
 	for i, s := range r.strings {
 		m := clsPattern.FindStringSubmatch(s)
@@ -383,7 +383,7 @@ func clsTypeVerify[T any](x Evidencer, count int, in tensor.Tensor, read func(fu
 	VerifyReq("OIP-EXT-CLS-005", x).To(PassCheck(read(func(r clsResult) error { return clsValueErr(r, in) }, false)), fmt.Sprintf("classification %d of %s", count, in.Datatype))
 }
 
-// clsUnordered grades classification of a BOOL or BYTES output
+// clsUnorderedREST grades classification of a BOOL or BYTES output
 // (OIP-EXT-CLS-004): a refusal passes, a 5xx fails. An answer is noted;
 // for BOOL it must also follow false < true, the only order a boolean has
 // (an answer claims that order; the clause's "highest-valued" gives no
@@ -410,6 +410,7 @@ func clsUnorderedREST(ctx context.Context, d tensor.Datatype) {
 	Verify(e).To(BeRejected())
 }
 
+// clsUnorderedGRPC is clsUnorderedREST over gRPC.
 func clsUnorderedGRPC(ctx context.Context, d tensor.Datatype) {
 	in := sample("INPUT0", d)
 	_, c := Infer(ctx, clsTypePB(in, 3))
@@ -441,55 +442,3 @@ func clsBoolText(r clsResult) clsResult {
 	}
 	return out
 }
-
-var _ = Describe("REST classification of every output datatype", Over(TransportREST), Needs(specs.ExtClassification), func() {
-	for _, d := range clsNumeric {
-		if d == tensor.FP16 || d == tensor.BF16 {
-			continue // no JSON form: the binary specs below
-		}
-		It(fmt.Sprintf("classifies an output of %s in the datatype's own order, values exact, sent as JSON", d), Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
-			clsTypeREST(ctx, clsTypeRow(d, false), false)
-		})
-	}
-	It("classifies equal INT32 elements in either order", Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(tensor.Int32))
-		clsTypeREST(ctx, clsTieRow(), false)
-	})
-	for _, d := range []tensor.Datatype{tensor.Bool, tensor.Bytes} {
-		It(fmt.Sprintf("refuses classification of a %s output with a client error, or answers it in order", d), Req("OIP-EXT-CLS-004"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
-			AfterNegative()
-			clsUnorderedREST(ctx, d)
-		})
-	}
-})
-
-var _ = Describe("REST classification of binary outputs beyond JSON", Over(TransportREST), Needs(specs.ExtClassification, specs.ExtBinaryTensorData), func() {
-	for _, d := range []tensor.Datatype{tensor.Int64, tensor.Uint64, tensor.FP16, tensor.BF16} {
-		It(fmt.Sprintf("classifies an output of %s in the datatype's own order, values exact, sent as binary data", d), Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
-			clsTypeREST(ctx, clsTypeRow(d, true), true)
-		})
-	}
-})
-
-var _ = Describe("gRPC classification of every output datatype", Over(TransportGRPC), Needs(specs.ExtClassification), func() {
-	for _, d := range clsNumeric {
-		It(fmt.Sprintf("classifies an output of %s in the datatype's own order, values exact", d), Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
-			clsTypeGRPC(ctx, clsTypeRow(d, true))
-		})
-	}
-	It("classifies equal INT32 elements in either order", Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(tensor.Int32))
-		clsTypeGRPC(ctx, clsTieRow())
-	})
-	for _, d := range []tensor.Datatype{tensor.Bool, tensor.Bytes} {
-		It(fmt.Sprintf("refuses classification of a %s output with a client error, or answers it in order", d), Req("OIP-EXT-CLS-004"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
-			AfterNegative()
-			clsUnorderedGRPC(ctx, d)
-		})
-	}
-})
