@@ -12,7 +12,34 @@ import (
 // Servers that get the never_ready fixture (deployed, never ready; the
 // reference server hosts it) wrong in one way each (conformance/suite/notready.go).
 
-func init() { breakages = append(breakages, notReadyBreakages...) }
+func init() {
+	breakages = append(breakages, notReadyBreakages...)
+	variants = append(variants, notReadyVariants...)
+}
+
+// notReadyVariants take the other reading of server readiness: a
+// server is ready when all its models are (REST's wording; Triton's strict
+// readiness, MLServer), so never_ready keeps it not ready, for good. No
+// requirement may fail: OIP-REST-HEALTH-005/-014 and OIP-GRPC-HEALTH-002
+// note it.
+var notReadyVariants = []breakage{
+	{
+		name: "never-ready-server-not-ready",
+		rest: &restHook{serve: func(w http.ResponseWriter, r *http.Request) bool {
+			if r.Method == http.MethodGet && r.URL.Path == "/v2/health/ready" {
+				w.WriteHeader(http.StatusBadRequest)
+				return true
+			}
+			return false
+		}},
+		grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if _, ok := req.(*pb.ServerReadyRequest); ok {
+				return &pb.ServerReadyResponse{Ready: false}, nil
+			}
+			return h(ctx, req)
+		},
+	},
+}
 
 var notReadyBreakages = []breakage{
 	{
