@@ -24,6 +24,13 @@ import (
 // the answer read and checked on the caller's goroutine through a buffered
 // reader, with nothing allocated per request unless the body is kept.
 //
+// A connection over the raw-syscall layer holds no read buffer while it
+// waits for an answer: it waits for readability without one
+// (rawtcp.Conn.WaitRead) and then takes a buffer from a pool for the
+// answer, so thousands of requests in flight cost their connections and
+// goroutines, not 16 KiB each (OIPKIT_LEAN_READS=off keeps a buffer per
+// connection, as over plain sockets).
+//
 // Every read is bounded: the connection's deadline is the call's (timeout or
 // the context's deadline, whichever is first), header bytes are capped, and
 // bodies beyond Options.MaxResponseBytes are refused; bodies that are not
@@ -37,6 +44,7 @@ type http1Client struct {
 	// slots holds one token per connection in use (sending or being
 	// dialled), so at most cap(slots) connections exist.
 	slots  chan struct{}
+	dials  chan struct{} // one token per connection being made (connect)
 	mu     sync.Mutex
 	idle   []*http1Conn
 	closed bool
@@ -57,6 +65,7 @@ const (
 	maxKeptLine       = 16 << 10 // bytes kept of a longer header line; the rest is read and dropped
 	maxInterimAnswers = 8        // 1xx answers before the final one
 	maxScratch        = 4 << 20  // a connection's scratch buffer is dropped when larger
+	maxDials          = 256      // connections being made at once; a loopback connect takes tens of µs
 )
 
 func newHTTP1(addr string, opts Options) *http1Client {
@@ -66,13 +75,18 @@ func newHTTP1(addr string, opts Options) *http1Client {
 		maxHeader: int(min(opts.MaxHeaderBytes, math.MaxInt32)),
 		dialer:    net.Dialer{KeepAlive: 30 * time.Second},
 		slots:     make(chan struct{}, opts.Connections),
+		dials:     make(chan struct{}, maxDials),
 	}
 }
 
 // http1Conn is one keep-alive connection.
 type http1Conn struct {
-	nc        net.Conn
+	nc net.Conn
+	// br reads the answer. With raw set it is taken from readerPool for one
+	// answer and given back after it (nil in between); otherwise it is the
+	// connection's own.
 	br        *bufio.Reader
+	raw       *rawtcp.Conn
 	reused    bool   // it carried a request before
 	maxHeader int    // bytes of status line and headers, 1xx answers included
 	line      []byte // header lines longer than br's buffer are assembled here, up to maxKeptLine
@@ -157,30 +171,76 @@ func (h *http1Client) get(ctx context.Context, deadline time.Time, fresh bool) (
 		}
 		cn.close()
 	}
-	dctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	nc, err := h.dialer.DialContext(dctx, "tcp", h.addr)
+	cn, err := h.connect(ctx, deadline)
 	if err != nil {
 		<-h.slots
 		return nil, err
 	}
+	return cn, nil
+}
+
+// connect makes a new connection on a goroutine of its own: dialling runs
+// deep (resolver, socket set-up, timers) and would grow the caller's stack
+// to 8 KiB for good — a load generator's worker, which then waits on the
+// connection for as long as the server takes, beside thousands of others.
+// At most maxDials are made at once, so that thousands of workers starting
+// together do not hold thousands of such stacks at the same time.
+func (h *http1Client) connect(ctx context.Context, deadline time.Time) (*http1Conn, error) {
+	type made struct {
+		cn  *http1Conn
+		err error
+	}
+	select {
+	case h.dials <- struct{}{}:
+	default:
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case h.dials <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, fmt.Errorf("waited for one of %d connections being made: %w", cap(h.dials), os.ErrDeadlineExceeded)
+		}
+	}
+	done := make(chan made, 1)
+	go func() {
+		cn, err := h.newConn(ctx, deadline)
+		<-h.dials
+		done <- made{cn, err}
+	}()
+	m := <-done
+	return m.cn, m.err
+}
+
+// newConn dials a connection and sets it up for its first request.
+func (h *http1Client) newConn(ctx context.Context, deadline time.Time) (*http1Conn, error) {
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	nc, err := h.dialer.DialContext(dctx, "tcp", h.addr)
+	if err != nil {
+		return nil, err
+	}
 	nc = rawtcp.Wrap(nc)
 	cn := &http1Conn{nc: nc, maxHeader: h.maxHeader}
-	h.mu.Lock()
-	if n := len(h.spare); n > 0 {
-		cn.br, cn.scratch = h.spare[n-1].br, h.spare[n-1].scratch
-		h.spare[n-1] = spareBuffers{}
-		h.spare = h.spare[:n-1]
-	}
-	h.mu.Unlock()
-	if cn.br == nil {
-		cn.br = bufio.NewReaderSize(nc, http1BufferSize)
+	if raw, ok := nc.(*rawtcp.Conn); ok && leanReads {
+		cn.raw = raw // no buffer of its own
 	} else {
-		cn.br.Reset(nc)
+		h.mu.Lock()
+		if n := len(h.spare); n > 0 {
+			cn.br, cn.scratch = h.spare[n-1].br, h.spare[n-1].scratch
+			h.spare[n-1] = spareBuffers{}
+			h.spare = h.spare[:n-1]
+		}
+		h.mu.Unlock()
+		if cn.br == nil {
+			cn.br = bufio.NewReaderSize(nc, http1BufferSize)
+		} else {
+			cn.br.Reset(nc)
+		}
 	}
 	if !cn.watch(ctx) {
 		cn.close()
-		<-h.slots
 		return nil, ctx.Err()
 	}
 	return cn, nil
@@ -202,6 +262,10 @@ func (h *http1Client) put(cn *http1Conn) {
 // drop closes a connection that must not be reused.
 func (h *http1Client) drop(cn *http1Conn) {
 	cn.close()
+	if cn.raw != nil {
+		<-h.slots
+		return
+	}
 	h.mu.Lock()
 	if len(h.spare) < cap(h.slots) {
 		cn.br.Reset(nil)
@@ -239,7 +303,15 @@ func (h *http1Client) send(ctx context.Context, wire []byte, keep bool, max int6
 			return InferAnswer{}, h.fail(ctx, op, start, deadline, err)
 		}
 		reused := cn.reused
-		a, errBody, started, reusable, err := cn.roundTrip(wire, deadline, keep, max)
+		// The request is written and waited for in a frame of its own, the
+		// answer read in another: see request.
+		var a InferAnswer
+		var errBody []byte
+		var started, reusable bool
+		if err = cn.request(wire, deadline); err == nil {
+			a, errBody, started, reusable, err = cn.answer(keep, max)
+		}
+		cn.release()
 		if reusable && err == nil {
 			h.put(cn)
 		} else {
@@ -295,20 +367,36 @@ type framing struct {
 	close         bool // the connection ends after this answer
 }
 
-// roundTrip writes the request and reads the answer. errBody is the start
-// of a non-2xx answer's body, for its message. started reports whether any
-// byte of an answer came; reusable whether the connection may carry another
-// request.
-func (cn *http1Conn) roundTrip(wire []byte, deadline time.Time, keep bool, max int64) (a InferAnswer, errBody []byte, started, reusable bool, err error) {
+// request writes the request and waits for the answer to begin. Its frame
+// is small on purpose, and the answer's parsing is not under it: a waiting
+// connection's goroutine is parked here, thousands of them at once, and a
+// stack that never grew past 4 KiB stays at 4 KiB.
+func (cn *http1Conn) request(wire []byte, deadline time.Time) error {
 	if err := cn.nc.SetDeadline(deadline); err != nil {
-		return a, nil, false, false, err
+		return err
 	}
 	if cn.aborted.Load() {
-		return a, nil, false, false, context.Canceled
+		return context.Canceled
 	}
 	if _, err := cn.nc.Write(wire); err != nil {
-		return a, nil, false, false, err
+		return err
 	}
+	if cn.raw == nil {
+		return nil
+	}
+	if err := cn.raw.WaitRead(); err != nil {
+		return err
+	}
+	cn.br = readerPool.Get().(*bufio.Reader)
+	cn.br.Reset(cn.nc)
+	return nil
+}
+
+// answer reads the answer to the request written. errBody is the start of
+// a non-2xx answer's body, for its message. started reports whether any
+// byte of an answer came; reusable whether the connection may carry another
+// request.
+func (cn *http1Conn) answer(keep bool, max int64) (a InferAnswer, errBody []byte, started, reusable bool, err error) {
 	if _, err := cn.br.Peek(1); err != nil {
 		return a, nil, false, false, err
 	}
@@ -355,6 +443,21 @@ func (cn *http1Conn) roundTrip(wire []byte, deadline time.Time, keep bool, max i
 		}
 	}
 	return a, nil, true, reusable, nil
+}
+
+// readerPool holds the read buffers of raw connections between answers.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, http1BufferSize) }}
+
+// release gives a raw connection's read buffer back to the pool once its
+// answer is read. Bytes still buffered make the connection unusable
+// (answer refuses it), so nothing of a next answer is lost.
+func (cn *http1Conn) release() {
+	if cn.raw == nil || cn.br == nil {
+		return
+	}
+	cn.br.Reset(nil)
+	readerPool.Put(cn.br)
+	cn.br = nil
 }
 
 // headerLength checks the Inference-Header-Content-Length that came.

@@ -51,7 +51,11 @@ func FuzzHTTP1Answer(f *testing.F) {
 		const max = 1 << 16
 		cn := &http1Conn{nc: &answerConn{r: bytes.NewReader(data)}, maxHeader: DefaultMaxHeaderBytes}
 		cn.br = bufio.NewReaderSize(cn.nc, 64)
-		a, errBody, _, _, err := cn.roundTrip([]byte("POST / HTTP/1.1\r\n\r\n"), time.Now().Add(time.Hour), keep, max)
+		err := cn.request([]byte("POST / HTTP/1.1\r\n\r\n"), time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatalf("request: %v", err)
+		}
+		a, errBody, _, _, err := cn.answer(keep, max)
 		if int64(len(a.Body)) > max || len(errBody) > maxErrorBody {
 			t.Fatalf("kept %d and %d bytes, limits %d and %d", len(a.Body), len(errBody), max, maxErrorBody)
 		}

@@ -1,7 +1,7 @@
 // Package envswitch reads the environment variables that turn oipkit's
-// hand-written fast layers off (OIPKIT_RAWTCP, OIPKIT_LEAN_GRPC), so that
-// each can be measured against the standard one and ruled out, with one
-// spelling of "off" for all of them.
+// hand-written fast layers off (OIPKIT_RAWTCP, OIPKIT_LEAN_GRPC,
+// OIPKIT_LEAN_READS), so that each can be measured against the standard
+// one and ruled out, with one spelling of "off" for all of them.
 package envswitch
 
 import "os"

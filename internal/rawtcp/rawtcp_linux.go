@@ -20,7 +20,7 @@ func Wrap(nc net.Conn) net.Conn {
 		return nc
 	}
 	c := &Conn{TCPConn: tc, rc: rc}
-	c.r.fn, c.w.fn = c.r.read, c.w.write
+	c.r.fn, c.w.fn, c.peek.fn = c.r.read, c.w.write, c.peek.readable
 	return c
 }
 
@@ -28,9 +28,10 @@ func Wrap(nc net.Conn) net.Conn {
 // net.Conn, one Read and one Write may run at the same time.
 type Conn struct {
 	*net.TCPConn
-	rc syscall.RawConn
-	r  call
-	w  call
+	rc   syscall.RawConn
+	r    call
+	w    call
+	peek call // WaitRead's
 }
 
 // call is the state of a pending read or write; fn is bound once, so a call
@@ -55,6 +56,24 @@ func (c *call) read(fd uintptr) bool {
 			return false // wait in the netpoller
 		}
 		c.errno = e
+		return true
+	}
+}
+
+// readable peeks at one byte without taking it: it reports false (wait in
+// the netpoller) while nothing can be read, true once bytes, the peer's
+// close or an error wait for the next Read.
+func (c *call) readable(fd uintptr) bool {
+	var b [1]byte
+	for {
+		_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
 		return true
 	}
 }
@@ -97,6 +116,18 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return r.n, nil
+}
+
+// WaitRead waits until a Read would not block — bytes, the peer's close or
+// an error are waiting — without reading anything, so a connection waiting
+// for an answer needs no buffer to wait with (the "zero-byte read"). It
+// ends with the read deadline as Read does; the error of a failed
+// connection is left for the Read that follows.
+func (c *Conn) WaitRead() error {
+	if err := c.rc.Read(c.peek.fn); err != nil {
+		return c.opError("read", err)
+	}
+	return nil
 }
 
 func (c *Conn) Write(p []byte) (int, error) {
