@@ -274,4 +274,4 @@ for CASE in $CASES; do
 	fi
 done
 echo
-echo "The perf_analyzer rows are one run each after the rounds (its own three stable windows), against the median round of oipkit load; they are not paired. The encoding/json anchor is \`go test -bench JSONRoundTrip ./bench/echo/\` (median of 3), round trips per second of one process on one core. Not measured here: the 16 MiB case with perf_analyzer (LARGE_PA_16M=1 adds it)."
+echo "The perf_analyzer rows are one run each after the rounds (its own stable windows of 100 requests), against the median round of oipkit load; they are not paired. The encoding/json anchor is \`go test -bench JSONRoundTrip ./bench/echo/\` (median of 3), round trips per second of one process on one core. Not measured here: the 16 MiB case with perf_analyzer (LARGE_PA_16M=1 adds it)."
