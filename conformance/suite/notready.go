@@ -163,5 +163,4 @@ func neverReadyGRPCInferSpec() {
 		_, c := Infer(ctx, PBRequest("never_ready", false, notReadyInput()))
 		grpcRejects(c, "OIP-GRPC-INFER-015", "", codes.Unavailable)
 	})
-
 }
