@@ -62,8 +62,16 @@ func (c *call) read(fd uintptr) bool {
 
 // readable peeks at one byte without taking it: it reports false (wait in
 // the netpoller) while nothing can be read, true once bytes, the peer's
-// close or an error wait for the next Read.
+// close or an error wait for the next Read. Called again after the
+// netpoller woke the wait, it reports true without a system call: a wake-up
+// means readable but for a rare spurious one, after which the Read that
+// follows simply waits, so a waited-for answer costs no more system calls
+// than a Read that waits.
 func (c *call) readable(fd uintptr) bool {
+	if c.n > 0 {
+		return true
+	}
+	c.n++
 	var b [1]byte
 	for {
 		_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
@@ -122,8 +130,10 @@ func (c *Conn) Read(p []byte) (int, error) {
 // an error are waiting — without reading anything, so a connection waiting
 // for an answer needs no buffer to wait with (the "zero-byte read"). It
 // ends with the read deadline as Read does; the error of a failed
-// connection is left for the Read that follows.
+// connection is left for the Read that follows. After a rare spurious
+// wake-up it returns early, and that Read waits instead.
 func (c *Conn) WaitRead() error {
+	c.peek.n = 0
 	if err := c.rc.Read(c.peek.fn); err != nil {
 		return c.opError("read", err)
 	}
