@@ -299,8 +299,32 @@ func EncodeRESTResponse(resp *InferResponse, binary func(output string) bool) (b
 // server can encode into a reused buffer; headerLen counts from the end of
 // dst's original contents.
 func AppendRESTResponse(dst []byte, resp *InferResponse, binary func(output string) bool) (body []byte, headerLen int, err error) {
+	origin := len(dst)
+	b, raws, err := AppendRESTResponseParts(dst, nil, resp, binary)
+	if err != nil || raws == nil {
+		return b, -1, err
+	}
+	headerLen = len(b) - origin
+	n := 0
+	for _, r := range raws {
+		n += len(r)
+	}
+	b = slices.Grow(b, n)
+	for _, r := range raws {
+		b = append(b, r...)
+	}
+	return b, headerLen, nil
+}
+
+// AppendRESTResponseParts is AppendRESTResponse with the binary outputs
+// apart: it appends the JSON header to dst and the outputs' raw bytes to
+// raws (numeric data aliases the outputs on a little-endian host), so that
+// a server can write header and tensors without copying the tensors. The
+// raws it returns are nil when no output is binary; the body is the header
+// followed by their elements.
+func AppendRESTResponseParts(dst []byte, raws [][]byte, resp *InferResponse, binary func(output string) bool) (header []byte, binaries [][]byte, err error) {
 	if resp == nil {
-		return nil, 0, errors.New("encode REST response: nil response")
+		return nil, nil, errors.New("encode REST response: nil response")
 	}
 	var small [8]bool
 	isBinary := small[:0]
@@ -310,7 +334,6 @@ func AppendRESTResponse(dst []byte, resp *InferResponse, binary func(output stri
 	isBinary = isBinary[:len(resp.Outputs)]
 	anyBinary := false
 	hint := 96 + len(resp.Model) + len(resp.Version) + len(resp.ID) + 64*len(resp.Parameters)
-	tailSize := 0
 	for i := range resp.Outputs {
 		o := &resp.Outputs[i]
 		hint += 96 + len(o.Name) + 64*len(o.Parameters)
@@ -318,17 +341,16 @@ func AppendRESTResponse(dst []byte, resp *InferResponse, binary func(output stri
 			continue
 		}
 		if err := o.Validate(); err != nil {
-			return nil, 0, fmt.Errorf("encode REST response: %w", err)
+			return nil, nil, fmt.Errorf("encode REST response: %w", err)
 		}
 		if binary != nil && binary(o.Name) {
 			isBinary[i], anyBinary = true, true
-			tailSize += tensor.RawSize(o.Tensor)
 		} else {
 			hint += jsonDataSizeHint(o.Tensor)
 		}
 	}
 	origin := len(dst)
-	b := slices.Grow(dst, hint+tailSize)
+	b := slices.Grow(dst, hint)
 	b = append(b, '{')
 	b = appendKey(b, origin, "model_name")
 	b = tensor.AppendJSONString(b, resp.Model)
@@ -341,7 +363,7 @@ func AppendRESTResponse(dst []byte, resp *InferResponse, binary func(output stri
 		b = tensor.AppendJSONString(b, resp.ID)
 	}
 	if b, err = appendParametersField(b, origin, resp.Parameters, "", paramField{}); err != nil {
-		return nil, 0, fmt.Errorf("encode REST response: %w", err)
+		return nil, nil, fmt.Errorf("encode REST response: %w", err)
 	}
 	b = appendKey(b, origin, "outputs")
 	b = append(b, '[')
@@ -356,22 +378,24 @@ func AppendRESTResponse(dst []byte, resp *InferResponse, binary func(output stri
 		}
 		withData := !isBinary[i] && !sharedMemoryTensor(o.Data, o.Parameters)
 		if b, err = appendRESTTensor(b, o.Tensor, o.Parameters, extra, withData); err != nil {
-			return nil, 0, fmt.Errorf("encode REST response: output %q: %w", o.Name, err)
+			return nil, nil, fmt.Errorf("encode REST response: output %q: %w", o.Name, err)
 		}
 	}
 	b = append(b, ']', '}')
 	if !anyBinary {
-		return b, -1, nil
+		return b, nil, nil
 	}
-	headerLen = len(b) - origin
+	binaries = raws[:0]
 	for i := range resp.Outputs {
 		if isBinary[i] {
-			if b, err = tensor.AppendRaw(b, resp.Outputs[i].Tensor); err != nil {
-				return nil, 0, fmt.Errorf("encode REST response: %w", err)
+			r, err := tensor.RawBytes(resp.Outputs[i].Tensor)
+			if err != nil {
+				return nil, nil, fmt.Errorf("encode REST response: %w", err)
 			}
+			binaries = append(binaries, r)
 		}
 	}
-	return b, headerLen, nil
+	return b, binaries, nil
 }
 
 // DecodeRESTResponse parses a REST inference response body; headerLen as for

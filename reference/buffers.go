@@ -45,11 +45,15 @@ func putBuffer(b *[]byte) {
 	}
 }
 
-// growBuffer makes room for at least more bytes, and for want bytes in all
-// when want is larger. Above maxPooledBuffer the capacity is a power of two,
-// so that the buffer is found again in its class; it at most doubles, so a
-// body's buffer stays within twice the bytes that actually arrived.
+// growBuffer makes room for at least more bytes: up to want bytes in all
+// when want is known (> 0), else twice the capacity, as append grows.
+// Above maxPooledBuffer the capacity is a power of two, so that the buffer
+// is found again in its class; it at most doubles, so a body's buffer stays
+// within twice the bytes that actually arrived.
 func growBuffer(b []byte, more, want int) []byte {
+	if want <= 0 {
+		want = 2 * cap(b)
+	}
 	need := max(len(b)+more, min(want, 2*cap(b)))
 	if need <= cap(b) {
 		return b

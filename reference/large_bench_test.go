@@ -66,11 +66,13 @@ func BenchmarkIdentityBinaryHandler(b *testing.B) {
 }
 
 // Allocations per identity_fp32 REST binary request, measured then rounded
-// up a little: 22 at 1 MiB and 24 at 16 MiB (the decoded input and the
-// model's copy among them). The body and response buffers come from the
-// size-classed pools, so the count does not grow with the body: growing a
-// 16 MiB body's buffer as it arrived made 44.
-const maxIdentityBinaryAllocs = 26
+// up: 21-24 at 1 MiB and 27-28 at 16 MiB (the decoded input and the model's
+// copy among them; at 16 MiB they start a garbage collection every few
+// requests, which empties the buffer pools now and then). The body buffer
+// comes from the size-classed pools and the response's tensor is written
+// from the model's output, so the count does not grow with the body:
+// growing a 16 MiB body's buffer as it arrived made 44.
+const maxIdentityBinaryAllocs = 32
 
 func TestIdentityBinaryAllocs(t *testing.T) {
 	for _, n := range []int{1 << 18, 1 << 22} {
