@@ -314,7 +314,7 @@ func clsValueErr(r clsResult, in tensor.Tensor) error {
 		}
 		v, err := strconv.ParseFloat(c.value, 64)
 		w, _ := want.Float64()
-		if err != nil || math.Abs(v-w) > math.Max(prec*math.Abs(w), 5e-7) {
+		if err != nil || math.IsNaN(v) || math.Abs(v-w) > math.Max(prec*math.Abs(w), 5e-7) {
 			list = append(list, fmt.Errorf("class %d (%q): value %q is not element %d, %v (within %s precision)", i, r.strings[i], c.value, c.index, w, in.Datatype))
 		}
 	}
