@@ -419,7 +419,10 @@ func clsUnorderedREST(ctx context.Context, d tensor.Datatype) {
 			Verify(e).To(PassCheck(func(e *Exchange) error {
 				r, err := clsREST(e)
 				if err != nil {
-					return err
+					// No classes to order: the answer's other
+					// defects are graded by the inference specs.
+					Note("OIP-EXT-CLS-004", "classification 3 of BOOL: %v", err)
+					return nil
 				}
 				return clsOrderErr(clsBoolText(r), in)
 			}))
@@ -442,7 +445,10 @@ func clsUnorderedGRPC(ctx context.Context, d tensor.Datatype) {
 			Verify(c).To(PassCheck(func(resp *pb.ModelInferResponse) error {
 				r, err := clsGRPC(resp)
 				if err != nil {
-					return err
+					// No classes to order: the answer's other
+					// defects are graded by the inference specs.
+					Note("OIP-EXT-CLS-004", "classification 3 of BOOL: %v", err)
+					return nil
 				}
 				return clsOrderErr(clsBoolText(r), in)
 			}))
