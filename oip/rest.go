@@ -300,7 +300,8 @@ func EncodeRESTResponse(resp *InferResponse, binary func(output string) bool) (b
 // dst's original contents.
 func AppendRESTResponse(dst []byte, resp *InferResponse, binary func(output string) bool) (body []byte, headerLen int, err error) {
 	origin := len(dst)
-	b, raws, err := AppendRESTResponseParts(dst, nil, resp, binary)
+	var rawsBuf [4][]byte // no allocation for the usual few outputs
+	b, raws, err := AppendRESTResponseParts(dst, rawsBuf[:0], resp, binary)
 	if err != nil || raws == nil {
 		return b, -1, err
 	}

@@ -306,55 +306,27 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		fail(err)
 		return
 	}
-	outBuf := getBuffer()
+	outBuf := getBufferFor(int64(len(body))) // an answer is often the size of its request
 	defer putBuffer(outBuf)
-	var rawsBuf [4][]byte
-	out, raws, err := oip.AppendRESTResponseParts((*outBuf)[:0], rawsBuf[:0], resp, req.BinaryOutput)
+	out, outHeaderLen, err := oip.AppendRESTResponse((*outBuf)[:0], resp, req.BinaryOutput)
 	*outBuf = out[:0]
 	if err != nil {
 		fail(fmt.Errorf("encode response: %w", err))
 		return
 	}
 	h := w.Header()
-	length, outHeaderLen := len(out), -1
-	if raws != nil {
-		outHeaderLen = len(out)
-		for _, r := range raws {
-			length += len(r)
-		}
+	if outHeaderLen >= 0 {
 		h["Content-Type"] = contentTypeBinary
 		h[oip.HeaderInferenceHeaderContentLength] = []string{strconv.Itoa(outHeaderLen)}
 	} else {
 		h["Content-Type"] = contentTypeJSON
 	}
-	if length > autoContentLength {
-		h["Content-Length"] = []string{strconv.Itoa(length)}
+	if len(out) > autoContentLength {
+		h["Content-Length"] = []string{strconv.Itoa(len(out))}
 	}
 	w.WriteHeader(http.StatusOK)
-	if length-len(out) < writeApart {
-		for _, r := range raws {
-			out = append(out, r...)
-		}
-		*outBuf = out[:0]
-		w.Write(out)
-		return
-	}
-	// Large tensors go out as they are, after the header: the fast path
-	// writes the head and the header in one writev, then each tensor from
-	// the model's own memory, with no copy into a response buffer.
-	if _, err := w.Write(out); err != nil {
-		return
-	}
-	for _, r := range raws {
-		if _, err := w.Write(r); err != nil {
-			return
-		}
-	}
+	w.Write(out)
 }
-
-// writeApart is the size of binary outputs from which they are written
-// apart from the response's JSON header rather than copied after it.
-const writeApart = 64 << 10
 
 // autoContentLength is the largest body for which net/http (HTTP/1.1 and
 // HTTP/2 alike) sends the Content-Length itself: a handler that writes a
