@@ -32,13 +32,17 @@ func getBufferFor(n int64) *[]byte {
 	return new([]byte)
 }
 
-// putBuffer returns b to its pool; a buffer of capacity c goes to the class
-// 2^k ≤ c, so every buffer of class k holds 2^k bytes.
+// putBuffer returns b to its pool. A large buffer goes back only when its
+// capacity is a power of two, the classes getBufferFor takes from: a
+// buffer append grew (a response) would go to a class nothing takes from,
+// and every request would add one more to it; under load that grew the
+// server by gigabytes a minute, each collection keeping the pools' last
+// contents alive and raising the next heap goal with them.
 func putBuffer(b *[]byte) {
 	switch c := cap(*b); {
 	case c <= maxPooledBuffer:
 		buffers.Put(b)
-	case c <= maxLargeBuffer:
+	case c <= maxLargeBuffer && c&(c-1) == 0:
 		if k := bits.Len(uint(c)) - 1; k >= minLargeClass {
 			largeBuffers[k].Put(b)
 		}
@@ -51,13 +55,16 @@ func putBuffer(b *[]byte) {
 // is found again in its class; it at most doubles, so a body's buffer stays
 // within twice the bytes that actually arrived.
 func growBuffer(b []byte, more, want int) []byte {
+	// Room enough already: a pooled buffer must not double on every
+	// request that fits it (each doubling left a larger buffer in a class
+	// nothing takes from, and the server grew by gigabytes a minute).
+	if len(b)+more <= cap(b) {
+		return b
+	}
 	if want <= 0 {
 		want = 2 * cap(b)
 	}
 	need := max(len(b)+more, min(want, 2*cap(b)))
-	if need <= cap(b) {
-		return b
-	}
 	c := need
 	if need > maxPooledBuffer {
 		c = 1 << bits.Len(uint(need-1))
