@@ -75,15 +75,18 @@ func Needs(fs ...Feature) ginkgo.Labels {
 // strict readiness). Ginkgo runs higher priorities first; the default is 0.
 var RunsLast = ginkgo.SpecPriority(-1)
 
-// RunsAfterLast and RunsVeryLast order the requests some servers do not
-// survive after everything else (RunsLast included), in that order: one
-// request of JSON nested 100,000 levels deep makes Triton 2.51 exit, and a
-// server that dies at the very end leaves no other spec not run. A
-// container of oversized requests is RunsAfterLast; the deep nesting,
-// which kills, is RunsVeryLast.
+// RunsAfterLast, RunsVeryLast and RunsFinal order the requests some
+// servers do not survive after everything else (RunsLast included), in
+// that order, so that a server that dies leaves as few specs not run as
+// can be: a container of oversized requests is RunsAfterLast; one that
+// kills a runtime we run is RunsVeryLast (classification of a BYTES
+// output makes Triton 2.51 exit); the deep nesting, which kills Triton
+// too, is RunsFinal — on Triton it is not run, the one spec a run there
+// loses.
 var (
 	RunsAfterLast = ginkgo.SpecPriority(-2)
 	RunsVeryLast  = ginkgo.SpecPriority(-3)
+	RunsFinal     = ginkgo.SpecPriority(-4)
 )
 
 // Oversized labels the specs that send oversized requests on purpose (a

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -163,4 +164,20 @@ func neverReadyGRPCInferSpec() {
 		_, c := Infer(ctx, PBRequest("never_ready", false, notReadyInput()))
 		grpcRejects(c, "OIP-GRPC-INFER-015", "", codes.Unavailable)
 	})
+}
+
+// readyOverREST and readyOverGRPC report whether the server says it is
+// ready over the other transport: a not-ready answer with never_ready
+// deployed is the "all models ready" reading only when the server
+// gives it on every transport — one server has one readiness.
+func readyOverREST(ctx context.Context) bool {
+	return Targeted(TransportREST) && Get(ctx, "/v2/health/ready").Status == http.StatusOK
+}
+
+func readyOverGRPC(ctx context.Context) bool {
+	if !Targeted(TransportGRPC) {
+		return false
+	}
+	r, c := Invoke(ctx, "ServerReady", &pb.ServerReadyRequest{}, Stub().ServerReady)
+	return c.Err == nil && r.GetReady()
 }

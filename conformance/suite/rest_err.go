@@ -32,7 +32,7 @@ var _ = Describe("REST inference errors", Over(TransportREST), func() {
 })
 
 // Requests some servers do not survive run after every other spec
-// (engine.RunsAfterLast, RunsVeryLast): a server that dies here leaves
+// (engine.RunsAfterLast; the deep nesting RunsFinal): a server that dies here leaves
 // nothing else not run.
 var _ = Describe("REST inference errors, an oversized body", RunsAfterLast, Oversized, Over(TransportREST), func() {
 	BeforeEach(func() { NeedFixture("add_sub") })
@@ -59,7 +59,7 @@ var _ = Describe("REST inference errors, an oversized body", RunsAfterLast, Over
 	})
 })
 
-var _ = Describe("REST inference errors, deep nesting", RunsVeryLast, Over(TransportREST), func() {
+var _ = Describe("REST inference errors, deep nesting", RunsFinal, Over(TransportREST), func() {
 	BeforeEach(func() { NeedFixture("add_sub") })
 
 	// A Python server's json module recurses per level: a deep enough
