@@ -80,8 +80,10 @@ var notReadyBreakages = []breakage{
 		warned: []string{"OIP-REST-INFER-025"},
 	},
 	{
-		name:   "rest-never-ready-infer-500",
-		rest:   fault500(func(r *http.Request, _ string) bool { return isInfer(r) && r.URL.Path == "/v2/models/never_ready/infer" }),
+		name: "rest-never-ready-infer-500",
+		rest: fault500(func(r *http.Request, _ string) bool {
+			return isInfer(r) && r.URL.Path == "/v2/models/never_ready/infer"
+		}),
 		failed: []string{"OIP-REST-ERR-003"},
 	},
 	{
