@@ -413,7 +413,11 @@ func profileResults(rep *report.ConformanceReport, t *engine.Target, opts Option
 		switch {
 		case len(pr.Failed) > 0, opts.Strict && len(pr.Lenient)+len(pr.Warnings) > 0:
 			pr.Verdict = verdict.Failed
-		case rep.Incomplete, len(pr.Skipped) > 0, len(pr.NotRun) > 0, len(pr.Blocked) > 0:
+		// A run that ended early marks every spec it did not reach not
+		// run, so a profile all of whose requirements were checked keeps
+		// its verdict: a server that dies on its last specs is not
+		// inconclusive everywhere (the run's own verdict stays not-run).
+		case len(pr.Skipped) > 0, len(pr.NotRun) > 0, len(pr.Blocked) > 0:
 			pr.Verdict = verdict.Inconclusive
 		default:
 			pr.Verdict = verdict.Pass
