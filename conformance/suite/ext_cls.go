@@ -373,12 +373,12 @@ var _ = Describe("REST classification of every output datatype", Over(TransportR
 			continue // no JSON form: the binary specs below
 		}
 		It(fmt.Sprintf("classifies an output of %s in the datatype's own order, values exact, sent as JSON", d), Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
+			needIdentity(d)
 			clsTypeREST(ctx, clsTypeRow(d, false), false)
 		})
 	}
 	It("classifies equal INT32 elements in either order", Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(tensor.Int32))
+		needIdentity(tensor.Int32)
 		clsTypeREST(ctx, clsTieRow(), false)
 	})
 })
@@ -386,7 +386,7 @@ var _ = Describe("REST classification of every output datatype", Over(TransportR
 var _ = Describe("REST classification of binary outputs beyond JSON", Over(TransportREST), Needs(specs.ExtClassification, specs.ExtBinaryTensorData), func() {
 	for _, d := range []tensor.Datatype{tensor.Int64, tensor.Uint64, tensor.FP16, tensor.BF16} {
 		It(fmt.Sprintf("classifies an output of %s in the datatype's own order, values exact, sent as binary data", d), Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
+			needIdentity(d)
 			clsTypeREST(ctx, clsTypeRow(d, true), true)
 		})
 	}
@@ -395,12 +395,12 @@ var _ = Describe("REST classification of binary outputs beyond JSON", Over(Trans
 var _ = Describe("gRPC classification of every output datatype", Over(TransportGRPC), Needs(specs.ExtClassification), func() {
 	for _, d := range clsNumeric {
 		It(fmt.Sprintf("classifies an output of %s in the datatype's own order, values exact", d), Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
+			needIdentity(d)
 			clsTypeGRPC(ctx, clsTypeRow(d, true))
 		})
 	}
 	It("classifies equal INT32 elements in either order", Req("OIP-EXT-CLS-003", "OIP-EXT-CLS-004", "OIP-EXT-CLS-005"), func(ctx SpecContext) {
-		NeedFixture(identityFixture(tensor.Int32))
+		needIdentity(tensor.Int32)
 		clsTypeGRPC(ctx, clsTieRow())
 	})
 })
@@ -412,7 +412,7 @@ var _ = Describe("gRPC classification of every output datatype", Over(TransportG
 var _ = Describe("gRPC classification of outputs without a numeric order", RunsVeryLast, Over(TransportGRPC), Needs(specs.ExtClassification), func() {
 	for _, d := range []tensor.Datatype{tensor.Bool, tensor.Bytes} {
 		It(fmt.Sprintf("refuses classification of a %s output with a client error, or answers it in order", d), Req("OIP-EXT-CLS-004"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
+			needIdentity(d)
 			AfterNegative()
 			clsUnorderedGRPC(ctx, d)
 		})
@@ -422,7 +422,7 @@ var _ = Describe("gRPC classification of outputs without a numeric order", RunsV
 var _ = Describe("REST classification of outputs without a numeric order", RunsVeryLast, Over(TransportREST), Needs(specs.ExtClassification), func() {
 	for _, d := range []tensor.Datatype{tensor.Bool, tensor.Bytes} {
 		It(fmt.Sprintf("refuses classification of a %s output with a client error, or answers it in order", d), Req("OIP-EXT-CLS-004"), func(ctx SpecContext) {
-			NeedFixture(identityFixture(d))
+			needIdentity(d)
 			AfterNegative()
 			clsUnorderedREST(ctx, d)
 		})

@@ -210,12 +210,12 @@ const shmEdgeRegion = 128
 // The spec bodies; ext_shm.go declares the specs (shmDataSpecs).
 
 func shmReadDtype(ctx context.Context, grpc bool, d tensor.Datatype) {
-	NeedFixture(identityFixture(d))
+	needIdentity(d)
 	shmReadAt(ctx, grpc, shmSample(grpc, d), 0, shmEdgeRegion, 0)
 }
 
 func shmWriteDtype(ctx context.Context, grpc bool, d tensor.Datatype) {
-	NeedFixture(identityFixture(d))
+	needIdentity(d)
 	in := shmSample(grpc, d)
 	want := identityOutput(in)
 	raw, _ := tensor.EncodeRaw(want)
@@ -240,12 +240,12 @@ func shmWriteDtype(ctx context.Context, grpc bool, d tensor.Datatype) {
 const shmEdgeType = tensor.Int32
 
 func shmReadAligned(ctx context.Context, grpc bool) {
-	NeedFixture(identityFixture(shmEdgeType))
+	needIdentity(shmEdgeType)
 	shmReadAt(ctx, grpc, sample("INPUT0", shmEdgeType), 0, shmEdgeRegion, 64)
 }
 
 func shmReadUnaligned(ctx context.Context, grpc bool) {
-	NeedFixture(identityFixture(shmEdgeType))
+	needIdentity(shmEdgeType)
 	AfterNegative()
 	in := sample("INPUT0", shmEdgeType)
 	raw, _ := tensor.EncodeRaw(in)
@@ -278,32 +278,32 @@ func shmSameOutput(x any, want tensor.Tensor) {
 }
 
 func shmReadAtEnd(ctx context.Context, grpc bool) {
-	NeedFixture(identityFixture(shmEdgeType))
+	needIdentity(shmEdgeType)
 	in := sample("INPUT0", shmEdgeType)
 	shmReadAt(ctx, grpc, in, 0, shmEdgeRegion, shmEdgeRegion-tensor.RawSize(in))
 }
 
 func shmRefuseOnePast(ctx context.Context, grpc bool) {
-	NeedFixture(identityFixture(shmEdgeType))
+	needIdentity(shmEdgeType)
 	in := sample("INPUT0", shmEdgeType)
 	n := tensor.RawSize(in)
 	shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{offset: shmEdgeRegion - n + 1, size: n})
 }
 
 func shmRefuseBeyond(ctx context.Context, grpc bool) {
-	NeedFixture(identityFixture(shmEdgeType))
+	needIdentity(shmEdgeType)
 	in := sample("INPUT0", shmEdgeType)
 	shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{offset: shmEdgeRegion + 1, size: tensor.RawSize(in)})
 }
 
 func shmRefuseShortSize(ctx context.Context, grpc bool) {
-	NeedFixture(identityFixture(shmEdgeType))
+	needIdentity(shmEdgeType)
 	in := sample("INPUT0", shmEdgeType)
 	shmRefused(ctx, grpc, in, shmEdgeRegion, shmSlot{size: tensor.RawSize(in) - 1})
 }
 
 func shmWriteAtOffset(ctx context.Context, grpc bool) {
-	NeedFixture(identityFixture(shmEdgeType))
+	needIdentity(shmEdgeType)
 	in := sample("INPUT0", shmEdgeType)
 	want := identityOutput(in)
 	m, r, ok := shmNewRegion(ctx, grpc, shmEdgeRegion, 0, shmEdgeRegion)
@@ -315,7 +315,7 @@ func shmWriteAtOffset(ctx context.Context, grpc bool) {
 }
 
 func shmRefuseSmallOutput(ctx context.Context, grpc bool) {
-	NeedFixture(identityFixture(shmEdgeType))
+	needIdentity(shmEdgeType)
 	AfterNegative()
 	in := sample("INPUT0", shmEdgeType)
 	n := tensor.RawSize(identityOutput(in)) - 1
@@ -331,7 +331,7 @@ func shmRefuseSmallOutput(ctx context.Context, grpc bool) {
 // whose first page holds other bytes, so that a server reading from the
 // object's start returns a wrong value.
 func shmReadRegisterOffset(ctx context.Context, grpc bool) {
-	NeedFixture(identityFixture(shmEdgeType))
+	needIdentity(shmEdgeType)
 	in := sample("INPUT0", shmEdgeType)
 	raw, _ := tensor.EncodeRaw(in)
 	m, r, ok := shmNewRegion(ctx, grpc, shmPage+shmEdgeRegion, shmPage, shmEdgeRegion)
