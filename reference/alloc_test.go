@@ -122,6 +122,9 @@ func BenchmarkAddSubHandler(b *testing.B) {
 }
 
 func TestAddSubRESTAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
 	for _, c := range []struct {
 		name   string
 		binary bool
@@ -136,6 +139,9 @@ func TestAddSubRESTAllocs(t *testing.T) {
 }
 
 func TestAddSubGRPCAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
 	s, err := New(Config{GRPCAddr: "127.0.0.1:0"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +185,9 @@ func TestAddSubGRPCAllocs(t *testing.T) {
 // server's. Measured: the handler's count (maxRESTJSONAllocs,
 // maxRESTBinaryAllocs) plus none of the fast path's own.
 func TestAddSubHTTP1Allocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
 	s, err := New(Config{HTTPAddr: "127.0.0.1:0"}, nil)
 	if err != nil {
 		t.Fatal(err)

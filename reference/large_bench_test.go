@@ -75,6 +75,9 @@ func BenchmarkIdentityBinaryHandler(b *testing.B) {
 const maxIdentityBinaryAllocs = 32
 
 func TestIdentityBinaryAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
 	for _, n := range []int{1 << 18, 1 << 22} {
 		serve := identityHandler(t, n)
 		serve()
