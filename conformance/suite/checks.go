@@ -315,3 +315,15 @@ func grpcRejectSpecs(cases ...grpcCase) {
 
 // jsonHeader is the Content-Type of a JSON request body.
 func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
+
+// succeeded reports whether an exchange got a success answer: REST 200, or
+// a gRPC call that returned OK.
+func succeeded(x Evidencer) bool {
+	switch v := x.(type) {
+	case *Exchange:
+		return v.Err == nil && v.Status == http.StatusOK
+	case *Call:
+		return v.Err == nil
+	}
+	return true
+}

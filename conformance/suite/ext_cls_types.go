@@ -480,18 +480,6 @@ func clsBoolText(r clsResult) clsResult {
 	return out
 }
 
-// succeeded reports whether an exchange got a success answer: REST 200, or
-// a gRPC call that returned OK.
-func succeeded(x Evidencer) bool {
-	switch v := x.(type) {
-	case *Exchange:
-		return v.Err == nil && v.Status == http.StatusOK
-	case *Call:
-		return v.Err == nil
-	}
-	return true
-}
-
 // needClassification skips a spec on the identity fixtures unless the
 // server advertises classification or deploys the classifier, its fixture:
 // a server that shows neither (its probe inconclusive) would otherwise be

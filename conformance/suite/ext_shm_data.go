@@ -261,7 +261,7 @@ func shmReadUnaligned(ctx context.Context, grpc bool) {
 	// No alignment rule binds the client: the value must be right when
 	// accepted; a refusal must be a client error.
 	x := shmIdentity(ctx, grpc, in, s, nil)
-	if c, isCall := x.(*Call); isCall && c.Err != nil || !isCall && x.(*Exchange).Status != http.StatusOK {
+	if !succeeded(x.(Evidencer)) {
 		Verify(x).To(BeRejected(), fmt.Sprintf("INT32 INPUT0 at %s", s))
 		return
 	}
