@@ -334,6 +334,14 @@ func FuzzH2CAnswer(f *testing.F) {
 		if err == nil && (!wantOK || !bytes.Equal(msg, want)) {
 			t.Fatalf("%x: the call succeeded with %q; the protocol reads ok %v, message %q", data, msg, wantOK, want)
 		}
+		if wantOK && checkKeptAnswer("Infer", want, fuzzMaxMessage) != nil {
+			// A message that would decode past the bound is the client's
+			// own refusal, as grpc-go's codec refuses it.
+			if !errors.Is(err, ErrResponseTooLarge) {
+				t.Fatalf("%x: a message decoding past %d bytes ended with %v, not ErrResponseTooLarge", data, fuzzMaxMessage, err)
+			}
+			return
+		}
 		if err != nil && wantOK {
 			// The client stops at its own bounds first (a header block
 			// over its limit on the wire, a string over it).
