@@ -107,7 +107,28 @@ done
 bin/oipkit serve --http "127.0.0.1:$P" --grpc "127.0.0.1:$((P + 1))" --log-level error &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$P/v2/models/delay/ready"
+# baseline NAME CMD...: one request in flight; NAME.file and NAME.anon are
+# the file-backed and anonymous RSS (KiB) read from /proc halfway through the
+# run: what the process costs before any connection count (its own binary's
+# pages, its runtime, its fixed buffers).
+baseline() {
+	local name=$1 pid
+	shift
+	echo "running $name: $*" >&2
+	"$@" >/dev/null 2>&1 &
+	pid=$!
+	sleep "$((DURATION / 2))"
+	awk '/^RssFile:/ { print $2 }' "/proc/$pid/status" >"$WORK/$name.file"
+	awk '/^RssAnon:/ { print $2 }' "/proc/$pid/status" >"$WORK/$name.anon"
+	wait "$pid" || true
+}
+
 for r in $(seq "$ROUNDS"); do
+	baseline "wrk-1.r$r" wrk -t 1 -c 1 -d "${DURATION}s" --timeout 60s -s "$WORK/delay.lua" \
+		"http://127.0.0.1:$P/v2/models/delay/infer"
+	baseline "oipkit-http-1.r$r" bin/oipkit load --http "http://127.0.0.1:$P" --protocol http --model delay \
+		--param "delay_ms=$DELAY_MS" --concurrency 1 --connections 1 --duration "${DURATION}s" \
+		--timeout 60s --progress never --format json
 	for n in $INFLIGHT; do
 		timed "wrk-$n.r$r" wrk -t 2 -c "$n" -d "${DURATION}s" --timeout 60s -s "$WORK/delay.lua" \
 			"http://127.0.0.1:$P/v2/models/delay/infer"
@@ -163,6 +184,36 @@ for n in $INFLIGHT; do
 	paired "generator RSS, gRPC, $n in flight (1 connection)" "ghz -c $n" "ghz-$n" "oipkit-grpc-$n" "<=0.5"
 done
 paired "reference server RSS, $IDLE idle keep-alive connections" "bare net/http" idle-bare idle-ref "<=1.5"
+echo
+# What each in-flight request costs, apart from what the process costs at
+# all: the slope between the two counts, per round, median round.
+read -r lo hi <<<"$(tr ' ' '\n' <<<"$INFLIGHT" | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo, hi }')"
+slope() { # LABEL ANCHOR-PREFIX OURS-PREFIX: KiB per request between lo and hi in flight
+	local all med
+	all=$(for r in $(seq "$ROUNDS"); do
+		awk -v a1="$(cat "$WORK/$2-$lo.r$r.rss")" -v a2="$(cat "$WORK/$2-$hi.r$r.rss")" \
+			-v b1="$(cat "$WORK/$3-$lo.r$r.rss")" -v b2="$(cat "$WORK/$3-$hi.r$r.rss")" -v n="$((hi - lo))" \
+			'BEGIN { a = (a2 - a1) / n; b = (b2 - b1) / n; printf "%.2f %.1f %.1f\n", (a > 0 ? b / a : 0), a, b }'
+	done | sort -g)
+	med=$(awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)' <<<"$all")
+	printf '| %s | %s | %s | %s× | %s |\n' "$1" "$(awk '{ print $2 }' <<<"$med")" "$(awk '{ print $3 }' <<<"$med")" \
+		"${med%% *}" "$(awk '{ printf "%s ", $1 }' <<<"$all")"
+}
+if [[ $lo != "$hi" ]]; then
+	echo "What a request in flight costs and what the process costs at all: the RSS slope between $lo and $hi in flight (KiB per request; no target: the targets above are on totals), and the RSS of a run with one request in flight, read from /proc halfway through it, split into the pages of the program's files (its binary and libraries) and anonymous memory (heap, stacks, buffers)."
+	echo
+	echo "| per request in flight | anchor KiB | oipkit KiB | ratio | ratio of each round |"
+	echo "|---|---:|---:|---:|---|"
+	slope "REST JSON: oipkit load beside wrk" wrk oipkit-http
+	slope "gRPC: oipkit load beside ghz" ghz oipkit-grpc
+	echo
+fi
+echo "| one request in flight | file-backed RSS (MiB), each round | anonymous RSS (MiB), each round |"
+echo "|---|---|---|"
+for name in wrk-1 oipkit-http-1; do
+	printf '| %s | %s | %s |\n' "$name" "$(for r in $(seq "$ROUNDS"); do printf '%s ' "$(mib "$(cat "$WORK/$name.r$r.file")")"; done)" \
+		"$(for r in $(seq "$ROUNDS"); do printf '%s ' "$(mib "$(cat "$WORK/$name.r$r.anon")")"; done)"
+done
 echo
 echo "| run | requests completed, each round | peak RSS (MiB), each round |"
 echo "|---|---|---|"
