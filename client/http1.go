@@ -725,9 +725,17 @@ func (cn *http1Conn) readLine(budget *int) ([]byte, error) {
 	if err == bufio.ErrBufferFull {
 		cn.line = append(cn.line[:0], line...)
 		end := [2]byte{line[len(line)-2], line[len(line)-1]} // the line's last two bytes
+		// The dropped tail is never parsed, but a control byte in it makes
+		// the field invalid as net/http reads it: scan what follows the
+		// first segment (CR counts only before the final LF).
+		cr, ctl := line[len(line)-1] == '\r', false
 		for err == bufio.ErrBufferFull && n <= *budget {
 			line, err = cn.br.ReadSlice('\n')
 			n += len(line)
+			for _, c := range line {
+				ctl = ctl || cr && c != '\n' || c < 0x20 && c != '\t' && c != '\r' && c != '\n' || c == 0x7f
+				cr = c == '\r'
+			}
 			if keep := min(len(line), maxKeptLine-len(cn.line)); keep > 0 {
 				cn.line = append(cn.line, line[:keep]...)
 			}
@@ -740,6 +748,9 @@ func (cn *http1Conn) readLine(budget *int) ([]byte, error) {
 		if n > len(cn.line) { // keep how the line ended: CRLF or LF
 			cn.cut = true
 			cn.line = append(cn.line[:maxKeptLine-2], end[:]...)
+			if ctl && err == nil {
+				return nil, malformed("a header line longer than %d bytes holds a control byte", maxKeptLine)
+			}
 		}
 		line = cn.line
 	}
