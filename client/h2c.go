@@ -32,7 +32,7 @@ import (
 // writer goroutine), from a header block encoded once, and one reader
 // goroutine per connection hands each answer to the call waiting for it.
 //
-// Every peer-controlled quantity is bounded: frame sizes (16 KiB, as
+// Every peer-controlled quantity is bounded: frame sizes (h2cMaxFrame, as
 // advertised), the header list (Options.MaxHeaderBytes), the message
 // (Options.MaxMessageBytes) and the time of a call (Options.Timeout or the
 // context's deadline). Flow control is honoured both ways; a connection that
@@ -58,14 +58,20 @@ type h2cSlot struct {
 }
 
 // Limits and windows of the lean transport.
+//
+// Large frames and windows let a server send a large message in a few big
+// DATA frames without waiting for a WINDOW_UPDATE (issue 25: 16 KiB frames
+// and a 1 MiB stream window held a 16 MiB answer at half the loopback's
+// speed). The windows bound nothing the client holds: it reads every frame
+// as it comes, and a message is bounded by Options.MaxMessageBytes.
 const (
-	h2cMaxFrame   = 16 << 10 // SETTINGS_MAX_FRAME_SIZE we accept (the default)
-	h2cConnWindow = 16 << 20 // connection receive window
+	h2cMaxFrame   = 1<<24 - 1 // SETTINGS_MAX_FRAME_SIZE advertised: the largest there is
+	h2cConnWindow = 1 << 30   // connection receive window
 )
 
 // h2cStreamWindow is the stream receive window advertised as
 // SETTINGS_INITIAL_WINDOW_SIZE (a variable so tests can shrink it).
-var h2cStreamWindow int32 = 1 << 20
+var h2cStreamWindow int32 = 1 << 30
 
 const modelInferPath = "/inference.GRPCInferenceService/ModelInfer"
 
@@ -155,7 +161,7 @@ type h2cConn struct {
 	// arriving together share one write to the socket.
 	wmu    sync.Mutex
 	queued atomic.Int32
-	bw     *bufio.Writer
+	bw     *h2cWriter
 	fr     *http2.Framer // writes under wmu; reads by the reader goroutine only
 	hdr    []byte        // the header block being written
 	wdead  time.Time     // the write deadline set on nc (see send)
@@ -181,6 +187,14 @@ type h2cConn struct {
 	// without building a header map.
 	dec *hpack.Decoder
 	hb  headerBlock
+
+	// The reader's own DATA reads (h2c_direct.go): br is the Framer's
+	// reader too; inBlock is set while a header block is unfinished.
+	direct  bool
+	inBlock bool
+	br      *bufio.Reader
+	src     connSource
+	frame   sliceSource // a DATA frame the Framer read
 }
 
 // headerBlock is what a response's headers or trailers say.
@@ -221,28 +235,36 @@ func (cn *h2cConn) onField(f hpack.HeaderField) {
 // caller's.
 type h2cStream struct {
 	id        uint32
-	keep      bool
-	max       int64
 	done      chan struct{} // receives once when the call ends
 	timer     *time.Timer
 	sendWin   int64
 	recvAvail int64
 	recvDone  int64
 
-	headers  bool // response headers seen
-	prefix   [5]byte
-	prefixN  int
-	msgLen   int64 // -1 until the prefix is complete
-	got      int64
-	msgs     int
-	msg      []byte
+	h2cMsg
 	ended    bool
 	seen     uint64    // the connection's frame count when the call was sent
 	sent     time.Time // when it was sent
 	deadline time.Time
-	code     codes.Code
-	message  string
-	err      error // transport or protocol failure
+}
+
+// h2cMsg is what the reader makes of a stream's answer. The reader reads a
+// DATA frame's payload into a copy of it without holding cn.mu (the payload
+// may be megabytes), and puts the copy back under cn.mu if the stream is
+// still open: only the reader changes it while the stream is.
+type h2cMsg struct {
+	keep    bool
+	max     int64
+	headers bool // response headers seen
+	prefix  [5]byte
+	prefixN int
+	msgLen  int64 // -1 until the prefix is complete, -2 once the message is
+	got     int64
+	msgs    int
+	msg     []byte
+	code    codes.Code
+	message string
+	err     error // transport or protocol failure
 }
 
 var h2cStreams = sync.Pool{New: func() any {
@@ -252,7 +274,7 @@ var h2cStreams = sync.Pool{New: func() any {
 }}
 
 func (s *h2cStream) reset(keep bool, max int64) {
-	*s = h2cStream{done: s.done, timer: s.timer, keep: keep, max: max, msgLen: -1}
+	*s = h2cStream{done: s.done, timer: s.timer, h2cMsg: h2cMsg{keep: keep, max: max, msgLen: -1}}
 }
 
 // finish ends the stream under cn.mu: the caller is woken once.
@@ -361,12 +383,13 @@ func (h *h2cClient) dial(ctx context.Context, deadline time.Time) (*h2cConn, err
 	}
 	nc = rawtcp.Wrap(nc)
 	cn := &h2cConn{
-		nc: nc, h: h, bw: bufio.NewWriterSize(nc, 32<<10),
+		nc: nc, h: h, bw: newH2CWriter(nc),
 		streams: map[uint32]*h2cStream{}, nextID: 1,
 		maxActive: 1 << 30, maxFrame: 16 << 10, initWin: 65535, sendWin: 65535,
-		recvAvail: h2cConnWindow,
+		recvAvail: h2cConnWindow, direct: h2cDirect, br: bufio.NewReaderSize(nc, 32<<10),
 	}
-	cn.fr = http2.NewFramer(cn.bw, bufio.NewReaderSize(nc, 32<<10))
+	cn.src.br = cn.br
+	cn.fr = http2.NewFramer(cn.bw, cn.br)
 	cn.fr.SetMaxReadFrameSize(h2cMaxFrame)
 	cn.fr.SetReuseFrames()
 	cn.dec = hpack.NewDecoder(4096, cn.onField)
@@ -394,6 +417,7 @@ func (cn *h2cConn) handshake() error {
 	cn.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(h2cStreamWindow)},
+		http2.Setting{ID: http2.SettingMaxFrameSize, Val: h2cMaxFrame},
 		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: uint32(cn.h.maxHead)},
 	)
 	cn.fr.WriteWindowUpdate(0, h2cConnWindow-65535)
@@ -460,16 +484,10 @@ var errConnClosed = errors.New("connection closed")
 // the connection and its streams.
 func (cn *h2cConn) readLoop() {
 	for {
-		f, err := cn.fr.ReadFrame()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
+		if _, readErr, err := cn.next(); err != nil {
+			if readErr && errors.Is(err, io.EOF) {
 				err = errConnClosed
 			}
-			cn.fail(err)
-			return
-		}
-		cn.frames.Add(1)
-		if err := cn.handle(f); err != nil {
 			cn.fail(err)
 			return
 		}
@@ -480,12 +498,15 @@ func (cn *h2cConn) readLoop() {
 func (cn *h2cConn) handle(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.DataFrame:
-		return cn.onData(f)
+		cn.frame.b = f.Data()
+		return cn.onData(f.StreamID, f.Length, f.StreamEnded(), &cn.frame, len(cn.frame.b))
 	case *http2.HeadersFrame:
 		cn.hb = headerBlock{id: f.StreamID, endStream: f.StreamEnded(), limit: cn.h.maxHead}
 		cn.dec.SetEmitEnabled(true)
+		cn.inBlock = !f.HeadersEnded()
 		return cn.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.ContinuationFrame: // the Framer checks that it follows HEADERS
+		cn.inBlock = !f.HeadersEnded()
 		return cn.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.RSTStreamFrame:
 		cn.mu.Lock()
@@ -649,33 +670,58 @@ func (s *h2cStream) onHeaders(hb *headerBlock) {
 	}
 }
 
-// onData consumes a DATA frame: flow control, then the gRPC message.
-func (cn *h2cConn) onData(f *http2.DataFrame) error {
-	n := int64(f.Length)
+// onData consumes a DATA frame of length bytes (padding included) for
+// stream id whose payload, n bytes, src holds: flow control, then the gRPC
+// message. A failure of src is the caller's to report.
+func (cn *h2cConn) onData(id uint32, length uint32, end bool, src h2cSource, n int) error {
 	var connInc, streamInc uint32
 	cn.mu.Lock()
-	if cn.recvAvail -= n; cn.recvAvail < 0 {
+	if cn.recvAvail -= int64(length); cn.recvAvail < 0 {
 		cn.mu.Unlock()
 		return errors.New("the server overran the connection's flow-control window")
 	}
 	// Every byte is given back to the connection, whatever happens to the
 	// stream.
-	if cn.recvDone += n; cn.recvDone >= h2cConnWindow/2 {
+	if cn.recvDone += int64(length); cn.recvDone >= h2cConnWindow/2 {
 		connInc, cn.recvAvail, cn.recvDone = uint32(cn.recvDone), cn.recvAvail+cn.recvDone, 0
 	}
-	s := cn.streams[f.StreamID]
-	var rst http2.ErrCode
+	s := cn.streams[id]
+	var m h2cMsg
+	overrun := false
 	if s != nil {
-		if s.recvAvail -= n; s.recvAvail < 0 {
+		s.recvAvail -= int64(length)
+		overrun = s.recvAvail < 0
+		m = s.h2cMsg
+	}
+	cn.mu.Unlock()
+
+	// The payload is read whatever becomes of the stream, and before any
+	// verdict on it, as the Framer reads a whole frame first.
+	rest := n
+	if s != nil && !overrun {
+		var err error
+		if rest, err = m.consume(src, n); err != nil {
+			return err
+		}
+	}
+	if err := src.skip(rest); err != nil {
+		return err
+	}
+
+	var rst http2.ErrCode
+	cn.mu.Lock()
+	if s != nil && !s.ended && cn.streams[id] == s {
+		s.h2cMsg = m
+		if overrun {
 			s.err, rst = errors.New("the server overran the stream's flow-control window"), http2.ErrCodeFlowControl
-		} else if s.consume(f.Data()); s.code != codes.OK || s.err != nil {
+		} else if s.code != codes.OK || s.err != nil {
 			rst = http2.ErrCodeCancel
-		} else if !f.StreamEnded() {
-			if s.recvDone += n; s.recvDone >= int64(h2cStreamWindow)/2 {
+		} else if !end {
+			if s.recvDone += int64(length); s.recvDone >= int64(h2cStreamWindow)/2 {
 				streamInc, s.recvAvail, s.recvDone = uint32(s.recvDone), s.recvAvail+s.recvDone, 0
 			}
 		}
-		if rst != 0 || f.StreamEnded() {
+		if rst != 0 || end {
 			if rst == 0 { // DATA ended the stream: no trailers
 				s.code, s.message = codes.Internal, "the server ended the stream without trailers"
 			}
@@ -683,6 +729,11 @@ func (cn *h2cConn) onData(f *http2.DataFrame) error {
 		}
 	}
 	cn.mu.Unlock()
+	return cn.dataDone(id, connInc, streamInc, rst)
+}
+
+// dataDone sends what a DATA frame calls for: window updates, a reset.
+func (cn *h2cConn) dataDone(id, connInc, streamInc uint32, rst http2.ErrCode) error {
 	if connInc == 0 && streamInc == 0 && rst == 0 {
 		return nil
 	}
@@ -691,58 +742,69 @@ func (cn *h2cConn) onData(f *http2.DataFrame) error {
 			cn.fr.WriteWindowUpdate(0, connInc)
 		}
 		if streamInc > 0 {
-			cn.fr.WriteWindowUpdate(f.StreamID, streamInc)
+			cn.fr.WriteWindowUpdate(id, streamInc)
 		}
 		if rst != 0 {
-			cn.fr.WriteRSTStream(f.StreamID, rst)
+			cn.fr.WriteRSTStream(id, rst)
 		}
 		return nil
 	})
 }
 
-// consume takes message bytes, checking the gRPC framing, under cn.mu.
-func (s *h2cStream) consume(b []byte) {
-	if !s.headers {
-		s.err = fmt.Errorf("%w: DATA before the response headers", ErrMalformedResponse)
-		return
+// consume takes n message bytes from src, checking the gRPC framing. After
+// a verdict (code or err set) it stops: rest is the bytes it left in src.
+// err is src's failure.
+func (m *h2cMsg) consume(src h2cSource, n int) (rest int, err error) {
+	if !m.headers {
+		m.err = fmt.Errorf("%w: DATA before the response headers", ErrMalformedResponse)
+		return n, nil
 	}
-	for len(b) > 0 {
-		if s.msgLen < 0 {
-			k := copy(s.prefix[s.prefixN:], b)
-			s.prefixN += k
-			b = b[k:]
-			if s.prefixN < 5 {
-				return
+	for n > 0 {
+		if m.msgLen < 0 {
+			k := min(n, 5-m.prefixN)
+			if err := src.read(m.prefix[m.prefixN : m.prefixN+k]); err != nil {
+				return 0, err
 			}
-			if s.msgs++; s.msgs > 1 {
-				s.code, s.message = codes.Internal, "the server sent more than one message"
-				return
+			m.prefixN += k
+			n -= k
+			if m.prefixN < 5 {
+				return n, nil
 			}
-			if s.prefix[0] != 0 {
-				s.code, s.message = codes.Internal, fmt.Sprintf("compressed flag %d set without compression", s.prefix[0])
-				return
+			if m.msgs++; m.msgs > 1 {
+				m.code, m.message = codes.Internal, "the server sent more than one message"
+				return n, nil
 			}
-			s.msgLen = int64(binary.BigEndian.Uint32(s.prefix[1:]))
-			if s.msgLen > s.max {
-				s.code = codes.ResourceExhausted
-				s.message = fmt.Sprintf("received message larger than max (%d vs. %d; --grpc-max-message-bytes)", s.msgLen, s.max)
-				s.err = fmt.Errorf("%w: message of %d bytes exceeds %d", ErrResponseTooLarge, s.msgLen, s.max)
-				return
+			if m.prefix[0] != 0 {
+				m.code, m.message = codes.Internal, fmt.Sprintf("compressed flag %d set without compression", m.prefix[0])
+				return n, nil
 			}
-			if s.keep {
-				s.msg = make([]byte, 0, s.msgLen)
+			m.msgLen = int64(binary.BigEndian.Uint32(m.prefix[1:]))
+			if m.msgLen > m.max {
+				m.code = codes.ResourceExhausted
+				m.message = fmt.Sprintf("received message larger than max (%d vs. %d; --grpc-max-message-bytes)", m.msgLen, m.max)
+				m.err = fmt.Errorf("%w: message of %d bytes exceeds %d", ErrResponseTooLarge, m.msgLen, m.max)
+				return n, nil
+			}
+			if m.keep {
+				m.msg = make([]byte, m.msgLen)
 			}
 		}
-		k := min(int64(len(b)), s.msgLen-s.got)
-		if s.keep {
-			s.msg = append(s.msg, b[:k]...)
+		k := int(min(int64(n), m.msgLen-m.got))
+		if m.keep {
+			err = src.read(m.msg[m.got : m.got+int64(k)])
+		} else {
+			err = src.skip(k)
 		}
-		s.got += k
-		b = b[k:]
-		if s.got == s.msgLen {
-			s.msgLen, s.prefixN = -2, 0 // complete; a further prefix is an error
+		if err != nil {
+			return 0, err
+		}
+		m.got += int64(k)
+		n -= k
+		if m.got == m.msgLen {
+			m.msgLen, m.prefixN = -2, 0 // complete; a further prefix is an error
 		}
 	}
+	return 0, nil
 }
 
 // write runs fn under the write lock and flushes; a failed write breaks the
@@ -988,7 +1050,11 @@ func (cn *h2cConn) send(ctx context.Context, s *h2cStream, body []byte, deadline
 		cn.sendWin -= n
 		s.sendWin -= n
 		cn.mu.Unlock()
-		err = cn.fr.WriteData(s.id, int64(len(body)) == n, body[:n])
+		if end := int64(len(body)) == n; cn.direct && n >= h2cWritevMin {
+			err = cn.bw.writeData(s.id, end, body[:n]) // no copy of the request
+		} else {
+			err = cn.fr.WriteData(s.id, end, body[:n])
+		}
 		body = body[n:]
 	}
 	if err = cn.unlockW(err); err != nil {

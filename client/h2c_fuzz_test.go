@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -32,15 +33,18 @@ type h2cRun struct {
 
 // runH2C reads data as the frames a server sent on a connection with one
 // call open (stream 1), as readLoop does, and returns the call's state and
-// the header blocks read.
-func runH2C(data []byte) h2cRun {
+// the header blocks read. direct: with the client's own DATA reads
+// (h2c_direct.go), else every frame through x/net's Framer.
+func runH2C(data []byte, direct bool) h2cRun {
 	nc := &answerConn{r: bytes.NewReader(nil)} // writes go nowhere
 	cn := &h2cConn{
-		nc: nc, h: &h2cClient{max: fuzzMaxMessage, maxHead: fuzzMaxHead}, bw: bufio.NewWriter(nc),
+		nc: nc, h: &h2cClient{max: fuzzMaxMessage, maxHead: fuzzMaxHead}, bw: newH2CWriter(nc),
 		streams: map[uint32]*h2cStream{}, nextID: 3, active: 1,
 		maxActive: 1 << 30, maxFrame: h2cMaxFrame, initWin: 65535, sendWin: 65535, recvAvail: h2cConnWindow,
+		direct: direct, br: bufio.NewReaderSize(bytes.NewReader(data), 16),
 	}
-	cn.fr = http2.NewFramer(cn.bw, bytes.NewReader(data))
+	cn.src.br = cn.br
+	cn.fr = http2.NewFramer(cn.bw, cn.br)
 	cn.fr.SetMaxReadFrameSize(h2cMaxFrame)
 	cn.fr.SetReuseFrames()
 	cn.dec = hpack.NewDecoder(4096, cn.onField)
@@ -51,14 +55,9 @@ func runH2C(data []byte) h2cRun {
 	cn.streams[1] = s
 	var run h2cRun
 	for {
-		f, err := cn.fr.ReadFrame()
+		f, readErr, err := cn.next()
 		if err != nil {
-			run.err, run.framer = err, true
-			break
-		}
-		cn.frames.Add(1)
-		if err := cn.handle(f); err != nil {
-			run.err = err
+			run.err, run.framer = err, readErr
 			break
 		}
 		if h, ok := f.(interface{ HeadersEnded() bool }); ok && h.HeadersEnded() {
@@ -68,6 +67,21 @@ func runH2C(data []byte) h2cRun {
 	cn.fail(run.err)
 	run.s = s
 	return run
+}
+
+// h2cOutcome sums up a run for comparison: the call's state, the blocks
+// read and what ended the connection.
+func h2cOutcome(r h2cRun) string {
+	m := r.s.h2cMsg
+	errText := func(err error) string {
+		if err == nil {
+			return "<nil>"
+		}
+		return err.Error()
+	}
+	return fmt.Sprintf("call: ended %v code %v %q err %s msgs %d len %d got %d prefix %d msg %q\nblocks %d, connection: %s (read %v)",
+		r.s.ended, m.code, m.message, errText(m.err), m.msgs, m.msgLen, m.got, m.prefixN, m.msg,
+		len(r.blocks), errText(r.err), r.framer)
 }
 
 // metaBlock is a header block as x/net's Framer reads it (ReadMetaHeaders,
@@ -290,7 +304,13 @@ func FuzzH2CAnswer(f *testing.F) {
 	}))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		run := runH2C(data)
+		run := runH2C(data, true)
+
+		// (0) The client's own DATA reads against x/net's Framer's.
+		ref := runH2C(data, false)
+		if g, w := h2cOutcome(run), h2cOutcome(ref); g != w {
+			t.Fatalf("%x: with the client's own DATA reads:\n%s\nthrough the Framer:\n%s", data, g, w)
+		}
 		blocks, events, clean := readMeta(data)
 
 		// (1) Header blocks, as far as both read.
