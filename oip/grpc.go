@@ -148,6 +148,10 @@ func FromProtoRequest(pb *inferencepb.ModelInferRequest, lim Limits) (req *Infer
 // server's hot path: no copy before marshalling): resp must not change
 // until the message is marshalled.
 func ToProtoResponse(resp *InferResponse, raw bool) (*inferencepb.ModelInferResponse, error) {
+	return toProtoResponse(resp, raw, nil)
+}
+
+func toProtoResponse(resp *InferResponse, raw bool, reuse [][]byte) (*inferencepb.ModelInferResponse, error) {
 	if resp == nil {
 		return nil, errors.New("encode gRPC response: nil response")
 	}
@@ -190,6 +194,12 @@ func ToProtoResponse(resp *InferResponse, raw bool) (*inferencepb.ModelInferResp
 				pb.RawOutputContents[i] = []byte{}
 			}
 		case useRaw:
+			if v, ok := o.Data.([][]byte); ok && o.Datatype == tensor.Bytes {
+				if r := framedRaw(v, reuse); r != nil {
+					pb.RawOutputContents[i] = r
+					break
+				}
+			}
 			pb.RawOutputContents[i], err = tensor.RawBytes(o.Tensor)
 		default:
 			t.Contents, err = tensor.ToContents(o.Tensor)

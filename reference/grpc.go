@@ -11,9 +11,18 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/oipkit/oipkit/internal/envswitch"
 	"github.com/oipkit/oipkit/oip"
+	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/specs/inferencepb"
 )
+
+// EnvGRPCViews turns off answering gRPC requests with views of their own
+// memory (OIPKIT_GRPC_VIEWS=off): identity_bytes then copies its input and
+// every raw BYTES output is encoded anew, as on the other transports.
+const EnvGRPCViews = "OIPKIT_GRPC_VIEWS"
+
+var grpcViews = envswitch.On(EnvGRPCViews)
 
 // grpcService implements the core RPCs of inference.GRPCInferenceService;
 // each extension implements its RPCs in its ext_<name>.go file (see
@@ -72,17 +81,35 @@ func (g *grpcService) ModelInfer(ctx context.Context, pb *inferencepb.ModelInfer
 		return nil, toStatus(fmt.Errorf("decode request: %w", err))
 	}
 	req.Model, req.Version = pb.GetModelName(), version
+	var reuse [][]byte
+	if grpcViews && hasBytesInput(pb) {
+		// pb's bytes are the collector's, unchanged until the answer is
+		// marshalled: outputs may view them, and raw outputs reuse them.
+		// Only for BYTES, whose copies are the ones that cost (the marked
+		// context is an allocation).
+		ctx = model.WithInputsOutliveAnswer(ctx)
+		reuse = pb.GetRawInputContents()
+	}
 	resp, err := s.infer(ctx, m, version, req)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	// Answer in the form the client used; ToProtoResponse forces raw for
 	// FP16/BF16 outputs, which have no typed field.
-	out, err := oip.ToProtoResponse(resp, usedRaw)
+	out, err := oip.ToProtoResponseReusing(resp, usedRaw, reuse)
 	if err != nil {
 		return nil, toStatus(fmt.Errorf("encode response: %w", err))
 	}
 	return out, nil
+}
+
+func hasBytesInput(pb *inferencepb.ModelInferRequest) bool {
+	for _, in := range pb.GetInputs() {
+		if in.GetDatatype() == "BYTES" {
+			return true
+		}
+	}
+	return false
 }
 
 // toStatus converts an error to a gRPC status error with the mapped code.
