@@ -180,7 +180,17 @@ func appendRESTTensor(b []byte, t tensor.Tensor, params Parameters, extra paramF
 //
 // BYTES elements of binary inputs alias body.
 func DecodeRESTRequest(body []byte, headerLen int, lim Limits) (*InferRequest, error) {
-	return decodeRESTRequest(body, headerLen, lim, true)
+	return decodeRESTBody(body, headerLen, lim, true, false)
+}
+
+// ViewRESTRequest is DecodeRESTRequest for a body the caller keeps
+// unchanged while the request, or anything made from its inputs, is in
+// use: numeric binary inputs alias body instead of being copied where
+// tensor.ViewRaw can view them (a little-endian host, contents aligned for
+// the element type); elsewhere they are copied as DecodeRESTRequest does.
+// A server saves a copy of every large binary tensor with it.
+func ViewRESTRequest(body []byte, headerLen int, lim Limits) (*InferRequest, error) {
+	return decodeRESTBody(body, headerLen, lim, true, true)
 }
 
 // decodeRESTRequest is DecodeRESTRequest with the fast path (scanRequest)
@@ -188,6 +198,12 @@ func DecodeRESTRequest(body []byte, headerLen int, lim Limits) (*InferRequest, e
 // encoding/json alone. (A flag rather than a function value: passing &j to
 // an unknown function would move it to the heap.)
 func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast bool) (*InferRequest, error) {
+	return decodeRESTBody(body, headerLen, lim, fast, false)
+}
+
+// decodeRESTBody decodes a request; view makes binary inputs alias body
+// (ViewRESTRequest).
+func decodeRESTBody(body []byte, headerLen int, lim Limits, fast, view bool) (*InferRequest, error) {
 	header, tail, err := splitBody(body, headerLen, true)
 	if err != nil {
 		return nil, err
@@ -261,7 +277,7 @@ func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast bool) (*Infe
 		return nil, err
 	}
 	for i := range ts {
-		t, err := decodeTensorData(&ts[i], lim.MaxElements)
+		t, err := decodeTensorData(&ts[i], lim.MaxElements, view)
 		if err != nil {
 			return nil, invalidf("input %q: %w", ts[i].name, err)
 		}
@@ -457,7 +473,7 @@ func decodeRESTResponse(body []byte, headerLen int, fast bool) (*InferResponse, 
 		resp.Outputs = make([]InferOutput, len(ts))
 	}
 	for i := range ts {
-		t, err := decodeTensorData(&ts[i], 0)
+		t, err := decodeTensorData(&ts[i], 0, false)
 		if err != nil {
 			return nil, invalidf("output %q: %w", ts[i].name, err)
 		}

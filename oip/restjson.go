@@ -529,12 +529,16 @@ func splitBinary(ts []restTensor, tail []byte, hasHeader bool) error {
 }
 
 // decodeTensorData decodes t's data: binary when t is (splitBinary gave
-// it its slice of the tail), else JSON. maxElements bounds JSON allocation.
-func decodeTensorData(t *restTensor, maxElements int64) (tensor.Tensor, error) {
+// it its slice of the tail), else JSON. maxElements bounds JSON allocation;
+// view lets binary data alias the body (tensor.ViewRaw).
+func decodeTensorData(t *restTensor, maxElements int64, view bool) (tensor.Tensor, error) {
 	if t.shm {
 		return tensor.Tensor{Name: t.name, Datatype: t.datatype, Shape: t.shape}, nil
 	}
 	if t.binarySize >= 0 {
+		if view {
+			return tensor.ViewRaw(t.name, t.datatype, t.shape, t.data)
+		}
 		return tensor.DecodeRaw(t.name, t.datatype, t.shape, t.data)
 	}
 	// Every JSON element takes at least one byte plus a separator, so a

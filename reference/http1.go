@@ -319,7 +319,7 @@ type http1Conn struct {
 	dateSec int64
 	date    []byte
 	out     []byte
-	bufs    [2][]byte
+	bufs    [4][]byte // the backing of a write's head and body parts
 
 	watch watch
 }
@@ -747,6 +747,21 @@ func (w *http1Response) WriteHeader(code int) {
 }
 
 func (w *http1Response) Write(p []byte) (int, error) {
+	n, err := w.write(p, nil)
+	return int(n), err
+}
+
+// WriteParts writes first and then each of rest as the body, in one
+// writev with the head when the handler declared the Content-Length: a
+// large REST binary answer goes out as its JSON header and the tensors' own
+// memory, copied nowhere (serveInfer). Written apart, the 16 MiB answer
+// slowed to 0.1 request/s (d98e27a); one writev is one send.
+func (w *http1Response) WriteParts(first []byte, rest [][]byte) (int64, error) {
+	return w.write(first, rest)
+}
+
+// write is Write of p followed by more; it returns the body bytes taken.
+func (w *http1Response) write(p []byte, more [][]byte) (int64, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -760,11 +775,18 @@ func (w *http1Response) Write(p []byte) (int, error) {
 			}
 		}
 	}
+	total := int64(len(p))
+	for _, m := range more {
+		total += int64(len(m))
+	}
 	if !w.through {
 		w.body = append(w.body, p...)
-		return len(p), nil
+		for _, m := range more {
+			w.body = append(w.body, m...)
+		}
+		return total, nil
 	}
-	if w.written+int64(len(p)) > w.declared {
+	if w.written+total > w.declared {
 		return 0, http.ErrContentLength
 	}
 	head := w.conn.out[:0]
@@ -773,17 +795,18 @@ func (w *http1Response) Write(p []byte) (int, error) {
 		w.headSent = true
 	}
 	w.conn.out = head
-	w.conn.bufs = [2][]byte{head, p}
-	bufs := net.Buffers(w.conn.bufs[:])
+	vec := append(append(w.conn.bufs[:0], head, p), more...)
+	bufs := net.Buffers(vec)
 	n, err := bufs.WriteTo(w.conn.c)
+	clear(vec) // keep no request's memory past its answer
 	if n > int64(len(head)) {
 		w.written += n - int64(len(head))
 	}
 	if err != nil {
 		w.err = err
-		return int(max(n-int64(len(head)), 0)), err
+		return max(n-int64(len(head)), 0), err
 	}
-	return len(p), nil
+	return total, nil
 }
 
 // finish sends what the handler left: the whole response when it was

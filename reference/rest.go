@@ -277,14 +277,19 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		s.stats.of(rt.model, version).failed(time.Since(start))
 		fail(err)
 	}
-	buf := getBufferFor(r.ContentLength + 1)
+	pad := 0
+	if restViews {
+		pad = bodyPad(r.Header) // rest_views.go
+	}
+	buf := getBufferFor(r.ContentLength + 1 + int64(pad))
 	defer putBuffer(buf)
-	body, err := s.readBody(w, r, (*buf)[:0])
+	body, err := s.readBody(w, r, append((*buf)[:0], make([]byte, pad)...))
 	*buf = body[:0]
 	if err != nil {
 		failEarly(err)
 		return
 	}
+	body = body[pad:]
 	// A length of 0 (Triton's "raw binary request") is refused by the
 	// decoder: this server does not implement it.
 	headerLen, err := oip.ParseHeaderLength(r.Header[oip.HeaderInferenceHeaderContentLength], len(body))
@@ -292,10 +297,17 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		failEarly(err)
 		return
 	}
-	// Nothing decoded from body outlives this handler (JSON data is
-	// converted, binary data copied; BYTES elements of binary inputs alias
-	// body, and the response is encoded before the buffer is reused).
-	req, err := oip.DecodeRESTRequest(body, headerLen, oip.Limits{MaxElements: s.cfg.MaxTensorElements})
+	// Nothing decoded from body outlives this handler: JSON data is
+	// converted; binary inputs may alias body (BYTES elements always, numeric
+	// ones viewed), and so may the outputs of a model that answers with its
+	// inputs; the buffer goes back to its pool once the answer is written.
+	lim := oip.Limits{MaxElements: s.cfg.MaxTensorElements}
+	var req *oip.InferRequest
+	if restViews {
+		req, err = oip.ViewRESTRequest(body, headerLen, lim)
+	} else {
+		req, err = oip.DecodeRESTRequest(body, headerLen, lim)
+	}
 	if err != nil {
 		failEarly(fmt.Errorf("decode request: %w", err))
 		return
@@ -304,6 +316,14 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 	resp, err := s.infer(r.Context(), m, version, req)
 	if err != nil {
 		fail(err)
+		return
+	}
+	if pw, ok := w.ResponseWriter.(partsWriter); ok && restViews {
+		hint := len(body) // a JSON answer is often the size of its request
+		if headerLen >= 0 {
+			hint = headerLen // a binary one's header, of its request's header
+		}
+		writeParts(w, pw, hint, resp, req, fail)
 		return
 	}
 	outBuf := getBufferFor(int64(len(body))) // an answer is often the size of its request
@@ -373,7 +393,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([
 		body = http.MaxBytesReader(w, r.Body, limit)
 	}
 	// One more byte than the body, so reading its end needs no growth.
-	want := int(r.ContentLength + 1)
+	want := len(buf) + int(r.ContentLength+1)
 	if r.ContentLength > 0 {
 		buf = growBuffer(buf, int(min(r.ContentLength, 1<<20))+1, 0)
 	}

@@ -262,20 +262,23 @@ func sliceBytes[T int8 | uint16 | int16 | Float16 | BFloat16 | uint32 | int32 | 
 // caller has checked to be n times the element size. On a little-endian host
 // it is one copy into memory allocated without zeroing (append to a nil
 // slice, as bytes.Clone does: zeroing a large fresh allocation costs more
-// than the copy), or raw itself when alias is set, viewed as []T when
-// suitably aligned, which Go's allocator gives for these sizes; otherwise
+// than the copy), or raw itself when alias is set and raw is suitably
+// aligned, viewed as []T (Go's allocator aligns the copy); otherwise
 // element by element with get.
 func decodeRawElems[T uint8 | int8 | uint16 | int16 | Float16 | BFloat16 | uint32 | int32 | float32 | uint64 | int64 | float64](raw []byte, n int64, alias bool, get func([]byte) T) []T {
 	if n == 0 {
 		return []T{}
 	}
 	if nativeLittleEndian {
+		var zero T
+		aligned := func(b []byte) bool { return uintptr(unsafe.Pointer(&b[0]))%unsafe.Alignof(zero) == 0 }
 		b := raw
-		if !alias {
+		// Unaligned contents are copied, which is still one memmove
+		// rather than a loop over the elements.
+		if !alias || !aligned(b) {
 			b = append([]byte(nil), raw...)
 		}
-		var zero T
-		if uintptr(unsafe.Pointer(&b[0]))%unsafe.Alignof(zero) == 0 {
+		if aligned(b) {
 			return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)
 		}
 	}

@@ -29,6 +29,7 @@ func Fixtures(cfg fixture.Config) *Repository {
 		if m.Metadata().Name == "identity_bytes" {
 			m = identityBytes{m}
 		}
+		m = viewIdentity(m) // identity_view.go
 		if err := r.Add(m); err != nil {
 			panic(err) // the fixture set is static; a clash is a programming error
 		}
