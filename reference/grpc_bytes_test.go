@@ -184,3 +184,22 @@ func TestGRPCBytesIdentityAllocs(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkGRPCBytesIdentity times one identity_bytes gRPC request in
+// process (protobuf decoding of the request included, marshalling of the
+// answer not), with the views switch on and off.
+func BenchmarkGRPCBytesIdentity(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		b.Run(fmt.Sprintf("views=%v", on), func(b *testing.B) {
+			was := grpcViews
+			grpcViews = on
+			defer func() { grpcViews = was }()
+			call, _ := bytesCall(b)
+			b.SetBytes(bytesElems * (bytesElemSize + 4))
+			b.ReportAllocs()
+			for b.Loop() {
+				call()
+			}
+		})
+	}
+}
