@@ -278,7 +278,7 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		fail(err)
 	}
 	pad := 0
-	if restViews {
+	if s.restViews {
 		pad = bodyPad(r.Header) // rest_views.go
 	}
 	buf := getBufferFor(r.ContentLength + 1 + int64(pad))
@@ -303,7 +303,7 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 	// inputs; the buffer goes back to its pool once the answer is written.
 	lim := oip.Limits{MaxElements: s.cfg.MaxTensorElements}
 	var req *oip.InferRequest
-	if restViews {
+	if s.restViews {
 		req, err = oip.ViewRESTRequest(body, headerLen, lim)
 	} else {
 		req, err = oip.DecodeRESTRequest(body, headerLen, lim)
@@ -318,7 +318,7 @@ func (s *Server) serveInfer(w *statusWriter, r *http.Request, rt route) {
 		fail(err)
 		return
 	}
-	if pw, ok := w.ResponseWriter.(partsWriter); ok && restViews {
+	if pw, ok := w.ResponseWriter.(partsWriter); ok && s.restViews {
 		hint := len(body) // a JSON answer is often the size of its request
 		if headerLen >= 0 {
 			hint = headerLen // a binary one's header, of its request's header

@@ -51,8 +51,10 @@ type Server struct {
 	// netHTTPOnly turns the fast path off: Config.NetHTTPOnly, or tests
 	// that compare the two paths before Start.
 	netHTTPOnly bool
-	grpcSrv     *grpc.Server // nil when gRPC is disabled
-	health      *health.Server
+	// restViews is EnvRESTViews as New found it (rest_views.go).
+	restViews bool
+	grpcSrv   *grpc.Server // nil when gRPC is disabled
+	health    *health.Server
 
 	mu       sync.Mutex
 	started  bool
@@ -95,6 +97,7 @@ func New(cfg Config, repo *model.Repository) (*Server, error) {
 	s := &Server{
 		cfg:         cfg,
 		netHTTPOnly: cfg.NetHTTPOnly,
+		restViews:   restViews,
 		repo:        repo,
 		log:         slog.New(logGate{Handler: cfg.Logger.Handler(), settings: logs}),
 		logSettings: logs,
