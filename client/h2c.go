@@ -195,6 +195,7 @@ type h2cConn struct {
 	br      *bufio.Reader
 	src     connSource
 	frame   sliceSource // a DATA frame the Framer read
+	msg     h2cMsg      // onData's copy of a stream's h2cMsg
 }
 
 // headerBlock is what a response's headers or trailers say.
@@ -686,12 +687,12 @@ func (cn *h2cConn) onData(id uint32, length uint32, end bool, src h2cSource, n i
 		connInc, cn.recvAvail, cn.recvDone = uint32(cn.recvDone), cn.recvAvail+cn.recvDone, 0
 	}
 	s := cn.streams[id]
-	var m h2cMsg
+	m := &cn.msg // the reader's own, not on its stack: consume's reads would move it to the heap
 	overrun := false
 	if s != nil {
 		s.recvAvail -= int64(length)
 		overrun = s.recvAvail < 0
-		m = s.h2cMsg
+		*m = s.h2cMsg
 	}
 	cn.mu.Unlock()
 
@@ -711,7 +712,7 @@ func (cn *h2cConn) onData(id uint32, length uint32, end bool, src h2cSource, n i
 	var rst http2.ErrCode
 	cn.mu.Lock()
 	if s != nil && !s.ended && cn.streams[id] == s {
-		s.h2cMsg = m
+		s.h2cMsg = *m
 		if overrun {
 			s.err, rst = errors.New("the server overran the stream's flow-control window"), http2.ErrCodeFlowControl
 		} else if s.code != codes.OK || s.err != nil {
