@@ -27,6 +27,9 @@
 #                 canned server (PERF_ANALYZER=0 skips);
 #   Triton        standalone Triton 2.51's identity_fp32 (python backend) from
 #                 .venv-interop/pytriton when installed (TRITON=0 skips).
+# A/B rows, each hand-written layer beside itself switched off, paired the
+# same way: a second reference server with OIPKIT_REST_VIEWS=off and
+# OIPKIT_GRPC_VIEWS=off, and the generator with OIPKIT_H2C_DIRECT=off.
 #
 # Env: LARGE_DURATION (5 s per run), ROUNDS (3), PORT_BASE (18700: uses
 # +30..+39), PERF_ANALYZER (1), TRITON (1), LARGE_CASES (fp32_1m fp32_16m
@@ -45,6 +48,7 @@ REF_HTTP=$((PORT_BASE + 30)) REF_GRPC=$((PORT_BASE + 31))
 ECHO_TCP=$((PORT_BASE + 32)) ECHO_GRPC=$((PORT_BASE + 33))
 CAN_HTTP=$((PORT_BASE + 34)) CAN_GRPC=$((PORT_BASE + 35))
 TRI_HTTP=$((PORT_BASE + 36)) TRI_GRPC=$((PORT_BASE + 37))
+OFF_HTTP=$((PORT_BASE + 38)) OFF_GRPC=$((PORT_BASE + 39))
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh # after the cd to the repository root above
 command -v jq >/dev/null || scripts/apt-install.sh jq
@@ -64,9 +68,15 @@ wait_http() { # wait_http URL [TRIES]
 }
 "$OIPKIT" serve --http "127.0.0.1:$REF_HTTP" --grpc "127.0.0.1:$REF_GRPC" --log-level error &
 PIDS+=($!)
+# A/B: the same server with its request views switched off (REST binary
+# inputs decoded into copies, answers assembled and copied before the write;
+# identity_bytes over gRPC copied and encoded anew).
+OIPKIT_REST_VIEWS=off OIPKIT_GRPC_VIEWS=off "$OIPKIT" serve --http "127.0.0.1:$OFF_HTTP" --grpc "127.0.0.1:$OFF_GRPC" --log-level error &
+PIDS+=($!)
 "$ECHO" -listen-tcp "127.0.0.1:$ECHO_TCP" -listen-grpc "127.0.0.1:$ECHO_GRPC" &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$REF_HTTP/v2/health/ready" || { echo "bench-large: the reference server did not start" >&2; exit 1; }
+wait_http "http://127.0.0.1:$OFF_HTTP/v2/health/ready" || { echo "bench-large: the reference server (views off) did not start" >&2; exit 1; }
 
 triton_note="not run (TRITON=0)"
 triton_up=0
@@ -184,10 +194,16 @@ for CASE in $CASES; do
 		load "$CASE.grpc.r$r" "--grpc 127.0.0.1:$REF_GRPC" grpc-raw
 		echo_run "$CASE.grpcecho.r$r" grpc "127.0.0.1:$ECHO_GRPC"
 		load "$CASE.binary.r$r" "--http http://127.0.0.1:$REF_HTTP" http-binary
+		if [[ $MODEL == identity_fp32 ]]; then
+			load "$CASE.binaryoff.r$r" "--http http://127.0.0.1:$OFF_HTTP" http-binary
+		else
+			load "$CASE.grpcoff.r$r" "--grpc 127.0.0.1:$OFF_GRPC" grpc-raw
+		fi
 		load "$CASE.json.r$r" "--http http://127.0.0.1:$REF_HTTP" http
 		if ((canned)); then
 			load "$CASE.cbinary.r$r" "--http http://127.0.0.1:$CAN_HTTP" http-binary --check-every 0
 			load "$CASE.cgrpc.r$r" "--grpc 127.0.0.1:$CAN_GRPC" grpc-raw --check-every 0
+			OIPKIT_H2C_DIRECT=off load "$CASE.cgrpcoff.r$r" "--grpc 127.0.0.1:$CAN_GRPC" grpc-raw --check-every 0
 		fi
 		if ((triton_up)) && [[ $MODEL == identity_fp32 ]]; then
 			load "$CASE.tgrpc.r$r" "--grpc 127.0.0.1:$TRI_GRPC" grpc-raw
@@ -260,6 +276,12 @@ for CASE in $CASES; do
 		paired "REST binary, generator alone (canned server)" "TCP echo (1 copy)" "$CASE.tcp" "$CASE.cbinary" ">=0.9"
 		paired "gRPC raw, generator alone (canned server)" "TCP echo (1 copy)" "$CASE.tcp" "$CASE.cgrpc" ">=0.7"
 	fi
+	[[ -f $WORK/$CASE.binaryoff.r1 ]] &&
+		paired "what the server's request views and writev buy, REST binary, generator + reference" "OIPKIT_REST_VIEWS=off" "$CASE.binaryoff" "$CASE.binary" ""
+	[[ -f $WORK/$CASE.grpcoff.r1 ]] &&
+		paired "what the server's gRPC views buy, gRPC raw, generator + reference" "OIPKIT_GRPC_VIEWS=off" "$CASE.grpcoff" "$CASE.grpc" ""
+	[[ -f $WORK/$CASE.cgrpcoff.r1 ]] &&
+		paired "what the lean gRPC client's direct DATA reads and writev buy, generator alone (canned server)" "OIPKIT_H2C_DIRECT=off" "$CASE.cgrpcoff" "$CASE.cgrpc" ""
 	if [[ -f $WORK/$CASE.pagrpc ]]; then
 		row "gRPC raw, generator + reference" "perf_analyzer + reference" "$(single "$CASE.pagrpc")" "$(median "$CASE.grpc")" "" "$(single "$CASE.pagrpc.why")"
 		row "REST binary, generator + reference" "perf_analyzer + reference" "$(single "$CASE.pahttp")" "$(median "$CASE.binary")" "" "$(single "$CASE.pahttp.why")"
