@@ -83,7 +83,9 @@ triton_up=0
 if [[ $TRITON != 0 ]]; then
 	if [[ -x .venv-interop/pytriton/bin/python ]]; then
 		echo "bench-large: starting standalone Triton (interop/triton/start.sh)" >&2
-		interop/triton/start.sh "$TRI_HTTP" "$TRI_GRPC" >"$WORK/triton.log" 2>&1 &
+		# Without never_ready, which keeps Triton's server readiness at 400
+		# (oipkit load waits for a ready server).
+		DEPLOY_NEVER_READY=0 interop/triton/start.sh "$TRI_HTTP" "$TRI_GRPC" >"$WORK/triton.log" 2>&1 &
 		PIDS+=($!)
 		if wait_http "http://127.0.0.1:$TRI_HTTP/v2/models/identity_fp32/ready" 1200; then
 			triton_up=1
@@ -125,11 +127,16 @@ load() {
 	# shellcheck disable=SC2086 # target and data flags are words
 	"$OIPKIT" load $target --protocol "$proto" --model "$MODEL" $(data_flags "$CASE" "$SHAPE") \
 		--concurrency "$CONC" --connections "$([[ $proto == grpc* ]] && echo 1 || echo "$CONC")" \
-		--duration "${DURATION}s" --progress never --format json "$@" >"$WORK/$name.json" || true
-	jq '.rates.completed // 0' "$WORK/$name.json" >"$WORK/$name" 2>/dev/null || echo 0 >"$WORK/$name"
-	local err
-	err=$(jq '.counts.errors + .counts.timeouts' "$WORK/$name.json" 2>/dev/null || echo "?")
-	[[ $err == 0 ]] || echo "$name: $err failed" >>"$WORK/$CASE.notes"
+		--duration "${DURATION}s" --progress never --format json "$@" >"$WORK/$name.json" 2>"$WORK/$name.err" || true
+	local rps err
+	rps=$(jq '.rates.completed // 0' "$WORK/$name.json" 2>/dev/null || true)
+	echo "${rps:-0}" >"$WORK/$name"
+	err=$(jq '.counts.errors + .counts.timeouts' "$WORK/$name.json" 2>/dev/null || true)
+	if [[ -z $rps ]]; then # no result at all: say why
+		echo "$name: no result ($(tail -1 "$WORK/$name.err"))" >>"$WORK/$CASE.notes"
+	elif [[ $err != 0 ]]; then
+		echo "$name: $err failed" >>"$WORK/$CASE.notes"
+	fi
 }
 echo_run() { # echo_run NAME MODE ADDR
 	echo "bench-large: $1" >&2
