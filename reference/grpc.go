@@ -13,13 +13,12 @@ import (
 
 	"github.com/oipkit/oipkit/internal/envswitch"
 	"github.com/oipkit/oipkit/oip"
-	"github.com/oipkit/oipkit/reference/model"
 	"github.com/oipkit/oipkit/specs/inferencepb"
 )
 
-// EnvGRPCViews turns off answering gRPC requests with views of their own
-// memory (OIPKIT_GRPC_VIEWS=off): identity_bytes then copies its input and
-// every raw BYTES output is encoded anew, as on the other transports.
+// EnvGRPCViews turns off answering gRPC requests with their own memory
+// (OIPKIT_GRPC_VIEWS=off): every raw BYTES output is then encoded anew, as
+// on the other transports.
 const EnvGRPCViews = "OIPKIT_GRPC_VIEWS"
 
 var grpcViews = envswitch.On(EnvGRPCViews)
@@ -82,12 +81,10 @@ func (g *grpcService) ModelInfer(ctx context.Context, pb *inferencepb.ModelInfer
 	}
 	req.Model, req.Version = pb.GetModelName(), version
 	var reuse [][]byte
-	if grpcViews && hasBytesInput(pb) {
+	if grpcViews {
 		// pb's bytes are the collector's, unchanged until the answer is
-		// marshalled: outputs may view them, and raw outputs reuse them.
-		// Only for BYTES, whose copies are the ones that cost (the marked
-		// context is an allocation).
-		ctx = model.WithInputsOutliveAnswer(ctx)
+		// marshalled: a raw BYTES output viewing them (identity_bytes)
+		// is answered with them instead of a new encoding.
 		reuse = pb.GetRawInputContents()
 	}
 	resp, err := s.infer(ctx, m, version, req)
@@ -101,15 +98,6 @@ func (g *grpcService) ModelInfer(ctx context.Context, pb *inferencepb.ModelInfer
 		return nil, toStatus(fmt.Errorf("encode response: %w", err))
 	}
 	return out, nil
-}
-
-func hasBytesInput(pb *inferencepb.ModelInferRequest) bool {
-	for _, in := range pb.GetInputs() {
-		if in.GetDatatype() == "BYTES" {
-			return true
-		}
-	}
-	return false
 }
 
 // toStatus converts an error to a gRPC status error with the mapped code.

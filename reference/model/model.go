@@ -26,9 +26,6 @@ const Platform = fixture.Platform
 func Fixtures(cfg fixture.Config) *Repository {
 	r := NewRepository()
 	for _, m := range fixture.All(cfg) {
-		if m.Metadata().Name == "identity_bytes" {
-			m = identityBytes{m}
-		}
 		m = viewIdentity(m) // identity_view.go
 		if err := r.Add(m); err != nil {
 			panic(err) // the fixture set is static; a clash is a programming error
