@@ -10,7 +10,6 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/oipkit/oipkit/internal/envswitch"
-	"github.com/oipkit/oipkit/internal/rawtcp"
 )
 
 // The lean transport's large-message paths (issue 25). A megabyte message
@@ -40,20 +39,15 @@ const h2cWritevMin = 32 << 10
 // large DATA frame in one writev with whatever is buffered before it.
 type h2cWriter struct {
 	nc   net.Conn
-	vw   io.Writer // where writev goes: the *net.TCPConn under nc when there is one
 	buf  []byte
 	vec  [2][]byte
 	bufs net.Buffers
 }
 
+// net.Buffers writes with writev on a *net.TCPConn, and on rawtcp's
+// connection, which embeds one.
 func newH2CWriter(nc net.Conn) *h2cWriter {
-	w := &h2cWriter{nc: nc, vw: nc, buf: make([]byte, 0, 4<<10)}
-	// rawtcp's connection writes one buffer per system call; the TCPConn it
-	// wraps has writev (net.Buffers), on the same socket and deadlines.
-	if rc, ok := nc.(*rawtcp.Conn); ok {
-		w.vw = rc.TCPConn
-	}
-	return w
+	return &h2cWriter{nc: nc, buf: make([]byte, 0, 4<<10)}
 }
 
 func (w *h2cWriter) Write(p []byte) (int, error) {
@@ -83,7 +77,7 @@ func (w *h2cWriter) writeData(id uint32, end bool, data []byte) error {
 		byte(id>>24&0x7f), byte(id>>16), byte(id>>8), byte(id))
 	w.vec = [2][]byte{w.buf, data}
 	w.bufs = w.vec[:]
-	_, err := w.bufs.WriteTo(w.vw)
+	_, err := w.bufs.WriteTo(w.nc)
 	w.buf, w.vec = w.buf[:0], [2][]byte{}
 	return err
 }
