@@ -180,7 +180,7 @@ func appendRESTTensor(b []byte, t tensor.Tensor, params Parameters, extra paramF
 //
 // BYTES elements of binary inputs alias body.
 func DecodeRESTRequest(body []byte, headerLen int, lim Limits) (*InferRequest, error) {
-	return decodeRESTBody(body, headerLen, lim, true, false)
+	return decodeRESTRequest(body, headerLen, lim, true, false)
 }
 
 // ViewRESTRequest is DecodeRESTRequest for a body the caller keeps
@@ -190,20 +190,15 @@ func DecodeRESTRequest(body []byte, headerLen int, lim Limits) (*InferRequest, e
 // the element type); elsewhere they are copied as DecodeRESTRequest does.
 // A server saves a copy of every large binary tensor with it.
 func ViewRESTRequest(body []byte, headerLen int, lim Limits) (*InferRequest, error) {
-	return decodeRESTBody(body, headerLen, lim, true, true)
+	return decodeRESTRequest(body, headerLen, lim, true, true)
 }
 
 // decodeRESTRequest is DecodeRESTRequest with the fast path (scanRequest)
 // switched off when fast is false, so that tests can compare it with
-// encoding/json alone. (A flag rather than a function value: passing &j to
-// an unknown function would move it to the heap.)
-func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast bool) (*InferRequest, error) {
-	return decodeRESTBody(body, headerLen, lim, fast, false)
-}
-
-// decodeRESTBody decodes a request; view makes binary inputs alias body
-// (ViewRESTRequest).
-func decodeRESTBody(body []byte, headerLen int, lim Limits, fast, view bool) (*InferRequest, error) {
+// encoding/json alone, and binary inputs aliasing body when view is set
+// (ViewRESTRequest). (Flags rather than a function value: passing &j to an
+// unknown function would move it to the heap.)
+func decodeRESTRequest(body []byte, headerLen int, lim Limits, fast, view bool) (*InferRequest, error) {
 	header, tail, err := splitBody(body, headerLen, true)
 	if err != nil {
 		return nil, err

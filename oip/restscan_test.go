@@ -71,8 +71,8 @@ func FuzzDecodeRESTRequestDifferential(f *testing.F) {
 		if limited {
 			lim.MaxElements = 3
 		}
-		got, err := decodeRESTRequest(body, headerLen, lim, true)
-		want, wantErr := decodeRESTRequest(body, headerLen, lim, false)
+		got, err := decodeRESTRequest(body, headerLen, lim, true, false)
+		want, wantErr := decodeRESTRequest(body, headerLen, lim, false, false)
 		if msg := differ(got, err, want, wantErr); msg != "" {
 			t.Fatalf("%q (header length %d): %s", body, headerLen, msg)
 		}
@@ -99,8 +99,8 @@ func FuzzDecodeRESTResponseDifferential(f *testing.F) {
 func TestRESTScanSeeds(t *testing.T) {
 	for _, s := range restScanSeeds {
 		for _, lim := range []Limits{{}, {MaxElements: 3}} {
-			got, err := decodeRESTRequest([]byte(s), -1, lim, true)
-			want, wantErr := decodeRESTRequest([]byte(s), -1, lim, false)
+			got, err := decodeRESTRequest([]byte(s), -1, lim, true, false)
+			want, wantErr := decodeRESTRequest([]byte(s), -1, lim, false, false)
 			if msg := differ(got, err, want, wantErr); msg != "" {
 				t.Errorf("%s: %s", s, msg)
 			}
