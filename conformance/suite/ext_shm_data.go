@@ -149,19 +149,16 @@ func noJSON(grpc bool, d tensor.Datatype) bool {
 // form for it).
 func shmReadBack(ctx context.Context, grpc bool, in tensor.Tensor, inS *shmSlot) {
 	want := identityOutput(in)
+	if !inlineRight(ctx, grpc, in, "OIP-EXT-SHM-002") {
+		return
+	}
 	if noJSON(grpc, in.Datatype) {
 		// OUTPUT0 as binary data (its spec Needs binary_tensor_data):
 		// read back from a region, an output defect would fail this
 		// input's requirement too.
-		if !inlineRight(ctx, grpc, in, "OIP-EXT-SHM-002") {
-			return
-		}
 		b := Request(shmInput(in, inS.region, inS.offset, inS.size))
 		b.JSON["outputs"] = []any{Obj{"name": "OUTPUT0", "parameters": Obj{"binary_data": true}}}
 		Verify(Post(ctx, identityFixture(in.Datatype), "", b)).To(HaveOutputs(want))
-		return
-	}
-	if !inlineRight(ctx, grpc, in, "OIP-EXT-SHM-002") {
 		return
 	}
 	x := shmIdentity(ctx, grpc, in, inS, nil)
