@@ -52,6 +52,9 @@ type http1Client struct {
 	// a server that makes every answer fail (and every connection close)
 	// does not make each new connection allocate them again.
 	spare []spareBuffers
+	// loopIdle holds the event loop's healthy connections between loops
+	// (loop_linux.go): file descriptors outside Go's poller.
+	loopIdle []int
 }
 
 type spareBuffers struct {
@@ -282,6 +285,10 @@ func (h *http1Client) closeIdle() {
 	for _, cn := range h.idle {
 		cn.close()
 	}
+	for _, fd := range h.loopIdle {
+		closeFD(fd)
+	}
+	h.loopIdle = nil
 	h.idle = nil
 	h.mu.Unlock()
 }

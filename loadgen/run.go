@@ -349,6 +349,10 @@ func (r *runner) closedLoop(ctx context.Context, t0 int64, dur time.Duration, li
 		limit = uint64(r.seg.Share(int64(limit)))
 	}
 	var wg sync.WaitGroup
+	if lt, ok := r.target.(LoopTarget); ok && r.seqs == nil && r.streamer == nil {
+		r.eventLoops(ctx, lt, end, limit)
+		return phaseEnd{windowEnd: r.windowEnd(end)}
+	}
 	for w := range r.workers() {
 		sh := r.shards[w%len(r.shards)]
 		rec := r.recorder(sh)

@@ -297,17 +297,7 @@ func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 			keep = p.keep
 		}
 		a, err := p.post.Send(ctx, keep)
-		if err != nil && keep > 0 && errors.Is(err, client.ErrResponseTooLarge) {
-			return &loadgen.ValidationError{Detail: fmt.Sprintf("the answer is larger than %d bytes, too large to check (%s): %v", keep, p.keepRule, err)}
-		}
-		if err != nil || keep == 0 {
-			return err
-		}
-		r, err := oip.DecodeRESTResponse(a.Body, a.HeaderLen)
-		if err != nil {
-			return notInference("%v", err)
-		}
-		return t.checkAnswer(p, r)
+		return t.restOutcome(p, keep, a, err)
 	}
 	b, err := p.call.Send(ctx, check)
 	if err != nil || !check {
@@ -316,6 +306,22 @@ func (t *OIPTarget) Do(ctx context.Context, seq uint64) error {
 	r, err := decodeGRPCAnswer(b)
 	if err != nil {
 		return err
+	}
+	return t.checkAnswer(p, r)
+}
+
+// restOutcome is the outcome of a REST request sent keeping keep bytes of
+// its answer: the answer checked when it was kept.
+func (t *OIPTarget) restOutcome(p *payload, keep int64, a client.InferAnswer, err error) error {
+	if err != nil && keep > 0 && errors.Is(err, client.ErrResponseTooLarge) {
+		return &loadgen.ValidationError{Detail: fmt.Sprintf("the answer is larger than %d bytes, too large to check (%s): %v", keep, p.keepRule, err)}
+	}
+	if err != nil || keep == 0 {
+		return err
+	}
+	r, err := oip.DecodeRESTResponse(a.Body, a.HeaderLen)
+	if err != nil {
+		return notInference("%v", err)
 	}
 	return t.checkAnswer(p, r)
 }
