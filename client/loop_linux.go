@@ -70,6 +70,7 @@ type eventLoop struct {
 	d       LoopDriver
 	ctx     context.Context
 	epfd    int
+	now     time.Time // when the loop last woke
 	yielded time.Time // when the loop last yielded its processor
 	wake    [2]int    // a pipe: a byte written wakes epoll_wait
 	sa      syscall.Sockaddr
@@ -225,7 +226,8 @@ func (l *eventLoop) run() {
 	for i := range l.conns {
 		l.ready = append(l.ready, i)
 	}
-	lastTick := time.Now()
+	l.now = time.Now()
+	lastTick := l.now
 	for {
 		for len(l.ready) > 0 && l.ctx.Err() == nil {
 			batch := l.ready
@@ -247,9 +249,10 @@ func (l *eventLoop) run() {
 			k, err = l.wait()
 		}
 		if err != nil {
-			l.failAll(os.NewSyscallError("epoll_wait", err))
+			l.failAll(err)
 			return
 		}
+		l.now = time.Now()
 		for _, ev := range l.events[:max(k, 0)] {
 			if ev.Fd == loopWakeSlot {
 				l.drainWake()
@@ -259,9 +262,9 @@ func (l *eventLoop) run() {
 		}
 		l.takeBack()
 		l.yield(k == 0)
-		if now := time.Now(); now.Sub(lastTick) >= loopTick {
-			lastTick = now
-			l.expire(now)
+		if l.now.Sub(lastTick) >= loopTick {
+			lastTick = l.now
+			l.expire(l.now)
 		}
 	}
 }
@@ -307,9 +310,9 @@ func (l *eventLoop) wait() (int, error) {
 // yield lets the run's other goroutines have the processor the loop holds:
 // when asked, or at least once per loopWait.
 func (l *eventLoop) yield(now bool) {
-	if t := time.Now(); now || t.Sub(l.yielded) >= loopWait {
+	if now || l.now.Sub(l.yielded) >= loopWait {
 		runtime.Gosched()
-		l.yielded = t
+		l.yielded = l.now
 	}
 }
 
@@ -351,7 +354,7 @@ func (l *eventLoop) next(slot int) {
 	}
 	c.keep, c.retried = keep, false
 	c.request, c.wire = p.wire, p.wire
-	c.start = time.Now()
+	c.start = l.now // when the loop last woke: a timeout is not that precise anyway
 	c.deadline = c.start.Add(l.h.timeout)
 	if dl, ok := l.ctx.Deadline(); ok && dl.Before(c.deadline) {
 		c.deadline = dl

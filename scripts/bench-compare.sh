@@ -189,8 +189,10 @@ for ROUND in $(seq "$ROUNDS"); do
 	oipkit_load oipkit-http-nocheck "$ref_http" http "$CONCURRENCY" --check-every 0
 	timed wrk-binary wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post-binary.lua" "$infer_url"
 	oipkit_load oipkit-http-binary "$ref_http" http-binary "$CONCURRENCY"
-	# A/B: the generator's raw-syscall layer off.
-	OIPKIT_RAWTCP=off oipkit_load oipkit-http-binary-norawtcp "$ref_http" http-binary "$CONCURRENCY"
+	# A/B: the generator's event loop off (a goroutine per connection), and
+	# then its raw-syscall layer too (the event loop does not use it).
+	OIPKIT_EVENT_LOOP=off oipkit_load oipkit-http-binary-noloop "$ref_http" http-binary "$CONCURRENCY"
+	OIPKIT_EVENT_LOOP=off OIPKIT_RAWTCP=off oipkit_load oipkit-http-binary-norawtcp "$ref_http" http-binary "$CONCURRENCY"
 done
 
 # perf_analyzer: its own script, ports and concurrency (its default
@@ -230,7 +232,7 @@ for ROUND in $(seq "$ROUNDS"); do
 		"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 50)][0].latency' "$g")")" \
 		"$(ms "$(jq '[.latencyDistribution[] | select(.percentage == 99)][0].latency' "$g")")" \
 		"$(jq '[.statusCodeDistribution // {} | to_entries[] | select(.key != "OK") | .value] | add // 0' "$g")"
-	for n in oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-grpc-raw-nolean oipkit-http oipkit-http-nocheck oipkit-http-binary oipkit-http-binary-norawtcp; do
+	for n in oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-grpc-raw-nolean oipkit-http oipkit-http-nocheck oipkit-http-binary oipkit-http-binary-noloop oipkit-http-binary-norawtcp; do
 		o=$WORK/$n.r$ROUND.out
 		record "$n.r$ROUND" "$(jq '.counts.completed' "$o")" "$(jq '.rates.completed' "$o")" \
 			"$(ms "$(jq '.latency.response.p50Ns' "$o")")" "$(ms "$(jq '.latency.response.p99Ns' "$o")")" \
@@ -243,7 +245,7 @@ for ROUND in $(seq "$ROUNDS"); do
 			"$(awk '/Non-2xx|Socket errors/ { sub(/^ +/, ""); printf "%s; ", $0 }' "$w" | sed 's/; $//')"
 	done
 done
-for n in ghz oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-grpc-raw-nolean oipkit-http oipkit-http-nocheck oipkit-http-binary oipkit-http-binary-norawtcp wrk wrk-binary wrk-bare wrk-nethttp wrk-norawtcp; do
+for n in ghz oipkit-grpc oipkit-grpc-raw oipkit-grpc-raw-bare oipkit-grpc-raw-nolean oipkit-http oipkit-http-nocheck oipkit-http-binary oipkit-http-binary-noloop oipkit-http-binary-norawtcp wrk wrk-binary wrk-bare wrk-nethttp wrk-norawtcp; do
 	med=$(for r in $(seq "$ROUNDS"); do echo "$(cat "$WORK/$n.r$r.rps") $r"; done | sort -n | awk '{ a[NR] = $2 } END { print a[int((NR + 1) / 2)] }')
 	for f in n rps p50 p99 err cpu; do cp "$WORK/$n.r$med.$f" "$WORK/$n.$f"; done
 	echo "$(for r in $(seq "$ROUNDS"); do printf '%.0f ' "$(cat "$WORK/$n.r$r.rps")"; done)" >"$WORK/$n.all"
@@ -312,8 +314,10 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	paired "reference gRPC server, req/s (oipkit grpc-raw driving both)" "bare grpc-go" oipkit-grpc-raw-bare oipkit-grpc-raw rps ">=0.95"
 	paired "reference REST server on net/http alone (--http-fast-path=false, GOGC ${GOGC:-100}), req/s (wrk)" "bare net/http, GOGC ${GOGC:-100}" wrk-bare wrk-nethttp rps ""
 	paired "what the raw-syscall layer buys the reference REST server, req/s (wrk)" "OIPKIT_RAWTCP=off" wrk-norawtcp wrk rps ""
-	paired "what the raw-syscall layer buys the generator, REST binary, req/s" "OIPKIT_RAWTCP=off" oipkit-http-binary-norawtcp oipkit-http-binary rps ""
-	paired "what the raw-syscall layer buys the generator, REST binary client CPU per request (µs)" "OIPKIT_RAWTCP=off" oipkit-http-binary-norawtcp oipkit-http-binary cpu_req_us ""
+	paired "what the event loop buys the generator, REST binary, req/s" "OIPKIT_EVENT_LOOP=off" oipkit-http-binary-noloop oipkit-http-binary rps ""
+	paired "what the event loop buys the generator, REST binary client CPU per request (µs)" "OIPKIT_EVENT_LOOP=off" oipkit-http-binary-noloop oipkit-http-binary cpu_req_us ""
+	paired "what the raw-syscall layer buys the generator without the event loop, REST binary, req/s" "OIPKIT_EVENT_LOOP=off OIPKIT_RAWTCP=off" oipkit-http-binary-norawtcp oipkit-http-binary-noloop rps ""
+	paired "what the raw-syscall layer buys the generator without the event loop, REST binary client CPU per request (µs)" "OIPKIT_EVENT_LOOP=off OIPKIT_RAWTCP=off" oipkit-http-binary-norawtcp oipkit-http-binary-noloop cpu_req_us ""
 	paired "what the lean gRPC transport buys the generator, gRPC raw, req/s" "OIPKIT_LEAN_GRPC=off" oipkit-grpc-raw-nolean oipkit-grpc-raw rps ""
 	paired "what the lean gRPC transport buys the generator, gRPC raw client CPU per request (µs)" "OIPKIT_LEAN_GRPC=off" oipkit-grpc-raw-nolean oipkit-grpc-raw cpu_req_us ""
 	target "REST JSON request decode, 1 MiB FP32 (MB/s of JSON)" "encoding/json into []float32" \
@@ -340,7 +344,8 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	row wrk-nethttp wrk "reference, --http-fast-path=false, GOGC ${GOGC:-100}" "REST JSON"
 	row wrk-norawtcp wrk "reference, OIPKIT_RAWTCP=off" "REST JSON"
 	row oipkit-grpc-raw-nolean "oipkit load, OIPKIT_LEAN_GRPC=off" reference "gRPC raw"
-	row oipkit-http-binary-norawtcp "oipkit load, OIPKIT_RAWTCP=off" reference "REST binary"
+	row oipkit-http-binary-noloop "oipkit load, OIPKIT_EVENT_LOOP=off" reference "REST binary"
+	row oipkit-http-binary-norawtcp "oipkit load, OIPKIT_EVENT_LOOP=off OIPKIT_RAWTCP=off" reference "REST binary"
 	echo
 	echo "Latency is each client's own measurement: oipkit's response time (in a closed loop, from the actual send), ghz's latency distribution, wrk's --latency distribution. ghz counts calls cut off by its -z deadline as non-OK."
 	if [[ -f $WORK/pa.md ]]; then

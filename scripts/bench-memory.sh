@@ -8,7 +8,7 @@
 #   -c at the same count; oipkit load --protocol grpc on one connection beside
 #   ghz -c at the same concurrency (--connections 1). RSS is the client
 #   process's peak (GNU time %M). A/B: the REST run again with
-#   OIPKIT_LEAN_READS=off (a read buffer per waiting connection).
+#   OIPKIT_EVENT_LOOP=off (a goroutine per connection).
 #
 #   reference server RSS with 10,000 idle keep-alive connections (bench/idle:
 #   one add_sub inference each, then idle) beside bench/bare's bare
@@ -135,8 +135,8 @@ for r in $(seq "$ROUNDS"); do
 		timed "oipkit-http-$n.r$r" bin/oipkit load --http "http://127.0.0.1:$P" --protocol http --model delay \
 			--param "delay_ms=$DELAY_MS" --concurrency "$n" --connections "$n" --duration "${DURATION}s" \
 			--timeout 60s --progress never --format json
-		# A/B: each waiting connection with a read buffer of its own.
-		OIPKIT_LEAN_READS=off timed "oipkit-http-nolean-$n.r$r" bin/oipkit load --http "http://127.0.0.1:$P" \
+		# A/B: a goroutine per connection instead of the event loop.
+		OIPKIT_EVENT_LOOP=off timed "oipkit-http-noloop-$n.r$r" bin/oipkit load --http "http://127.0.0.1:$P" \
 			--protocol http --model delay --param "delay_ms=$DELAY_MS" --concurrency "$n" --connections "$n" \
 			--duration "${DURATION}s" --timeout 60s --progress never --format json
 		timed "ghz-$n.r$r" "$GHZ" --insecure --proto specs/proto/inference.proto \
@@ -179,8 +179,8 @@ echo "| target | anchor | anchor RSS (MiB) | oipkit RSS (MiB) | ratio | goal | |
 echo "|---|---|---:|---:|---:|---|---|---|"
 for n in $INFLIGHT; do
 	paired "generator RSS, REST JSON, $n in flight ($n connections)" "wrk -c $n" "wrk-$n" "oipkit-http-$n" "<=1.5"
-	paired "what lean reads buy (no read buffer while waiting), REST JSON, $n in flight" "OIPKIT_LEAN_READS=off" \
-		"oipkit-http-nolean-$n" "oipkit-http-$n" ""
+	paired "what the event loop buys (no goroutine per connection), REST JSON, $n in flight" "OIPKIT_EVENT_LOOP=off" \
+		"oipkit-http-noloop-$n" "oipkit-http-$n" ""
 	paired "generator RSS, gRPC, $n in flight (1 connection)" "ghz -c $n" "ghz-$n" "oipkit-grpc-$n" "<=0.5"
 done
 paired "reference server RSS, $IDLE idle keep-alive connections" "bare net/http" idle-bare idle-ref "<=1.5"
@@ -218,7 +218,7 @@ echo
 echo "| run | requests completed, each round | peak RSS (MiB), each round |"
 echo "|---|---|---|"
 for n in $INFLIGHT; do
-	for name in "wrk-$n" "oipkit-http-$n" "oipkit-http-nolean-$n" "ghz-$n" "oipkit-grpc-$n"; do
+	for name in "wrk-$n" "oipkit-http-$n" "oipkit-http-noloop-$n" "ghz-$n" "oipkit-grpc-$n"; do
 		printf '| %s | %s | %s |\n' "$name" "$(for r in $(seq "$ROUNDS"); do printf '%s ' "$(done_count "$name.r$r")"; done)" \
 			"$(for r in $(seq "$ROUNDS"); do printf '%s ' "$(mib "$(cat "$WORK/$name.r$r.rss")")"; done)"
 	done

@@ -1,7 +1,8 @@
 // Package envswitch reads the environment variables that turn oipkit's
 // hand-written fast layers off (OIPKIT_RAWTCP, OIPKIT_LEAN_GRPC,
-// OIPKIT_LEAN_READS), so that each can be measured against the standard
-// one and ruled out, with one spelling of "off" for all of them.
+// OIPKIT_H2C_DIRECT, OIPKIT_EVENT_LOOP, OIPKIT_LEAN_READS, OIPKIT_GRPC_VIEWS,
+// OIPKIT_REST_VIEWS), so that each can be measured against the standard one
+// and ruled out, with one spelling of "off" for all of them.
 package envswitch
 
 import "os"
