@@ -125,6 +125,9 @@ func newEventLoop(ctx context.Context, h *http1Client, n int, d LoopDriver) (*ev
 	l := &eventLoop{h: h, d: d, ctx: ctx, conns: make([]loopConn, n), active: n,
 		buf: make([]byte, loopReadSize), events: make([]syscall.EpollEvent, loopEvents),
 		parser: newHeadParser(h.maxHeader), epfd: -1, wake: [2]int{-1, -1}}
+	for i := range l.conns {
+		l.conns[i].fd = -1 // before any l.close
+	}
 	if ap.Addr().Is4() {
 		l.family, l.sa = syscall.AF_INET, &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
 	} else {
@@ -133,7 +136,6 @@ func newEventLoop(ctx context.Context, h *http1Client, n int, d LoopDriver) (*ev
 	if l.epfd, err = syscall.EpollCreate1(syscall.EPOLL_CLOEXEC); err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
 	}
-
 	if err = syscall.Pipe2(l.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		l.close()
 		return nil, os.NewSyscallError("pipe2", err)
@@ -142,9 +144,6 @@ func newEventLoop(ctx context.Context, h *http1Client, n int, d LoopDriver) (*ev
 	if err = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, l.wake[0], &ev); err != nil {
 		l.close()
 		return nil, os.NewSyscallError("epoll_ctl", err)
-	}
-	for i := range l.conns {
-		l.conns[i].fd = -1
 	}
 	// Connections an earlier loop left healthy carry the first requests.
 	h.mu.Lock()
@@ -532,7 +531,7 @@ func (l *eventLoop) finish(slot int, a InferAnswer, errBody []byte, started, reu
 	}
 	if err != nil && !httpStatus {
 		if !c.retried && c.reused && !started && staleConn(err) && l.ctx.Err() == nil {
-			c.retried, c.wire = true, c.request
+			c.retried, c.wire, c.state = true, c.request, lcNone
 			c.ans.reset(c.keep > 0, c.max, l.h.maxHeader)
 			l.send(slot)
 			return
