@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -70,6 +71,11 @@ type eventLoop struct {
 	d       LoopDriver
 	ctx     context.Context
 	epfd    int
+	epf     *os.File        // owns epfd
+	epRaw   syscall.RawConn // epf's: Go's poller waits on epfd (see wait)
+	lookFn  func(uintptr) bool
+	looked  int // what look found
+	lookErr error
 	now     time.Time // when the loop last woke
 	yielded time.Time // when the loop last yielded its processor
 	wake    [2]int    // a pipe: a byte written wakes epoll_wait
@@ -136,6 +142,17 @@ func newEventLoop(ctx context.Context, h *http1Client, n int, d LoopDriver) (*ev
 	if l.epfd, err = syscall.EpollCreate1(syscall.EPOLL_CLOEXEC); err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
 	}
+	// Go's poller may watch the epoll descriptor (see wait); the file owns it.
+	if err = syscall.SetNonblock(l.epfd, true); err != nil {
+		syscall.Close(l.epfd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	l.epf = os.NewFile(uintptr(l.epfd), "epoll")
+	if l.epRaw, err = l.epf.SyscallConn(); err != nil {
+		l.epf.Close()
+		return nil, err
+	}
+	l.lookFn = l.look // made once: a method value allocates
 	if err = syscall.Pipe2(l.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		l.close()
 		return nil, os.NewSyscallError("pipe2", err)
@@ -206,7 +223,10 @@ func (l *eventLoop) close() {
 		c.fd = -1
 	}
 	l.h.mu.Unlock()
-	for _, fd := range []int{l.epfd, l.wake[0], l.wake[1]} {
+	if l.epf != nil {
+		l.epf.Close()
+	}
+	for _, fd := range []int{l.wake[0], l.wake[1]} {
 		if fd >= 0 {
 			syscall.Close(fd)
 		}
@@ -271,40 +291,62 @@ func (l *eventLoop) run() {
 // wait returns the events that came, waiting at most loopWait for the
 // first.
 //
-// The wait holds the goroutine's processor: epoll_wait is called as a raw
-// system call, which Go's scheduler does not see. Through syscall.EpollWait
-// the runtime's monitor would take the processor away after 20 µs of
-// waiting and the loop would take one back on every return — tens of
-// thousands of hand-offs a second, each waking a thread on the other core,
-// which cost a fifth of the throughput against wrk (and parking in Go's own
-// poller instead cost more). So that the run's other goroutines still get a
-// processor, the wait is short and the loop yields after it (see yield).
-// Answers handed to the blocking path need one too: while any is out, the
-// loop waits through the scheduler.
+// The wait holds the goroutine's processor when one is left for the rest of
+// the process: epoll_wait is then a raw system call, which Go's scheduler
+// does not see. Through syscall.EpollWait the runtime's monitor would take
+// the processor away after 20 µs of waiting and the loop would take one back
+// on every return — tens of thousands of hand-offs a second, each waking a
+// thread on the other core, which cost a fifth of the throughput against
+// wrk. But a processor held that way runs nothing else, and a server in the
+// same process (a test's, a library user's) would wait for the loop to
+// yield: so at most GOMAXPROCS-1 loops hold one, and the others — all of
+// them under GOMAXPROCS=1 — park in Go's own poller, which watches the epoll
+// descriptor. Answers handed to the blocking path need a processor too:
+// while any is out, the loop parks.
 func (l *eventLoop) wait() (int, error) {
-	timeout := int(loopWait / time.Millisecond)
-	for {
-		var k int
-		var errno syscall.Errno
-		if l.handed > 0 {
-			var err error
-			k, err = syscall.EpollWait(l.epfd, l.events, timeout)
-			errno, _ = err.(syscall.Errno)
-		} else {
+	if l.handed == 0 && rawWaiters.Add(1) < int32(runtime.GOMAXPROCS(0)) {
+		defer rawWaiters.Add(-1)
+		for {
 			r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-				uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(timeout), 0, 0)
-			k, errno = int(r), e
+				uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(loopWait/time.Millisecond), 0, 0)
+			switch e {
+			case 0:
+				return int(r), nil
+			case syscall.EINTR: // a signal: often the runtime asking the goroutine to stop
+				l.yield(true)
+				continue
+			}
+			return 0, os.NewSyscallError("epoll_wait", e)
 		}
-		switch errno {
-		case 0:
-			return k, nil
-		case syscall.EINTR: // a signal: often the runtime asking the goroutine to stop
-			l.yield(true)
-			continue
+	} else if l.handed == 0 {
+		rawWaiters.Add(-1)
+	}
+	if !l.look(uintptr(l.epfd)) {
+		l.epf.SetReadDeadline(time.Now().Add(loopWait))
+		if err := l.epRaw.Read(l.lookFn); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, err
 		}
-		return 0, os.NewSyscallError("epoll_wait", errno)
+	}
+	if l.lookErr != nil {
+		return 0, os.NewSyscallError("epoll_wait", l.lookErr)
+	}
+	return l.looked, nil
+}
+
+// look takes the events there are without waiting; it reports whether
+// there were any (or an error), as syscall.RawConn.Read's callback.
+func (l *eventLoop) look(fd uintptr) bool {
+	for {
+		k, err := syscall.EpollWait(int(fd), l.events, 0)
+		if err != syscall.EINTR {
+			l.looked, l.lookErr = max(k, 0), err
+			return k != 0 || err != nil
+		}
 	}
 }
+
+// rawWaiters counts the loops holding a processor in epoll_wait.
+var rawWaiters atomic.Int32
 
 // yield lets the run's other goroutines have the processor the loop holds:
 // when asked, or at least once per loopWait.
@@ -523,8 +565,11 @@ func (l *eventLoop) finish(slot int, a InferAnswer, errBody []byte, started, reu
 		err = statusError("Infer", &RawResponse{Status: a.Status, Body: errBody})
 		a = InferAnswer{}
 	}
-	var status *Error
-	httpStatus := errors.As(err, &status) && status.HTTPStatus != 0
+	httpStatus := false
+	if err != nil { // errors.As's target escapes: only a failure pays for it
+		var status *Error
+		httpStatus = errors.As(err, &status) && status.HTTPStatus != 0
+	}
 	if c.fd >= 0 && (!reusable || (err != nil && !httpStatus)) {
 		syscall.Close(c.fd) // closing removes it from epoll
 		c.fd = -1

@@ -423,7 +423,6 @@ func TestLoopAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	t.Skip("BUG: 1 allocation a request: eventLoop.finish's `var status *Error` escapes (errors.As(err, &status)) even when err is nil")
 	c := loopClient(t, quietServer(t), false, client.Options{Connections: 4, Timeout: 5 * time.Second})
 	p := prepareLoop(t, c, -1)
 	const perSlot = 500
