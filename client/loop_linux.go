@@ -14,7 +14,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -22,11 +21,12 @@ import (
 
 // Sizes of the event loop.
 const (
-	loopReadSize = 64 << 10              // the loop's one read buffer
-	loopEvents   = 256                   // events taken per epoll_wait
-	loopTick     = 10 * time.Millisecond // how often deadlines are looked at
-	loopWakeSlot = -1                    // the wake pipe's epoll data
-	loopWait     = 2 * time.Millisecond  // the longest wait for events (see wait)
+	loopReadSize = 64 << 10               // the loop's one read buffer
+	loopEvents   = 256                    // events taken per epoll_wait
+	loopTick     = 10 * time.Millisecond  // how often deadlines are looked at
+	loopWakeSlot = -1                     // the wake pipe's epoll data
+	loopWait     = 2 * time.Millisecond   // the longest wait for events (see wait)
+	loopPark     = 100 * time.Millisecond // how long a raw wait that timed out makes the loop park
 )
 
 // Connection states.
@@ -67,24 +67,25 @@ type handBack struct {
 }
 
 type eventLoop struct {
-	h       *http1Client
-	d       LoopDriver
-	ctx     context.Context
-	epfd    int
-	epf     *os.File        // owns epfd
-	epRaw   syscall.RawConn // epf's: Go's poller waits on epfd (see wait)
-	lookFn  func(uintptr) bool
-	looked  int // what look found
-	lookErr error
-	now     time.Time // when the loop last woke
-	yielded time.Time // when the loop last yielded its processor
-	wake    [2]int    // a pipe: a byte written wakes epoll_wait
-	sa      syscall.Sockaddr
-	family  int
-	conns   []loopConn
-	buf     []byte
-	events  []syscall.EpollEvent
-	parser  *headParser
+	h         *http1Client
+	d         LoopDriver
+	ctx       context.Context
+	epfd      int
+	epf       *os.File        // owns epfd
+	epRaw     syscall.RawConn // epf's: Go's poller waits on epfd (see wait)
+	lookFn    func(uintptr) bool
+	looked    int // what look found
+	lookErr   error
+	now       time.Time // when the loop last woke
+	parkUntil time.Time // until then the loop waits in Go's poller (see wait)
+	yielded   time.Time // when the loop last yielded its processor
+	wake      [2]int    // a pipe: a byte written wakes epoll_wait
+	sa        syscall.Sockaddr
+	family    int
+	conns     []loopConn
+	buf       []byte
+	events    []syscall.EpollEvent
+	parser    *headParser
 
 	active  int   // slots not retired
 	dialing int   // connects in progress
@@ -291,26 +292,29 @@ func (l *eventLoop) run() {
 // wait returns the events that came, waiting at most loopWait for the
 // first.
 //
-// The wait holds the goroutine's processor when one is left for the rest of
-// the process: epoll_wait is then a raw system call, which Go's scheduler
-// does not see. Through syscall.EpollWait the runtime's monitor would take
-// the processor away after 20 µs of waiting and the loop would take one back
-// on every return — tens of thousands of hand-offs a second, each waking a
-// thread on the other core, which cost a fifth of the throughput against
-// wrk. But a processor held that way runs nothing else, and a server in the
-// same process (a test's, a library user's) would wait for the loop to
-// yield: so at most GOMAXPROCS-1 loops hold one, and the others — all of
-// them under GOMAXPROCS=1 — park in Go's own poller, which watches the epoll
-// descriptor. Answers handed to the blocking path need a processor too:
-// while any is out, the loop parks.
+// The wait holds the goroutine's processor: epoll_wait is a raw system
+// call, which Go's scheduler does not see. Through syscall.EpollWait the
+// runtime's monitor would take the processor away after 20 µs of waiting
+// and the loop would take one back on every return — tens of thousands of
+// hand-offs a second, each waking a thread on the other core, which cost a
+// fifth of the throughput against wrk (parking in Go's poller, a third).
+// But a processor held that way runs nothing else: a server in the same
+// process (a test's, a library user's) could answer only when the loop
+// yields. So a raw wait that times out — nothing came for loopWait, the
+// server is idle, slow, or waiting for this very processor — makes the loop
+// park in Go's own poller, which watches the epoll descriptor, for the next
+// loopPark; answers handed to the blocking path, which need a processor
+// too, make it park while any is out.
 func (l *eventLoop) wait() (int, error) {
-	if l.handed == 0 && rawWaiters.Add(1) < int32(runtime.GOMAXPROCS(0)) {
-		defer rawWaiters.Add(-1)
+	if l.handed == 0 && l.now.After(l.parkUntil) {
 		for {
 			r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
 				uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), uintptr(loopWait/time.Millisecond), 0, 0)
 			switch e {
 			case 0:
+				if r == 0 {
+					l.parkUntil = time.Now().Add(loopPark)
+				}
 				return int(r), nil
 			case syscall.EINTR: // a signal: often the runtime asking the goroutine to stop
 				l.yield(true)
@@ -318,8 +322,6 @@ func (l *eventLoop) wait() (int, error) {
 			}
 			return 0, os.NewSyscallError("epoll_wait", e)
 		}
-	} else if l.handed == 0 {
-		rawWaiters.Add(-1)
 	}
 	if !l.look(uintptr(l.epfd)) {
 		l.epf.SetReadDeadline(time.Now().Add(loopWait))
@@ -344,9 +346,6 @@ func (l *eventLoop) look(fd uintptr) bool {
 		}
 	}
 }
-
-// rawWaiters counts the loops holding a processor in epoll_wait.
-var rawWaiters atomic.Int32
 
 // yield lets the run's other goroutines have the processor the loop holds:
 // when asked, or at least once per loopWait.
