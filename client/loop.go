@@ -79,6 +79,7 @@ type loopAnswer struct {
 	budget  int    // header bytes left (heads of interim answers count)
 	interim int
 	off     int // where the current head starts in the answer's bytes
+	scanned int // bytes of the answer already searched for the head's end
 
 	inBody   bool
 	a        InferAnswer
@@ -124,8 +125,9 @@ func (s *loopAnswer) feed(p *headParser, b []byte) (feedResult, error) {
 	}
 	for {
 		head := data[s.off:]
-		end := headEnd(head)
+		end := headEnd(head, max(s.scanned-s.off-3, 0))
 		if end < 0 {
+			s.scanned = len(data)
 			if len(head) > 0 && (head[0] == '\r' || head[0] == '\n') || len(data) > http1BufferSize {
 				return s.fallback(data), nil // let the blocking path say what is wrong
 			}
@@ -238,9 +240,10 @@ func (s *loopAnswer) result() (InferAnswer, bool, error) {
 }
 
 // headEnd returns the length of the head at the start of b, its empty line
-// included, or -1 when b holds no empty line yet.
-func headEnd(b []byte) int {
-	for i := 0; ; {
+// included, or -1 when b holds no empty line yet. It searches from from: a
+// head trickling in a byte at a time is not searched again from its start.
+func headEnd(b []byte, from int) int {
+	for i := from; ; {
 		j := bytes.IndexByte(b[i:], '\n')
 		if j < 0 {
 			return -1
