@@ -258,7 +258,7 @@ func (l *eventLoop) run() {
 			l.spare = batch[:0]
 		}
 		if l.ctx.Err() != nil {
-			l.abort()
+			l.endAll(&Error{Op: "Infer", Err: context.Cause(l.ctx)})
 			return
 		}
 		if l.active == 0 {
@@ -269,7 +269,7 @@ func (l *eventLoop) run() {
 			k, err = l.wait()
 		}
 		if err != nil {
-			l.failAll(err)
+			l.endAll(&Error{Op: "Infer", Err: err})
 			return
 		}
 		l.now = time.Now()
@@ -711,10 +711,10 @@ func (l *eventLoop) unqueue(slot int) {
 	}
 }
 
-// abort ends every request in flight with ctx's error and waits for the
-// blocking path's.
-func (l *eventLoop) abort() {
-	err := &Error{Op: "Infer", Err: context.Cause(l.ctx)}
+// endAll ends every request in flight with err and waits for the ones the
+// blocking path holds: on a cancelled ctx they abort with it
+// (http1Conn.watch); on an epoll error they finish and come back.
+func (l *eventLoop) endAll(err error) {
 	for i := range l.conns {
 		c := &l.conns[i]
 		switch c.state {
@@ -727,7 +727,7 @@ func (l *eventLoop) abort() {
 			l.d.Done(i, InferAnswer{}, err)
 		}
 	}
-	for l.handed > 0 { // their connections abort on ctx (http1Conn.watch)
+	for l.handed > 0 {
 		k, _ := l.wait()
 		if k > 0 {
 			l.drainWake()
@@ -745,23 +745,6 @@ func (l *eventLoop) abort() {
 			l.d.Done(b.slot, InferAnswer{}, err)
 		}
 	}
-}
-
-// failAll ends the loop on an error of epoll itself.
-func (l *eventLoop) failAll(err error) {
-	for i := range l.conns {
-		c := &l.conns[i]
-		switch c.state {
-		case lcDialing, lcQueued, lcWriting, lcReading:
-			if c.fd >= 0 {
-				syscall.Close(c.fd)
-				c.fd = -1
-			}
-			c.state = lcRetired
-			l.d.Done(i, InferAnswer{}, &Error{Op: "Infer", Err: err})
-		}
-	}
-	l.abort()
 }
 
 func closeFD(fd int) { syscall.Close(fd) }
