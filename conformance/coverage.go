@@ -49,7 +49,7 @@ func coverageFrom(rep types.Report) (*Coverage, error) {
 		}
 		c.SpecCount++
 		for _, id := range engine.LabelValues(sr.Labels(), engine.LabelKeyReq) {
-			if _, ok := engine.Catalog.Get(id); !ok {
+			if _, ok := engine.Catalog().Get(id); !ok {
 				c.UnknownIDs = append(c.UnknownIDs, id)
 				continue
 			}
@@ -89,7 +89,7 @@ func (c *Coverage) Problems() []string {
 	for _, id := range c.UnknownIDs {
 		out = append(out, fmt.Sprintf("a spec is labelled with unknown requirement %q", id))
 	}
-	for _, r := range engine.Catalog.Requirements {
+	for _, r := range engine.Catalog().Requirements {
 		if gated(r) && len(c.Specs[r.ID]) == 0 && c.Waivers[r.ID].Reason == "" {
 			out = append(out, fmt.Sprintf("%s (%s) has neither a spec nor a waiver in specs/waivers.yaml", r.ID, r.Level))
 		}
@@ -116,7 +116,7 @@ func (c *Coverage) WriteMarkdown(w io.Writer) error {
 	type groupCount struct{ reqs, covered, must, mustCovered, waived int }
 	groups := map[string]*groupCount{}
 	var order []string
-	for _, r := range engine.Catalog.Requirements {
+	for _, r := range engine.Catalog().Requirements {
 		g, ok := groups[r.Group]
 		if !ok {
 			g = &groupCount{}
@@ -162,7 +162,7 @@ func (c *Coverage) WriteMarkdown(w io.Writer) error {
 
 	b.WriteString("\n## Requirements\n\nClass is what a failed check of the requirement is (fail, lenient, warning), from whom it binds and its level; `regrade` in requirements.yaml says why where it is not the level's.\n\n")
 	b.WriteString("| requirement | level | binds | class | specs | checked by |\n|---|---|---|---|---|---|\n")
-	for _, r := range engine.Catalog.Requirements {
+	for _, r := range engine.Catalog().Requirements {
 		if r.Extension != "" && !tested(r.Extension) && len(c.Specs[r.ID]) == 0 {
 			continue
 		}

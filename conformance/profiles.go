@@ -58,7 +58,7 @@ func Profiles() ([]Profile, error) {
 			}
 		}
 		for _, g := range p.Groups {
-			if len(engine.Catalog.Group(g)) == 0 {
+			if len(engine.Catalog().Group(g)) == 0 {
 				return nil, fmt.Errorf("profile %s: unknown requirement group %q", p.Name, g)
 			}
 		}
@@ -76,7 +76,7 @@ func Waivers() (map[string]Waiver, error) {
 	}
 	out := make(map[string]Waiver, len(doc.Waivers))
 	for _, w := range doc.Waivers {
-		if _, ok := engine.Catalog.Get(w.ID); !ok {
+		if _, ok := engine.Catalog().Get(w.ID); !ok {
 			return nil, fmt.Errorf("waivers.yaml: unknown requirement %q", w.ID)
 		}
 		if w.Reason == "" {

@@ -64,7 +64,7 @@ func buildReport(r types.Report, t *engine.Target, opts Options, start time.Time
 
 	rep := newReport(t, opts, start)
 	waivers, _ := Waivers()
-	for _, q := range catalog.Requirements {
+	for _, q := range catalog().Requirements {
 		rep.Requirements = append(rep.Requirements, requirementResult(q, states[q.ID], t, waivers))
 	}
 	report.Block(rep.Requirements, causeRank)
@@ -235,12 +235,12 @@ func causeRank(id string) int {
 	if i := slices.Index(causeRules, id); i >= 0 {
 		return i
 	}
-	for i, q := range catalog.Requirements {
+	for i, q := range catalog().Requirements {
 		if q.ID == id {
 			return len(causeRules) + i
 		}
 	}
-	return len(causeRules) + len(catalog.Requirements)
+	return len(causeRules) + len(catalog().Requirements)
 }
 
 // skipKind is what a skip means for its requirements.
@@ -389,7 +389,7 @@ func profileResults(rep *report.ConformanceReport, t *engine.Target, opts Option
 		}
 		var included []report.RequirementResult
 		for _, q := range rep.Requirements {
-			if r, ok := catalog.Get(q.ID); ok && p.Includes(r) {
+			if r, ok := catalog().Get(q.ID); ok && p.Includes(r) {
 				included = append(included, q)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 // partly checked: it must be skipped (its profile partial), not warning
 // (its profile passing).
 func TestSkipOutranksWarning(t *testing.T) {
-	q, ok := catalog.Get("OIP-REST-DATA-007")
+	q, ok := catalog().Get("OIP-REST-DATA-007")
 	if !ok {
 		t.Fatal("OIP-REST-DATA-007 missing from the catalog")
 	}
@@ -34,7 +34,7 @@ func TestSkipOutranksWarning(t *testing.T) {
 // A lenient finding makes the requirement lenient, not failed; a fail
 // finding in another spec outranks it.
 func TestLenientStatus(t *testing.T) {
-	q, _ := catalog.Get("OIP-REST-INFER-010")
+	q, _ := catalog().Get("OIP-REST-INFER-010")
 	tg := &engine.Target{Features: map[Feature]bool{}}
 	s := &reqState{specs: []string{"a"}, passed: true, classes: map[report.Class]bool{report.ClassLenient: true}}
 	if res := requirementResult(q, s, tg, nil); res.Status != report.StatusLenient || res.Binds != "client" || res.Statement == "" {
@@ -52,7 +52,7 @@ func TestProfileVerdicts(t *testing.T) {
 	tg := &engine.Target{Features: map[Feature]bool{}}
 	build := func(status map[string]report.Status) *report.ConformanceReport {
 		rep := &report.ConformanceReport{}
-		for _, q := range catalog.Requirements {
+		for _, q := range catalog().Requirements {
 			st, ok := status[q.ID]
 			if !ok {
 				st = report.StatusPassed

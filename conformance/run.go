@@ -154,7 +154,7 @@ func WriteReports(dir string, rep *report.ConformanceReport) error {
 // Cite looks a requirement up in the catalog: its level, statement and
 // the source it was derived from, for the citations of the reports.
 func Cite(id string) (report.Citation, bool) {
-	q, ok := engine.Catalog.Get(id)
+	q, ok := engine.Catalog().Get(id)
 	return report.Citation{Level: string(q.Level), Statement: q.Statement, Source: q.Source}, ok
 }
 

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"sync"
 )
 
 var (
@@ -129,7 +130,10 @@ func noteHTML(note string) string {
 	return `<div class="note">` + template.HTMLEscapeString(note) + `</div>`
 }
 
-var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// page is parsed at first use, not at init: every oipkit command links
+// this package and few render HTML.
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -160,6 +164,7 @@ var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </body>
 </html>
 `))
+})
 
 // Write renders p as one HTML document. A page without charts carries
 // neither uPlot nor charts.js.
@@ -177,7 +182,7 @@ func Write(w io.Writer, p Page) error {
 	if err != nil {
 		return fmt.Errorf("html page: charts: %w", err)
 	}
-	return page.Execute(w, map[string]any{
+	return page().Execute(w, map[string]any{
 		"Title":      p.Title,
 		"Generator":  p.Generator,
 		"HasCharts":  len(charts) > 0,

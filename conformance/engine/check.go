@@ -269,7 +269,7 @@ func classify(req string, g grading) report.Class {
 	case g.soft != "":
 		return report.ClassWarning
 	}
-	r, ok := Catalog.Get(req)
+	r, ok := Catalog().Get(req)
 	switch {
 	case !ok:
 		return report.ClassFail

@@ -263,7 +263,7 @@ func NeedFixture(name string) {
 	if current.Deployed(name) {
 		return
 	}
-	if optionalFixtures[name] {
+	if optionalFixtures()[name] {
 		ginkgo.Skip(SkipOptionalFixture + name)
 	}
 	if name == "versioned" && !current.versioning {
@@ -272,7 +272,8 @@ func NeedFixture(name string) {
 	ginkgo.Skip(SkipFixture + name)
 }
 
-var optionalFixtures = func() map[string]bool {
+// optionalFixtures is computed at first use, not at init: only conform needs it.
+var optionalFixtures = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	fs, err := specs.LoadFixtures()
 	if err != nil {
@@ -284,7 +285,7 @@ var optionalFixtures = func() map[string]bool {
 		}
 	}
 	return m
-}()
+})
 
 // Advertises reports whether server metadata lists ext (with or without
 // capabilities).

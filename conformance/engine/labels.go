@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/onsi/ginkgo/v2"
 
@@ -36,9 +37,10 @@ const (
 	LabelKeyReq       = specs.LabelPrefix
 )
 
-// Catalog is the requirement catalog the labels are checked against and
-// findings are graded by.
-var Catalog = specs.MustCatalog()
+// Catalog returns the requirement catalog the labels are checked against and
+// findings are graded by. It is parsed at first use, not at init, because
+// every oipkit command links this package and only conform needs it.
+var Catalog = sync.OnceValue(specs.MustCatalog)
 
 // Req labels a spec with the requirements it checks. An ID missing from the
 // catalog panics while the spec tree is built, so a typo can never produce a
@@ -49,7 +51,7 @@ func Req(ids ...string) ginkgo.Labels {
 	}
 	out := make(ginkgo.Labels, 0, len(ids))
 	for _, id := range ids {
-		if _, ok := Catalog.Get(id); !ok {
+		if _, ok := Catalog().Get(id); !ok {
 			panic(fmt.Sprintf("conformance: unknown requirement ID %q in a spec label", id))
 		}
 		out = append(out, LabelKeyReq+id)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/oipkit/oipkit/htmlpage"
@@ -23,14 +24,18 @@ var (
 	htmlTemplates string
 )
 
-var htmlTmpl = template.Must(template.New("reports").Funcs(template.FuncMap{
-	"status":    viewStatus,
-	"verdict":   viewVerdict,
-	"lower":     strings.ToLower,
-	"attention": needsAttention,
-	"add":       func(a, b int) int { return a + b },
-	"reqAnchor": requirementAnchor,
-}).Parse(htmlTemplates))
+// htmlTmpl is parsed at first use, not at init: every oipkit command links
+// this package and few render HTML.
+var htmlTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("reports").Funcs(template.FuncMap{
+		"status":    viewStatus,
+		"verdict":   viewVerdict,
+		"lower":     strings.ToLower,
+		"attention": needsAttention,
+		"add":       func(a, b int) int { return a + b },
+		"reqAnchor": requirementAnchor,
+	}).Parse(htmlTemplates))
+})
 
 // statusView is how a status is shown: a word (never colour alone), a
 // class that colours it, and what it means.
@@ -287,7 +292,7 @@ func WriteHTML(w io.Writer, r *ConformanceReport, cite Citer) error {
 	data["Legend"] = legend()
 
 	var body bytes.Buffer
-	if err := htmlTmpl.ExecuteTemplate(&body, "report", data); err != nil {
+	if err := htmlTmpl().ExecuteTemplate(&body, "report", data); err != nil {
 		return fmt.Errorf("conformance report page: %w", err)
 	}
 	return htmlpage.Write(w, htmlpage.Page{

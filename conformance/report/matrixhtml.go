@@ -111,7 +111,7 @@ func WriteCompatibilityHTML(w io.Writer, cols []MatrixColumn, blocked []BlockedR
 		"Legend":     legend(),
 	}
 	var body bytes.Buffer
-	if err := htmlTmpl.ExecuteTemplate(&body, "matrix", data); err != nil {
+	if err := htmlTmpl().ExecuteTemplate(&body, "matrix", data); err != nil {
 		return fmt.Errorf("compatibility page: %w", err)
 	}
 	return htmlpage.Write(w, htmlpage.Page{

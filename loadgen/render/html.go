@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oipkit/oipkit/loadgen"
@@ -174,7 +175,7 @@ func writeHTML(w io.Writer, results []*loadgen.Result, labels []string) error {
 			charts = append(charts, curveChart("curve", results, labels))
 		}
 	}
-	if err := pageTemplate.ExecuteTemplate(&body, "head", data); err != nil {
+	if err := pageTemplate().ExecuteTemplate(&body, "head", data); err != nil {
 		return err
 	}
 	for i := range runs {
@@ -203,7 +204,7 @@ func writeHTML(w io.Writer, results []*loadgen.Result, labels []string) error {
 					loadgen.FormatPercentile(run.Pct), stepNoun(run.R.Steps[0].Kind)))
 			charts = append(charts, curveChart(id+"-curve", results[i:i+1], nil))
 		}
-		if err := pageTemplate.ExecuteTemplate(&body, "run", sec); err != nil {
+		if err := pageTemplate().ExecuteTemplate(&body, "run", sec); err != nil {
 			return err
 		}
 	}
@@ -712,27 +713,31 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"dur":       func(d loadgen.Duration) string { return round(d.D()).String() },
-	"pct":       func(f float64) string { return loadgen.FormatPercentile(f) },
-	"percent":   func(f float64) string { return loadgen.FormatPercent(f) },
-	"est":       describeEstimate,
-	"status":    func(s verdict.Status) string { return string(s) },
-	"upper":     func(s verdict.Status) string { return strings.ToUpper(string(s)) },
-	"loadOf":    func(r *loadgen.Result) string { return loadgen.DescribeLoad(r.Config) },
-	"server":    loadgen.ServerOf,
-	"time":      func(t time.Time) string { return t.Format(time.RFC3339) },
-	"cpu":       func(c float64) string { return fmt.Sprintf("%.0f%%", 100*c) },
-	"ns":        func(v int64) string { return loadgen.FormatDuration(time.Duration(v)) },
-	"width":     func(f float64) string { return fmt.Sprintf("%.2f%%", f) },
-	"percentOf": func(f float64) float64 { return 100 * f },
-	"target": func(r *loadgen.Result) string {
-		if r.Config.Target.HTTP != "" {
-			return r.Config.Target.HTTP
-		}
-		return r.Config.Target.GRPC
-	},
-}).Parse(pageTemplateText))
+// pageTemplate is parsed at first use, not at init: every oipkit command
+// links this package and few render HTML.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"dur":       func(d loadgen.Duration) string { return round(d.D()).String() },
+		"pct":       func(f float64) string { return loadgen.FormatPercentile(f) },
+		"percent":   func(f float64) string { return loadgen.FormatPercent(f) },
+		"est":       describeEstimate,
+		"status":    func(s verdict.Status) string { return string(s) },
+		"upper":     func(s verdict.Status) string { return strings.ToUpper(string(s)) },
+		"loadOf":    func(r *loadgen.Result) string { return loadgen.DescribeLoad(r.Config) },
+		"server":    loadgen.ServerOf,
+		"time":      func(t time.Time) string { return t.Format(time.RFC3339) },
+		"cpu":       func(c float64) string { return fmt.Sprintf("%.0f%%", 100*c) },
+		"ns":        func(v int64) string { return loadgen.FormatDuration(time.Duration(v)) },
+		"width":     func(f float64) string { return fmt.Sprintf("%.2f%%", f) },
+		"percentOf": func(f float64) float64 { return 100 * f },
+		"target": func(r *loadgen.Result) string {
+			if r.Config.Target.HTTP != "" {
+				return r.Config.Target.HTTP
+			}
+			return r.Config.Target.GRPC
+		},
+	}).Parse(pageTemplateText))
+})
 
 // pageTemplateText is the page's template: Go html/template text, kept in
 // its own file so that it reads (and diffs) as HTML.
