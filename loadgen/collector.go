@@ -61,6 +61,7 @@ type collector struct {
 	startWall time.Time
 	total     *tally
 	iv        *tally
+	spare     *tally // swapped into each shard in turn by closeInterval
 	log       *hdr.HistogramLogWriter
 	logErr    error
 
@@ -96,7 +97,7 @@ type stepTally struct {
 
 func newCollector(r *runner, startWall time.Time) *collector {
 	st := r.cfg.Streaming != nil
-	c := &collector{r: r, startWall: startWall, total: newTally(st), iv: newTally(st)}
+	c := &collector{r: r, startWall: startWall, total: newTally(st), iv: newTally(st), spare: newTally(st)}
 	if w := r.cfg.HDRLog; w != nil {
 		c.log = hdr.NewHistogramLogWriter(w)
 		ms := startWall.UnixMilli()
@@ -200,9 +201,10 @@ func (c *collector) stop(end int64) {
 func (c *collector) closeInterval(end int64, full bool) {
 	iv := c.iv
 	for _, s := range c.r.shards {
-		t := s.swap()
+		t := s.swap(c.spare)
 		c.mergeDropped += iv.add(t)
-		s.giveBack(t)
+		t.reset()
+		c.spare = t
 	}
 	sent := int64(c.r.sent.Load())
 	drop := c.r.dropped.Load()

@@ -58,8 +58,7 @@ func TestShardRecordsByOutcome(t *testing.T) {
 	s.record(0, 10, 100, nil)
 	s.record(0, 10, 200, &HTTPStatusError{Status: 503})
 	s.record(0, 10, 300, timeoutErr{})
-	tl := s.swap()
-	defer s.giveBack(tl)
+	tl := s.swap(newTally(false))
 	if tl.ok != 1 || tl.errors != 1 || tl.timeouts != 1 {
 		t.Fatalf("ok %d errors %d timeouts %d, want 1 each", tl.ok, tl.errors, tl.timeouts)
 	}

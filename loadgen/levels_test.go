@@ -162,8 +162,7 @@ func TestErrorSamplesAreBounded(t *testing.T) {
 	}
 	s.record(0, 1, 2, errors.New(strings.Repeat("x", 10*MaxErrorMessage)))
 	s.record(0, 1, 2, timeoutErr{})
-	tl := s.swap()
-	defer s.giveBack(tl)
+	tl := s.swap(newTally(false))
 	errs, samples := errorTables(tl.codes, tl.timeouts, tl.samples)
 	if errs["other"] != 11 || errs["timeout"] != 1 {
 		t.Fatalf("errors %v", errs)

@@ -29,12 +29,23 @@ type Loop interface {
 	Done(slot int, err error)
 }
 
+// loopTarget is the target when the run's closed loop runs on its event
+// loops: sequences and streams need a goroutine each.
+func (r *runner) loopTarget() (LoopTarget, bool) {
+	lt, ok := r.target.(LoopTarget)
+	return lt, ok && r.profile == nil && r.seqs == nil && r.streamer == nil
+}
+
+// loopCount is how many event loops n workers run on: one per processor the
+// Go runtime uses.
+func loopCount(n int) int { return max(1, min(runtime.GOMAXPROCS(0), n)) }
+
 // eventLoops runs a closed loop phase on the target's event loops: one per
 // processor the Go runtime uses, each with its share of the workers and its
 // shard. A loop the target cannot run becomes workers.
 func (r *runner) eventLoops(ctx context.Context, t LoopTarget, end int64, limit uint64) {
 	n := r.workers()
-	loops := min(runtime.GOMAXPROCS(0), n, len(r.shards))
+	loops := min(loopCount(n), len(r.shards))
 	var wg sync.WaitGroup
 	for i := range loops {
 		share := n/loops + btoi(i < n%loops)

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,5 +114,33 @@ func TestLoopErrorClasses(t *testing.T) {
 	}
 	if tg.loopReqs.Load() != 400 {
 		t.Errorf("RunLoop sent %d, want 400", tg.loopReqs.Load())
+	}
+}
+
+// A closed loop on event loops records into one shard per loop, since no
+// other shard would record and each holds a tally of dense histograms; a
+// run on workers, or an open loop, keeps its shards per worker group.
+func TestLoopShards(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	closed := fakeConfig(LoadConfig{Concurrency: 1000})
+	open := fakeConfig(LoadConfig{Rate: rateOf("100"), MaxInFlight: 1000})
+	for _, c := range []struct {
+		name   string
+		target Target
+		cfg    Config
+		want   int
+	}{
+		{"event loops", &loopTarget{answer: okAnswer}, closed, 4},
+		{"workers", TargetFunc(func(context.Context, uint64) error { return nil }), closed, 8},
+		{"open loop", &loopTarget{answer: okAnswer}, open, 8},
+		{"two workers", &loopTarget{answer: okAnswer}, fakeConfig(LoadConfig{Concurrency: 2}), 2},
+	} {
+		r := &runner{target: c.target, cfg: c.cfg, seg: c.cfg.Load.segment()}
+		if c.cfg.OpenLoop() {
+			r.profile = c.cfg.pacer()
+		}
+		if got := r.shardCount(); got != c.want {
+			t.Errorf("%s: %d shards, want %d", c.name, got, c.want)
+		}
 	}
 }

@@ -126,16 +126,15 @@ func sampleOf(err error) string {
 // a recorder each because an open-loop run may grow thousands of workers,
 // and a tally is about 1 MB of dense histograms.
 type shard struct {
-	mu    sync.Mutex
-	cur   *tally
-	spare *tally // owned by the collector between swaps
-	_     [64]byte
+	mu  sync.Mutex
+	cur *tally
+	_   [64]byte
 }
 
 func newShards(n int, streaming bool) []*shard {
 	s := make([]*shard, n)
 	for i := range s {
-		s[i] = &shard{cur: newTally(streaming), spare: newTally(streaming)}
+		s[i] = &shard{cur: newTally(streaming)}
 	}
 	return s
 }
@@ -145,6 +144,17 @@ func newShards(n int, streaming bool) []*shard {
 // the cap of 16 bounds memory at about 35 MB on big machines.
 func shardCount(workers int) int {
 	return max(1, min(workers, 2*runtime.GOMAXPROCS(0), 16))
+}
+
+// shardCount is how many shards the run records into: one per event loop
+// when its closed loop runs on them (no other shard would record, and
+// each costs a tally), else shardCount of its workers.
+func (r *runner) shardCount() int {
+	n := shardCount(r.workers())
+	if _, ok := r.loopTarget(); ok {
+		n = min(n, loopCount(r.workers()))
+	}
+	return n
 }
 
 // record accounts for one finished request; times are monotonic nanoseconds.
@@ -186,21 +196,22 @@ func (t *tally) recordLocked(key errorKey, due, sent, done int64, err error) {
 	}
 }
 
-// swap hands the current tally to the caller and starts a fresh one. The
-// caller must reset the returned tally and give it back with giveBack.
-func (s *shard) swap() *tally {
+// swap starts fresh, an empty tally, as the shard's current one and hands
+// the one it replaces to the caller. The collector keeps one spare tally
+// for all its shards: it swaps it into a shard, merges and resets what came
+// out, and uses that for the next shard.
+func (s *shard) swap(fresh *tally) *tally {
 	s.mu.Lock()
 	old := s.cur
-	s.cur = s.spare
-	s.spare = nil
+	s.cur = fresh
 	s.mu.Unlock()
 	return old
 }
 
-func (s *shard) giveBack(t *tally) {
-	t.reset()
+// clear throws away what the shard recorded (the warm-up's).
+func (s *shard) clear() {
 	s.mu.Lock()
-	s.spare = t
+	s.cur.reset()
 	s.mu.Unlock()
 }
 

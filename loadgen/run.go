@@ -148,7 +148,7 @@ func (r *runner) workers() int {
 func (r *runner) rateShare() float64 { return 1 / float64(max(r.seg.Count, 1)) }
 
 func (r *runner) run(ctx context.Context) *Result {
-	r.shards = newShards(shardCount(r.workers()), r.cfg.Streaming != nil)
+	r.shards = newShards(r.shardCount(), r.cfg.Streaming != nil)
 	l := r.cfg.Load
 	res := NewResult(r.cfg)
 
@@ -191,7 +191,7 @@ func (r *runner) run(ctx context.Context) *Result {
 		r.phase(ctx, origin, l.Warmup.D(), uint64(l.WarmupRequests))
 		res.Warmup = WarmupStats{Requests: int64(r.sent.Load()), Duration: Duration(r.now() - origin)}
 		for _, s := range r.shards {
-			s.giveBack(s.swap())
+			s.clear()
 		}
 		r.sent.Store(0)
 		r.dropped.Store(0)
@@ -349,7 +349,7 @@ func (r *runner) closedLoop(ctx context.Context, t0 int64, dur time.Duration, li
 		limit = uint64(r.seg.Share(int64(limit)))
 	}
 	var wg sync.WaitGroup
-	if lt, ok := r.target.(LoopTarget); ok && r.seqs == nil && r.streamer == nil {
+	if lt, ok := r.loopTarget(); ok {
 		r.eventLoops(ctx, lt, end, limit)
 		return phaseEnd{windowEnd: r.windowEnd(end)}
 	}
