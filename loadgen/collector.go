@@ -333,7 +333,7 @@ func (c *collector) stepAt(off time.Duration) int {
 
 func (c *collector) addToStep(s *stepTally, iv *tally, st IntervalStats) {
 	c.mergeDropped += s.h.Response.p.MergeFrom(iv.response) + s.h.Service.p.MergeFrom(iv.service) +
-		s.h.SendLag.p.MergeFrom(iv.lag) + s.h.Failed.p.MergeFrom(iv.failed)
+		s.h.SendLag.p.MergeFrom(iv.lag) + s.h.Failed.mergeDense(iv.failed)
 	if ss := iv.stream; ss != nil {
 		c.mergeDropped += s.h.FirstResponse.p.MergeFrom(ss.first) + s.h.InterResponse.p.MergeFrom(ss.gap) +
 			s.h.ResponsesPerRequest.p.MergeFrom(ss.perRequest)

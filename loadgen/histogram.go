@@ -37,11 +37,20 @@ func NewHistogram() *Histogram {
 	return &Histogram{p: hdr.NewPacked(histLowest, histHighest, histDigits)}
 }
 
-// histogramOf copies a dense recorder histogram into a new Histogram and
-// returns how many values it could not hold (none for the same geometry).
+// histogramOf copies a dense recorder histogram (nil is empty) into a new
+// Histogram and returns how many values it could not hold (none for the
+// same geometry).
 func histogramOf(d *hdr.Histogram) (*Histogram, int64) {
 	h := NewHistogram()
-	return h, h.p.MergeFrom(d)
+	return h, h.mergeDense(d)
+}
+
+// mergeDense adds a dense recorder histogram (nil is empty) to h.
+func (h *Histogram) mergeDense(d *hdr.Histogram) int64 {
+	if d == nil {
+		return 0
+	}
+	return h.p.MergeFrom(d)
 }
 
 // HDR returns a dense copy, for HdrHistogram APIs that need one.

@@ -71,6 +71,37 @@ func TestShardRecordsByOutcome(t *testing.T) {
 	}
 }
 
+// The failed histogram is made at a tally's first failure; without one a
+// result still carries an empty Failed histogram, and merging a tally
+// without one into one with one adds nothing.
+func TestFailedHistogramOnFirstFailure(t *testing.T) {
+	s := newShards(1, false)[0]
+	s.record(0, 10, 100, nil)
+	ok := s.swap(newTally(false))
+	if ok.failed != nil {
+		t.Fatal("a tally without failures made its failed histogram")
+	}
+	h, dropped := histogramOf(ok.failed)
+	if h == nil || h.Count() != 0 || dropped != 0 {
+		t.Fatalf("histogramOf(nil) = %v, %d; want an empty histogram", h, dropped)
+	}
+	s.record(0, 10, 200, &HTTPStatusError{Status: 500})
+	bad := s.swap(newTally(false))
+	if bad.failed == nil || bad.failed.TotalCount() != 1 {
+		t.Fatal("the first failure was not recorded in a failed histogram")
+	}
+	if bad.add(ok); bad.failed.TotalCount() != 1 {
+		t.Errorf("merging a tally without failures changed the failed count to %d", bad.failed.TotalCount())
+	}
+	if ok.add(bad); ok.failed == nil || ok.failed.TotalCount() != 1 {
+		t.Error("merging a failure into a tally without a failed histogram lost it")
+	}
+	bad.reset()
+	if bad.failed == nil || bad.failed.TotalCount() != 0 {
+		t.Error("reset should keep the failed histogram, emptied")
+	}
+}
+
 type timeoutErr struct{}
 
 func (timeoutErr) Error() string   { return "i/o timeout" }
