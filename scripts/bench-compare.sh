@@ -163,6 +163,40 @@ ref_grpc="--grpc 127.0.0.1:$GRPC_PORT"
 ref_http="--http http://127.0.0.1:$HTTP_PORT"
 infer_url="http://127.0.0.1:$HTTP_PORT/v2/models/add_sub/infer"
 
+# The generator against wrk: each pair runs back to back on the same
+# server, wrk first in odd rounds and oipkit first in even ones, so that the
+# server's state after the first run (its heap, its caches) favours neither
+# tool over the rounds. The REST JSON run without sampled checks sits on
+# the other side of the sampled one, next to it in every round too.
+pair() { if ((ROUND % 2)); then "$1"; "$2"; else "$2"; "$1"; fi; }
+wrk_json() { timed wrk wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" "$infer_url"; }
+oipkit_json() {
+	# The sampled answer checks' cost: the same run with none (framing only).
+	nocheck() { oipkit_load oipkit-http-nocheck "$ref_http" http "$CONCURRENCY" --check-every 0; }
+	if ((ROUND % 2)); then
+		oipkit_load oipkit-http "$ref_http" http "$CONCURRENCY"
+		nocheck
+	else
+		nocheck
+		oipkit_load oipkit-http "$ref_http" http "$CONCURRENCY"
+	fi
+}
+wrk_binary() { timed wrk-binary wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post-binary.lua" "$infer_url"; }
+oipkit_binary() {
+	# A/B: the generator's event loop off (a goroutine per connection), and
+	# then its raw-syscall layer too (the event loop does not use it); each
+	# next to the run it is compared with.
+	local runs=(binary noloop norawtcp)
+	((ROUND % 2)) || runs=(norawtcp noloop binary)
+	for run in "${runs[@]}"; do
+		case $run in
+		binary) oipkit_load oipkit-http-binary "$ref_http" http-binary "$CONCURRENCY" ;;
+		noloop) OIPKIT_EVENT_LOOP=off oipkit_load oipkit-http-binary-noloop "$ref_http" http-binary "$CONCURRENCY" ;;
+		norawtcp) OIPKIT_EVENT_LOOP=off OIPKIT_RAWTCP=off oipkit_load oipkit-http-binary-norawtcp "$ref_http" http-binary "$CONCURRENCY" ;;
+		esac
+	done
+}
+
 # Runs that are compared run next to each other, so that a change in the
 # machine's load in between affects both less. With ROUNDS > 1 the whole
 # sequence repeats and each row reports its median round (by throughput).
@@ -180,19 +214,11 @@ for ROUND in $(seq "$ROUNDS"); do
 	# The reference on net/http alone, next to the bare net/http handler.
 	timed wrk-nethttp wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" \
 		"http://127.0.0.1:$NETHTTP_PORT/v2/models/add_sub/infer"
-	timed wrk wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" "$infer_url"
 	# A/B: the reference's raw-syscall layer off.
 	timed wrk-norawtcp wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post.lua" \
 		"http://127.0.0.1:$NORAWTCP_PORT/v2/models/add_sub/infer"
-	oipkit_load oipkit-http "$ref_http" http "$CONCURRENCY"
-	# The sampled answer checks' cost: the same run with none (framing only).
-	oipkit_load oipkit-http-nocheck "$ref_http" http "$CONCURRENCY" --check-every 0
-	timed wrk-binary wrk -t 2 -c "$CONCURRENCY" -d "${DURATION}s" --latency -s "$WORK/post-binary.lua" "$infer_url"
-	oipkit_load oipkit-http-binary "$ref_http" http-binary "$CONCURRENCY"
-	# A/B: the generator's event loop off (a goroutine per connection), and
-	# then its raw-syscall layer too (the event loop does not use it).
-	OIPKIT_EVENT_LOOP=off oipkit_load oipkit-http-binary-noloop "$ref_http" http-binary "$CONCURRENCY"
-	OIPKIT_EVENT_LOOP=off OIPKIT_RAWTCP=off oipkit_load oipkit-http-binary-norawtcp "$ref_http" http-binary "$CONCURRENCY"
+	pair wrk_json oipkit_json
+	pair wrk_binary oipkit_binary
 done
 
 # perf_analyzer: its own script, ports and concurrency (its default
@@ -325,7 +351,7 @@ bench_med() { awk -v b="$1" -v c="$2" '$1 ~ "^Benchmark" b "(-[0-9]+)?$" { print
 	target "REST binary request decode, 1 MiB FP32 (ns)" "copy of the bytes" \
 		"$(bench_med RESTBinaryDecodeFP32_1MiB/copy 3)" "$(bench_med RESTBinaryDecodeFP32_1MiB/oipkit 3)" "<=2"
 	echo
-	echo "Paired rows run next to each other in each round; the row shows the round with the median ratio. perf_analyzer rows: $pa_note. Codec rows: median of 5 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`. Each server runs as it ships: \`oipkit serve\` with GOGC $(grep -o 'gc_percent=[^ ]*' "$WORK/serve.log" | head -1 | cut -d= -f2) (\`--gc-percent\`), bench/bare with GOGC ${GOGC:-100} (Go's default unless GOGC is set)."
+	echo "Paired rows run next to each other in each round (the REST rows against wrk in alternating order: wrk first in odd rounds, oipkit first in even ones); the row shows the round with the median ratio. perf_analyzer rows: $pa_note. Codec rows: median of 5 runs of \`go test -bench 'JSONDecodeFP32_1MiB|BinaryDecodeFP32_1MiB' ./oip/\`. Each server runs as it ships: \`oipkit serve\` with GOGC $(grep -o 'gc_percent=[^ ]*' "$WORK/serve.log" | head -1 | cut -d= -f2) (\`--gc-percent\`), bench/bare with GOGC ${GOGC:-100} (Go's default unless GOGC is set)."
 	echo
 	echo "## Measurements"
 	echo
