@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"net"
 	"reflect"
 	"runtime/debug"
@@ -33,6 +34,7 @@ func TestRunDispatch(t *testing.T) {
 		{[]string{"serve", "--max-body-bytes", "-1"}, 1},
 		{[]string{"serve", "extra-argument"}, 1},
 		{[]string{"serve", "--gc-percent", "0"}, 1},
+		{[]string{"serve", "--memory-limit", "-1"}, 1},
 		{[]string{"serve", "--http", "", "--grpc", ""}, 1},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -87,23 +89,47 @@ func serveWhile(t *testing.T, args []string, during func()) (code int, stderr st
 // (then the runtime's own value stays), and the value before serve once it
 // returns.
 func TestServeGCPercent(t *testing.T) {
-	gcPercent := func() int {
+	gcPercent := func() int64 {
 		p := debug.SetGCPercent(-1)
 		debug.SetGCPercent(p)
-		return p
+		return int64(p)
 	}
-	before := gcPercent()
-	for _, tc := range []struct {
-		env  string
-		args []string
-		want int
-	}{
+	testServeRuntimeSetting(t, "GOGC", gcPercent, []serveSettingCase{
 		{"", nil, serveGCPercent},
 		{"", []string{"--gc-percent", "150"}, 150},
-		{"50", nil, before},
+		{"50", nil, gcPercent()},
 		{"50", []string{"--gc-percent", "150"}, 150},
-	} {
-		t.Setenv("GOGC", tc.env)
+	})
+}
+
+// TestServeMemoryLimit checks the server process's soft memory limit the
+// same way: --memory-limit (0: none), else serveMemoryLimit unless GOMEMLIMIT
+// is set in the environment.
+func TestServeMemoryLimit(t *testing.T) {
+	memoryLimit := func() int64 { return debug.SetMemoryLimit(-1) }
+	testServeRuntimeSetting(t, "GOMEMLIMIT", memoryLimit, []serveSettingCase{
+		{"", nil, serveMemoryLimit},
+		{"", []string{"--memory-limit", "1073741824"}, 1 << 30},
+		{"", []string{"--memory-limit", "0"}, math.MaxInt64},
+		{"512MiB", nil, memoryLimit()},
+		{"512MiB", []string{"--memory-limit", "1073741824"}, 1 << 30},
+	})
+}
+
+type serveSettingCase struct {
+	env  string
+	args []string
+	want int64
+}
+
+// testServeRuntimeSetting runs serve once per case with env set to the
+// case's value and reads the setting (get) while it serves and after it
+// returned, when it must be what it was before.
+func testServeRuntimeSetting(t *testing.T, env string, get func() int64, cases []serveSettingCase) {
+	t.Helper()
+	before := get()
+	for _, tc := range cases {
+		t.Setenv(env, tc.env)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -114,24 +140,24 @@ func TestServeGCPercent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ready, got := false, 0
+		ready, got := false, int64(0)
 		code, stderr := serveWhile(t, append([]string{"--http", addr, "--grpc", "", "--log-level", "error"}, tc.args...), func() {
 			for deadline := time.Now().Add(10 * time.Second); !ready && time.Now().Before(deadline); {
 				if ready, _ = c.ServerReady(context.Background()); !ready {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
-			got = gcPercent()
+			got = get()
 		})
 		c.Close()
 		if code != 0 || !ready {
-			t.Fatalf("GOGC=%q %v: serve exited %d (ready: %v): %s", tc.env, tc.args, code, ready, stderr)
+			t.Fatalf("%s=%q %v: serve exited %d (ready: %v): %s", env, tc.env, tc.args, code, ready, stderr)
 		}
 		if got != tc.want {
-			t.Errorf("GOGC=%q %v: GC percent %d while serving, want %d", tc.env, tc.args, got, tc.want)
+			t.Errorf("%s=%q %v: %d while serving, want %d", env, tc.env, tc.args, got, tc.want)
 		}
-		if after := gcPercent(); after != before {
-			t.Errorf("GOGC=%q %v: GC percent %d after serve returned, want %d as before", tc.env, tc.args, after, before)
+		if after := get(); after != before {
+			t.Errorf("%s=%q %v: %d after serve returned, want %d as before", env, tc.env, tc.args, after, before)
 		}
 	}
 }
