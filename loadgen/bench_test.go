@@ -22,7 +22,7 @@ func benchRunner(tb testing.TB, t Target, load LoadConfig) *runner {
 	if cfg.OpenLoop() {
 		r.profile = cfg.pacer()
 	}
-	r.shards = newShards(shardCount(r.workers()), false)
+	r.shards = newShards(r.shardCount(), false)
 	r.resetStop()
 	return r
 }

@@ -152,22 +152,18 @@ func newShards(n int, streaming bool) []*shard {
 	return s
 }
 
-// shardCount is how many shards a run with up to workers workers uses: two
-// per CPU keeps the mutexes uncontended (a record holds one for ~30 ns), and
-// the cap of 16 bounds memory at about 18 MB on big machines.
-func shardCount(workers int) int {
-	return max(1, min(workers, 2*runtime.GOMAXPROCS(0), 16))
-}
-
-// shardCount is how many shards the run records into: one per event loop
-// when its closed loop runs on them (no other shard would record, and
-// each costs a tally), else shardCount of its workers.
+// shardCount is how many shards the run records into. Workers use two per
+// CPU, which keeps the mutexes uncontended (a record holds one for ~30 ns),
+// capped at 16 to bound memory at about 18 MB on big machines. A closed
+// loop on event loops uses one per loop: no other shard would record, and
+// each costs a tally.
 func (r *runner) shardCount() int {
-	n := shardCount(r.workers())
+	n := r.workers()
+	shards := max(1, min(n, 2*runtime.GOMAXPROCS(0), 16))
 	if _, ok := r.loopTarget(); ok {
-		n = min(n, loopCount(r.workers()))
+		shards = min(shards, loopCount(n))
 	}
-	return n
+	return shards
 }
 
 // record accounts for one finished request; times are monotonic nanoseconds.
