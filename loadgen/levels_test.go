@@ -225,14 +225,18 @@ func TestStabilityRule(t *testing.T) {
 }
 
 func TestStabilityEndsTheRun(t *testing.T) {
-	cfg := fakeConfig(LoadConfig{Concurrency: 1, Stability: &StabilityConfig{Tolerance: 0.25, MaxDuration: Duration(30 * time.Second)}})
-	res := mustRun(t, fixedTarget{}, cfg)
+	// The target sleeps, so its latency is the timer's millisecond, not the
+	// microsecond of a no-op call, whose p99 is the scheduler's noise: under
+	// the race detector on a shared machine that never settled within ±25%.
+	steady := fixedTarget{delay: time.Millisecond}
+	cfg := fakeConfig(LoadConfig{Concurrency: 4, Stability: &StabilityConfig{Tolerance: 0.25, MaxDuration: Duration(30 * time.Second)}})
+	res := mustRun(t, steady, cfg)
 	st := res.Stability
 	if st == nil || !st.Converged || st.Windows < StabilityMinWindows || res.Duration.D() >= 30*time.Second || res.EndReason != EndCompleted {
 		t.Fatalf("stability %+v after %v (%s)", st, res.Duration, res.EndReason)
 	}
 	cfg = fakeConfig(LoadConfig{Concurrency: 1, Stability: &StabilityConfig{Tolerance: 0.25, MaxDuration: Duration(300 * time.Millisecond)}})
-	res = mustRun(t, fixedTarget{}, cfg)
+	res = mustRun(t, steady, cfg)
 	if st := res.Stability; st == nil || st.Converged || !strings.HasPrefix(st.Reason, "not converged") {
 		t.Fatalf("capped run: %+v", st)
 	}
