@@ -318,10 +318,11 @@ func (r renamed) Metadata() oip.ModelMetadata {
 }
 
 // TestModelNamesWithSpecialCharacters checks that a model name is one path
-// segment taken verbatim: dots, dashes and escaped slashes included.
+// segment taken verbatim: dots, dashes and escaped slashes included, and
+// "%2F" alone, which net/http's ServeMux would take for a trailing slash.
 func TestModelNamesWithSpecialCharacters(t *testing.T) {
 	repo := model.NewRepository()
-	for _, name := range []string{"my.model-v1.2", "a/b", "ready", "versions"} {
+	for _, name := range []string{"my.model-v1.2", "a/b", "/", "ready", "versions"} {
 		if err := repo.Add(renamed{fixture.NewIdentity(tensor.Int32), name}); err != nil {
 			t.Fatal(err)
 		}
@@ -331,6 +332,7 @@ func TestModelNamesWithSpecialCharacters(t *testing.T) {
 	for _, c := range []struct{ path, name string }{
 		{"my.model-v1.2", "my.model-v1.2"},
 		{"a%2Fb", "a/b"},
+		{"%2F", "/"},
 		{"ready", "ready"},
 		{"versions", "versions"},
 	} {
@@ -343,5 +345,8 @@ func TestModelNamesWithSpecialCharacters(t *testing.T) {
 		if r.status != http.StatusOK || err != nil || resp.Model != c.name || ready.Name != c.name || md.Name != c.name {
 			t.Errorf("%s: ready %q, metadata %q, infer %d %s", c.path, ready.Name, md.Name, r.status, r.body)
 		}
+	}
+	if r := get(t, srv.HTTPURL()+"/v2/%2F"); r.status != http.StatusNotFound {
+		t.Errorf("GET /v2/%%2F: %d %s, want 404 (it is not /v2/)", r.status, r.body)
 	}
 }

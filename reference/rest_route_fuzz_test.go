@@ -12,7 +12,8 @@ import (
 // matchRoute) with net/http's ServeMux given the same routes as patterns:
 // the same route, the same model and version (wildcards unescaped as the
 // router unescapes segments), for every path ServeMux does not redirect
-// (one it would clean: "//", "." or ".." segments). It must never panic,
+// (one it would clean: "//", "." or ".." segments) and has no segment
+// "%2F" alone (below). It must never panic,
 // and allocates nothing for an unescaped path.
 func FuzzMatchRoute(f *testing.F) {
 	for _, p := range []string{
@@ -48,8 +49,18 @@ func FuzzMatchRoute(f *testing.F) {
 			return
 		}
 		escaped := u.EscapedPath()
+		r, ok := matchRoute(escaped) // whatever the oracle says of it
 		if strings.Contains(escaped, "//") || strings.Contains(escaped+"/", "/./") || strings.Contains(escaped+"/", "/../") || !strings.HasPrefix(escaped, "/") {
 			return // ServeMux redirects to the cleaned path
+		}
+		for _, seg := range strings.Split(escaped, "/") {
+			if u, err := url.PathUnescape(seg); err == nil && u == "/" {
+				// ServeMux keys its trailing-slash node by "/", so a segment
+				// that unescapes to "/" is taken for it: it serves "/v2/%2F"
+				// as "/v2/{$}" and finds no {m} in "/v2/models/%2F". Not an
+				// oracle there; the router reads such a segment as a name.
+				return
+			}
 		}
 		got = hit{}
 		rec := httptest.NewRecorder()
@@ -57,7 +68,6 @@ func FuzzMatchRoute(f *testing.F) {
 		if rec.Code == http.StatusMovedPermanently || rec.Code == http.StatusTemporaryRedirect {
 			return
 		}
-		r, ok := matchRoute(escaped)
 		if ok != (got.kind != 0) || ok && (r.kind != got.kind || r.model != got.model || r.version != got.version) {
 			t.Fatalf("%q: router %v %+v, ServeMux %d %+v", escaped, ok, r, rec.Code, got)
 		}
