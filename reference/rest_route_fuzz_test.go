@@ -13,8 +13,8 @@ import (
 // the same route, the same model and version (wildcards unescaped as the
 // router unescapes segments), for every path ServeMux does not redirect
 // (one it would clean: "//", "." or ".." segments) and has no segment
-// "%2F" alone (below). It must never panic,
-// and allocates nothing for an unescaped path.
+// "%2F" alone (below). It must never panic, and allocates nothing for an
+// unescaped path.
 func FuzzMatchRoute(f *testing.F) {
 	for _, p := range []string{
 		"/v2", "/v2/", "/metrics", "/v2/health/live", "/v2/health/ready",
@@ -54,7 +54,7 @@ func FuzzMatchRoute(f *testing.F) {
 			return // ServeMux redirects to the cleaned path
 		}
 		for _, seg := range strings.Split(escaped, "/") {
-			if u, err := url.PathUnescape(seg); err == nil && u == "/" {
+			if name, err := url.PathUnescape(seg); err == nil && name == "/" {
 				// ServeMux keys its trailing-slash node by "/", so a segment
 				// that unescapes to "/" is taken for it: it serves "/v2/%2F"
 				// as "/v2/{$}" and finds no {m} in "/v2/models/%2F". Not an
