@@ -72,11 +72,15 @@ func TestSequencesAccumulate(t *testing.T) {
 			}
 		})
 	}
-	// Without sequence_end the server's three live sequences run out.
+	// Six sequences live at once on a server that holds three: the fourth
+	// start is refused. An open loop is used because it hands its first
+	// six requests to six distinct sequences whatever the timing; a closed
+	// loop of six workers may spend a small budget on its first three
+	// before the others start.
 	cfg := grpcConfig(srv.GRPCAddr(), "accumulate")
 	cfg.Inputs.File = input
-	cfg.Sequence = &loadgen.SequenceConfig{Length: 1000}
-	cfg.Load.Concurrency, cfg.Load.Requests = 6, 12
+	cfg.Sequence = &loadgen.SequenceConfig{Length: 1000, Sequences: 6}
+	cfg.Load.Rate, cfg.Load.Requests = loadgentest.Rate("500"), 12
 	if res := runConfig(t, cfg); res.Counts.Errors == 0 {
 		t.Errorf("six sequences live on a server that holds three: no error (%+v)", res.Counts)
 	}
