@@ -140,6 +140,8 @@ var sharedMemoryBreakages = []breakage{
 		failed: []string{"OIP-EXT-SHM-012"},
 		warned: []string{"OIP-EXT-SHM-010"},
 	},
+	registerIgnoresOffset,
+	grpcRegisterIgnoresOffset,
 	{
 		name: "rest-shm-outputs-returned-as-data",
 		rest: &restHook{in: func(r *http.Request) {
@@ -192,4 +194,41 @@ var sharedMemoryBreakages = []breakage{
 		// Ignoring the output's region, it also takes one too small.
 		failed: []string{"OIP-EXT-SHM-004", "OIP-EXT-SHM-015"},
 	},
+}
+
+// registerIgnoresOffset maps every region it registers over REST from its
+// object's start, whatever offset the request gives.
+var registerIgnoresOffset = breakage{
+	name: "rest-shm-register-ignores-offset",
+	rest: &restHook{in: func(r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/register") {
+			return
+		}
+		var m map[string]any
+		if json.Unmarshal(requestBody(r), &m) != nil || m["offset"] == nil {
+			return
+		}
+		m["offset"] = 0
+		body, _ := json.Marshal(m)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}},
+	// The status lists the offset it keeps (OIP-EXT-SHM-006), and inputs
+	// are read from the wrong place (OIP-EXT-SHM-007).
+	failed: []string{"OIP-EXT-SHM-006", "OIP-EXT-SHM-007"},
+}
+
+// grpcRegisterIgnoresOffset is registerIgnoresOffset over gRPC.
+var grpcRegisterIgnoresOffset = breakage{
+	name: "grpc-shm-register-ignores-offset",
+	grpc: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if r, ok := req.(*pb.SystemSharedMemoryRegisterRequest); ok {
+			req = &pb.SystemSharedMemoryRegisterRequest{Name: r.GetName(), Key: r.GetKey(), ByteSize: r.GetByteSize()}
+		}
+		return h(ctx, req)
+	},
+	// Inputs are read from the wrong place (OIP-EXT-SHM-007); the status
+	// lists the offset it keeps, and an offset past the object is taken
+	// (OIP-EXT-SHM-013, gRPC's rules for the three calls).
+	failed: []string{"OIP-EXT-SHM-007", "OIP-EXT-SHM-013"},
 }

@@ -290,6 +290,8 @@ var specState struct {
 	// last is the last request the spec sent: when the server stops
 	// answering after the spec, the request that killed it.
 	last Evidencer
+	// setup is what the reproducers of its findings make first.
+	setup []replayStep
 }
 
 // Every spec starts clean and, after its body, fails with all the findings
@@ -298,7 +300,7 @@ var specState struct {
 var (
 	_ = ginkgo.BeforeEach(func() {
 		specState.Lock()
-		specState.pending, specState.notRun, specState.last = nil, false, nil
+		specState.pending, specState.notRun, specState.last, specState.setup = nil, false, nil, nil
 		specState.Unlock()
 	})
 	_ = ginkgo.AfterEach(flush)

@@ -10,11 +10,17 @@ import (
 	"github.com/oipkit/oipkit/conformance/report"
 )
 
-// reproducer is the shell command that sends ev's request again, built
-// from the request exactly as it was sent: the evidence keeps only a few
-// KiB of a body, and a command built from that would not send the same.
-// It is "" when ev has no request.
+// reproducer is the shell command that sends ev's request again, inside
+// the running spec's setup (setup.go). It is "" when ev has no request.
 func reproducer(ev Evidencer) string {
+	return report.WithSetup(requestReproducer(ev), setupFor(ev))
+}
+
+// requestReproducer is the shell command that sends ev's request again,
+// built from the request exactly as it was sent: the evidence keeps only
+// a few KiB of a body, and a command built from that would not send the
+// same.
+func requestReproducer(ev Evidencer) string {
 	var targets report.Targets
 	if current != nil {
 		targets = report.Targets{HTTP: current.cfg.HTTPURL, GRPC: current.cfg.GRPCAddr}

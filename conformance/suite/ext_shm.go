@@ -16,6 +16,7 @@ import (
 
 	"github.com/oipkit/oipkit/client"
 	. "github.com/oipkit/oipkit/conformance/engine"
+	"github.com/oipkit/oipkit/conformance/report"
 	"github.com/oipkit/oipkit/oip"
 	"github.com/oipkit/oipkit/specs"
 	pb "github.com/oipkit/oipkit/specs/inferencepb"
@@ -67,7 +68,20 @@ func shmObject(size int) *client.SharedMemory {
 	if err != nil {
 		Skip(SkipNotApplicable + "cannot create POSIX shared memory on this host: " + err.Error())
 	}
-	DeferCleanup(func() { m.Close() })
+	// A finding's reproducer makes the object as it is when the finding is
+	// recorded; one recorded after the object is gone (a liveness check
+	// after the spec) gets it as it was last.
+	var last []byte
+	ReplaySetup(nil, func() string {
+		if b := m.Bytes(); b != nil {
+			return report.SharedMemoryCommand(key, b)
+		}
+		return report.SharedMemoryCommand(key, last)
+	}, report.RemoveSharedMemoryCommand(key))
+	DeferCleanup(func() {
+		last = bytes.Clone(m.Bytes())
+		m.Close()
+	})
 	return m
 }
 
@@ -83,6 +97,8 @@ func shmRegister(ctx context.Context, name string, m *client.SharedMemory, offse
 	e := Do(ctx, http.MethodPost, "/v2/systemsharedmemory/region/"+PathEscape(name)+"/register", jsonHeader(), body)
 	if e.Status == http.StatusOK {
 		DeferCleanup(func(ctx SpecContext) { shmUnregister(ctx, name) })
+		unregister := &Exchange{Method: http.MethodPost, Path: "/v2/systemsharedmemory/region/" + PathEscape(name) + "/unregister"}
+		ReplaySetup(e, func() string { return Reproducer(e) }, Reproducer(unregister))
 	}
 	return e
 }
@@ -206,16 +222,18 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 		shmLists(Verify(one), one, []region{{Name: r1, Key: m.Key, ByteSize: 64}}, false, "")
 	})
 
+	// Both regions start at offset 0: how a status lists an offset is
+	// OIP-EXT-SHM-006's to check, not a failure of unregistering.
 	It("unregisters one region, then every region", Req("OIP-EXT-SHM-008"), func(ctx SpecContext) {
-		m, m2 := shmObject(64), shmObject(2*shmPage)
+		m, m2 := shmObject(64), shmObject(64)
 		r1, r2 := shmRegionName("r1"), shmRegionName("r2")
 		if !Verify(shmRegister(ctx, r1, m, 0, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check unregistering") ||
-			!Verify(shmRegister(ctx, r2, m2, shmPage, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check unregistering") {
+			!Verify(shmRegister(ctx, r2, m2, 0, 64)).To(HaveStatus(http.StatusOK), "registration is needed to check unregistering") {
 			return
 		}
 		Verify(shmUnregister(ctx, r1)).To(HaveStatus(http.StatusOK))
 		e := Get(ctx, "/v2/systemsharedmemory/status")
-		shmLists(Verify(e), e, []region{{Name: r2, Key: m2.Key, Offset: shmPage, ByteSize: 64}}, true, r1)
+		shmLists(Verify(e), e, []region{{Name: r2, Key: m2.Key, ByteSize: 64}}, true, r1)
 		Verify(shmUnregister(ctx, "")).To(HaveStatus(http.StatusOK))
 		none := Get(ctx, "/v2/systemsharedmemory/status")
 		shmLists(Verify(none), none, nil, false, "")
@@ -345,6 +363,8 @@ func grpcSHMRegister(ctx context.Context, name string, m *client.SharedMemory, o
 		DeferCleanup(func(ctx SpecContext) {
 			Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}, Stub().SystemSharedMemoryUnregister)
 		})
+		unregister := &Call{Method: "/inference.GRPCInferenceService/SystemSharedMemoryUnregister", Req: &pb.SystemSharedMemoryUnregisterRequest{Name: name}}
+		ReplaySetup(c, func() string { return Reproducer(c) }, Reproducer(unregister))
 	}
 	return c
 }
