@@ -1,6 +1,12 @@
 package engine
 
-import "github.com/oipkit/oipkit/conformance/report"
+import (
+	"net/http"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/oipkit/oipkit/conformance/report"
+)
 
 // replayStep is state the running spec made that a later request relies
 // on: its reproducer makes it first ([report.WithSetup]).
@@ -15,8 +21,9 @@ type replayStep struct {
 // remove, both quietly: a request that names state made earlier in the
 // spec (a shared memory region) shows nothing pasted alone. prepare is
 // called when a finding is recorded, so it can show the state as it is
-// then. origin is the request that made the state, or nil: a finding on
-// origin itself replays it without this step.
+// then; nil makes nothing (a step that only puts something back). origin
+// is the request that made the state, or nil: a finding on origin itself
+// replays it without this step.
 func ReplaySetup(origin Evidencer, prepare func() string, remove string) {
 	specState.Lock()
 	defer specState.Unlock()
@@ -38,7 +45,11 @@ func setupFor(ev Evidencer) []report.SetupStep {
 		if s.origin != nil && s.origin == self {
 			continue
 		}
-		out = append(out, report.SetupStep{Make: s.prepare(), Remove: s.remove})
+		step := report.SetupStep{Remove: s.remove}
+		if s.prepare != nil {
+			step.Make = s.prepare()
+		}
+		out = append(out, step)
 	}
 	return out
 }
@@ -57,4 +68,17 @@ func requestOf(ev Evidencer) Evidencer {
 		}
 	}
 	return ev
+}
+
+// UnsentRequest is the REST request [Do] sends for these arguments, not
+// sent: for a reproducer step whose request the spec sends later (a
+// clean-up) or not at all.
+func UnsentRequest(method, path string, header http.Header, body []byte) *Exchange {
+	return &Exchange{Method: method, Path: path, ReqHeader: header, ReqBody: body}
+}
+
+// UnsentCall is the RPC [Invoke] makes for name and req, not made: for a
+// reproducer step.
+func UnsentCall(name string, req proto.Message) *Call {
+	return &Call{Method: methodPrefix + name, Req: req}
 }

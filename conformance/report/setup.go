@@ -17,27 +17,36 @@ type SetupStep struct {
 // WithSetup wraps cmd, a reproducer, in steps: their Make commands in
 // order before it, their Remove commands in reverse order after it, every
 // one with its output discarded, so that what the reproducer prints and
-// the status it ends with are cmd's (interop/replay.py reads both).
+// the status it ends with are cmd's (interop/replay.py reads both). An
+// empty Make or Remove is no command.
 func WithSetup(cmd string, steps []SetupStep) string {
-	if cmd == "" || len(steps) == 0 {
+	var makes, removes []string
+	for _, s := range steps {
+		if s.Make != "" {
+			makes = append(makes, Quiet(s.Make))
+		}
+	}
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Remove != "" {
+			removes = append(removes, Quiet(steps[i].Remove))
+		}
+	}
+	if cmd == "" || len(makes)+len(removes) == 0 {
 		return cmd
 	}
 	var b strings.Builder
-	b.WriteString("# setup (quiet): what the request relies on, made as the spec made it\n")
-	for _, s := range steps {
-		b.WriteString(Quiet(s.Make) + "\n")
+	if len(makes) > 0 {
+		b.WriteString("# setup (quiet): what the request relies on, made as the spec made it\n")
+		b.WriteString(strings.Join(makes, "\n") + "\n")
 	}
-	b.WriteString("# the request\n")
-	b.WriteString(cmd + "\n")
-	b.WriteString("rc=$?\n# clean-up (quiet)\n")
-	for i := len(steps) - 1; i >= 0; i-- {
-		if steps[i].Remove != "" {
-			b.WriteString(Quiet(steps[i].Remove) + "\n")
-		}
+	b.WriteString("# the request\n" + cmd + "\n")
+	if len(removes) > 0 {
+		b.WriteString("rc=$?\n# clean-up (quiet): what the spec put back or removed after it\n")
+		b.WriteString(strings.Join(removes, "\n") + "\n")
+		// A subshell's exit sets $? without ending the shell it is pasted in.
+		b.WriteString("(exit $rc)")
 	}
-	// A subshell's exit sets $? without ending the shell it is pasted in.
-	b.WriteString("(exit $rc)")
-	return b.String()
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // Quiet is cmd with its output, standard and error, discarded. A brace

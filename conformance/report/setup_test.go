@@ -54,8 +54,27 @@ func TestWithSetup(t *testing.T) {
 	if want := "make a\nmake b\nremove b\nremove a\n"; string(got) != want {
 		t.Errorf("steps ran as\n%s\nwant\n%s", got, want)
 	}
-	if WithSetup(request, nil) != request || WithSetup("", []SetupStep{step("a")}) != "" {
+	if WithSetup(request, nil) != request || WithSetup(request, []SetupStep{{}}) != request || WithSetup("", []SetupStep{step("a")}) != "" {
 		t.Error("a reproducer without steps, or without a request, is not left as it is")
+	}
+	// A step that only puts something back, and one that only makes.
+	os.Remove(log)
+	for _, c := range []struct {
+		step SetupStep
+		want string
+	}{
+		{SetupStep{Remove: step("c").Remove}, "remove c\n"},
+		{SetupStep{Make: step("d").Make}, "make d\n"},
+	} {
+		script := WithSetup(request, []SetupStep{c.step})
+		if out, rc := bash(t, script); out != "the answer\n" || rc != 7 {
+			t.Errorf("printed %q, exit %d; want the request's\n%s", out, rc, script)
+		}
+		got, _ := os.ReadFile(log)
+		if string(got) != c.want {
+			t.Errorf("steps ran as %q, want %q\n%s", got, c.want, script)
+		}
+		os.Remove(log)
 	}
 }
 

@@ -64,13 +64,13 @@ func postLog(ctx context.Context, body string) *Exchange {
 }
 
 // restoreLog puts setting back to value, read before the spec changed it,
-// when the spec ends.
+// when the spec ends (and after a finding's reproducer).
 func restoreLog(setting string, value any) {
 	body, err := json.Marshal(map[string]any{setting: value})
 	if err != nil {
 		panic(fmt.Sprintf("conformance: encode log setting %s: %v", setting, err))
 	}
-	DeferCleanup(func(ctx SpecContext) { postLog(ctx, string(body)) })
+	putBack(UnsentRequest(http.MethodPost, "/v2/logging", jsonHeader(), body))
 }
 
 // logBefore reads the settings a spec puts back when it ends. ok is false
@@ -253,10 +253,8 @@ var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), f
 		}), "an empty LogSettings request must answer the current settings") {
 			return
 		}
-		DeferCleanup(func(ctx SpecContext) {
-			Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{Settings: map[string]*pb.LogSettingsRequest_SettingValue{
-				"log_verbose_level": {ParameterChoice: &pb.LogSettingsRequest_SettingValue_Uint32Param{Uint32Param: before}}}}, Stub().LogSettings)
-		})
+		putBack(UnsentCall("LogSettings", grpcLogRequest("log_verbose_level", &pb.LogSettingsRequest_SettingValue{
+			ParameterChoice: &pb.LogSettingsRequest_SettingValue_Uint32Param{Uint32Param: before}})))
 		want := uint32(otherLevel(uint64(before)))
 		check := func(r *pb.LogSettingsResponse) error {
 			level, err := grpcLogLevel(r)

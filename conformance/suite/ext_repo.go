@@ -125,27 +125,24 @@ func needBrokenGRPC(ctx context.Context) {
 	Skip(SkipFixture + "broken (not listed in the repository index)")
 }
 
-// restoreRepoTarget loads repo_target again when the spec ends.
+// restoreRepoTarget loads repo_target again when the spec ends (and after
+// a finding's reproducer).
 func restoreRepoTarget() {
-	DeferCleanup(func(ctx SpecContext) {
-		if Targeted(TransportREST) {
-			Do(ctx, http.MethodPost, loadPath("repo_target"), jsonHeader(), nil)
-			return
-		}
-		Invoke(ctx, "RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "repo_target"}, Stub().RepositoryModelLoad)
-	})
+	if Targeted(TransportREST) {
+		putBack(UnsentRequest(http.MethodPost, loadPath("repo_target"), jsonHeader(), nil))
+		return
+	}
+	putBack(UnsentCall("RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "repo_target"}))
 }
 
 // takeBackBroken unloads broken when the spec ends, taking back a load
 // the spec tried.
 func takeBackBroken() {
-	DeferCleanup(func(ctx SpecContext) {
-		if Targeted(TransportREST) {
-			Do(ctx, http.MethodPost, unloadPath("broken"), jsonHeader(), nil)
-			return
-		}
-		Invoke(ctx, "RepositoryModelUnload", &pb.RepositoryModelUnloadRequest{ModelName: "broken"}, Stub().RepositoryModelUnload)
-	})
+	if Targeted(TransportREST) {
+		putBack(UnsentRequest(http.MethodPost, unloadPath("broken"), jsonHeader(), nil))
+		return
+	}
+	putBack(UnsentCall("RepositoryModelUnload", &pb.RepositoryModelUnloadRequest{ModelName: "broken"}))
 }
 
 var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtModelRepository), func() {

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 
-	. "github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega/types"
 
 	. "github.com/oipkit/oipkit/conformance/engine"
@@ -72,7 +72,9 @@ type settingsRoute struct {
 	errReq, stateReq, clientReq string
 	keys                        []string // the defined settings
 	get                         func(ctx context.Context) Evidencer
-	post                        func(ctx context.Context, update any) Evidencer
+	// request is the update's request, unsent (UnsentRequest or
+	// UnsentCall): post sends it, and a reproducer's clean-up can.
+	request func(update any) Evidencer
 	// values reads the settings an answer reports, each in canonical form;
 	// false when they cannot be read (recorded under c's requirement, or
 	// graded by the schema).
@@ -85,6 +87,11 @@ type settingsRoute struct {
 	form func(key, value string) any
 }
 
+// post sends update.
+func (r settingsRoute) post(ctx context.Context, update any) Evidencer {
+	return send(ctx, r.request(update))
+}
+
 // try sends s and grades what the server did with it. Each spelling is a
 // spec of its own: a server that dies on one is named with that request
 // (the spec's last before its liveness check).
@@ -95,11 +102,11 @@ func (r settingsRoute) try(ctx context.Context, s spelling) {
 	}
 	defined := slices.Contains(r.keys, s.key)
 	if v := before[s.key]; defined && v != "" && v != "null" {
-		value := before[s.key]
-		DeferCleanup(func(ctx SpecContext) { r.post(ctx, r.form(s.key, value)) })
+		putBack(r.request(r.form(s.key, before[s.key])))
 	}
 	if defined && s.meant == before[s.key] && s.other != "" {
-		r.post(ctx, r.form(s.key, s.other))
+		o := r.post(ctx, r.form(s.key, s.other))
+		ReplaySetup(o, func() string { return Reproducer(o) }, "")
 		if before, ok = r.values(VerifyReq(r.stateReq, r.get(ctx))); !ok {
 			return
 		}
@@ -203,7 +210,9 @@ var restLogRoute = settingsRoute{
 	errReq: "OIP-EXT-LOG-006", stateReq: "OIP-EXT-LOG-003", clientReq: "OIP-EXT-LOG-008",
 	keys: logKeys,
 	get:  func(ctx context.Context) Evidencer { return Get(ctx, "/v2/logging") },
-	post: func(ctx context.Context, u any) Evidencer { return postLog(ctx, u.(string)) },
+	request: func(u any) Evidencer {
+		return UnsentRequest(http.MethodPost, "/v2/logging", jsonHeader(), []byte(u.(string)))
+	},
 	values: func(c *Check) (map[string]string, bool) {
 		s, ok := ReadBody[restLogValues](c)
 		return map[string]string{
@@ -308,10 +317,7 @@ var grpcLogRoute = settingsRoute{
 		_, c := Invoke(ctx, "LogSettings", &pb.LogSettingsRequest{}, Stub().LogSettings)
 		return c
 	},
-	post: func(ctx context.Context, u any) Evidencer {
-		_, c := Invoke(ctx, "LogSettings", u.(*pb.LogSettingsRequest), Stub().LogSettings)
-		return c
-	},
+	request: func(u any) Evidencer { return UnsentCall("LogSettings", u.(*pb.LogSettingsRequest)) },
 	values: func(c *Check) (map[string]string, bool) {
 		out := map[string]string{}
 		ok := c.To(PassCheck(func(r *pb.LogSettingsResponse) error {
@@ -370,7 +376,9 @@ var restTraceRoute = settingsRoute{
 	errReq: "OIP-EXT-TRACE-005", stateReq: "OIP-EXT-TRACE-003", clientReq: "OIP-EXT-TRACE-007",
 	keys: traceKeys,
 	get:  func(ctx context.Context) Evidencer { return Get(ctx, traceGlobal) },
-	post: func(ctx context.Context, u any) Evidencer { return postTrace(ctx, traceGlobal, u.(string)) },
+	request: func(u any) Evidencer {
+		return UnsentRequest(http.MethodPost, traceGlobal, jsonHeader(), []byte(u.(string)))
+	},
 	values: func(c *Check) (map[string]string, bool) {
 		s, ok := readTrace(c)
 		return traceValues(s), ok
@@ -455,10 +463,7 @@ var grpcTraceRoute = settingsRoute{
 		_, c := Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{}, Stub().TraceSetting)
 		return c
 	},
-	post: func(ctx context.Context, u any) Evidencer {
-		_, c := Invoke(ctx, "TraceSetting", u.(*pb.TraceSettingRequest), Stub().TraceSetting)
-		return c
-	},
+	request: func(u any) Evidencer { return UnsentCall("TraceSetting", u.(*pb.TraceSettingRequest)) },
 	values: func(c *Check) (map[string]string, bool) {
 		var out map[string]string
 		ok := c.To(PassCheck(func(r *pb.TraceSettingResponse) error {

@@ -96,20 +96,24 @@ func shmRegister(ctx context.Context, name string, m *client.SharedMemory, offse
 	body, _ := json.Marshal(map[string]any{"key": m.Key, "offset": offset, "byte_size": size})
 	e := Do(ctx, http.MethodPost, "/v2/systemsharedmemory/region/"+PathEscape(name)+"/register", jsonHeader(), body)
 	if e.Status == http.StatusOK {
-		DeferCleanup(func(ctx SpecContext) { shmUnregister(ctx, name) })
-		unregister := &Exchange{Method: http.MethodPost, Path: "/v2/systemsharedmemory/region/" + PathEscape(name) + "/unregister"}
-		ReplaySetup(e, func() string { return Reproducer(e) }, Reproducer(unregister))
+		ReplaySetup(e, func() string { return Reproducer(e) }, "")
+		putBack(shmUnregisterRequest(name))
 	}
 	return e
 }
 
 // shmUnregister unregisters region name ("" for all) with an empty body.
 func shmUnregister(ctx context.Context, name string) *Exchange {
+	return send(ctx, shmUnregisterRequest(name)).(*Exchange)
+}
+
+// shmUnregisterRequest is shmUnregister's request, unsent.
+func shmUnregisterRequest(name string) *Exchange {
 	path := "/v2/systemsharedmemory/unregister"
 	if name != "" {
 		path = "/v2/systemsharedmemory/region/" + PathEscape(name) + "/unregister"
 	}
-	return Do(ctx, http.MethodPost, path, nil, nil)
+	return UnsentRequest(http.MethodPost, path, nil, nil)
 }
 
 // region is one region of a status answer.
@@ -182,7 +186,7 @@ func shmInputs(ctx context.Context) (region string, in0, in1, out0, out1 tensor.
 func shmRegisterRaw(ctx context.Context, r string, body []byte) *Exchange {
 	e := Do(ctx, http.MethodPost, "/v2/systemsharedmemory/region/"+PathEscape(r)+"/register", jsonHeader(), body)
 	if e.Status == http.StatusOK {
-		DeferCleanup(func(ctx SpecContext) { shmUnregister(ctx, r) })
+		putBack(shmUnregisterRequest(r))
 	}
 	return e
 }
@@ -245,7 +249,7 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 		r := shmRegionName("bad")
 		e := Do(ctx, http.MethodPost, "/v2/systemsharedmemory/region/"+PathEscape(r)+"/register", jsonHeader(), body)
 		if e.Status == http.StatusOK {
-			DeferCleanup(func(ctx SpecContext) { shmUnregister(ctx, r) })
+			putBack(shmUnregisterRequest(r))
 		}
 		Verify(e).To(BeErrorResponse())
 		Verify(Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(shmRegionName("nope"))+"/status")).To(BeErrorResponse())
@@ -360,11 +364,8 @@ func clipBytes(b []byte) []byte { return b[:min(len(b), 16)] }
 func grpcSHMRegister(ctx context.Context, name string, m *client.SharedMemory, offset, size uint64) *Call {
 	_, c := Invoke(ctx, "SystemSharedMemoryRegister", &pb.SystemSharedMemoryRegisterRequest{Name: name, Key: m.Key, Offset: offset, ByteSize: size}, Stub().SystemSharedMemoryRegister)
 	if c.Err == nil {
-		DeferCleanup(func(ctx SpecContext) {
-			Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}, Stub().SystemSharedMemoryUnregister)
-		})
-		unregister := &Call{Method: "/inference.GRPCInferenceService/SystemSharedMemoryUnregister", Req: &pb.SystemSharedMemoryUnregisterRequest{Name: name}}
-		ReplaySetup(c, func() string { return Reproducer(c) }, Reproducer(unregister))
+		ReplaySetup(c, func() string { return Reproducer(c) }, "")
+		putBack(UnsentCall("SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}))
 	}
 	return c
 }

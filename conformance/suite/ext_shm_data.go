@@ -350,9 +350,7 @@ func shmReadRegisterOffset(ctx context.Context, grpc bool) {
 func grpcSHMRegisterRaw(ctx context.Context, name, key string, offset, size uint64) *Call {
 	_, c := Invoke(ctx, "SystemSharedMemoryRegister", &pb.SystemSharedMemoryRegisterRequest{Name: name, Key: key, Offset: offset, ByteSize: size}, Stub().SystemSharedMemoryRegister)
 	if c.Err == nil {
-		DeferCleanup(func(ctx SpecContext) {
-			Invoke(ctx, "SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}, Stub().SystemSharedMemoryUnregister)
-		})
+		putBack(UnsentCall("SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}))
 	}
 	return c
 }

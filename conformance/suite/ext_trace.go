@@ -140,27 +140,21 @@ func restoreGlobalRate(before traceSettings) {
 	if len(before["trace_rate"]) != 1 {
 		return
 	}
-	DeferCleanup(func(ctx SpecContext) {
-		if Targeted(TransportREST) {
-			postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_rate": %q}`, before["trace_rate"][0]))
-			return
-		}
-		Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{Settings: map[string]*pb.TraceSettingRequest_SettingValue{
-			"trace_rate": {Value: before["trace_rate"]}}}, Stub().TraceSetting)
-	})
+	if Targeted(TransportREST) {
+		putBack(UnsentRequest(http.MethodPost, traceGlobal, jsonHeader(), fmt.Appendf(nil, `{"trace_rate": %q}`, before["trace_rate"][0])))
+		return
+	}
+	putBack(UnsentCall("TraceSetting", grpcTraceRequest("", "trace_rate", before["trace_rate"]...)))
 }
 
 // clearModelRate lets add_sub's trace_rate follow the server's again when
 // the spec ends.
 func clearModelRate() {
-	DeferCleanup(func(ctx SpecContext) {
-		if Targeted(TransportREST) {
-			postTrace(ctx, traceModelPath("add_sub"), `{"trace_rate": null}`)
-			return
-		}
-		Invoke(ctx, "TraceSetting", &pb.TraceSettingRequest{ModelName: "add_sub", Settings: map[string]*pb.TraceSettingRequest_SettingValue{
-			"trace_rate": {}}}, Stub().TraceSetting)
-	})
+	if Targeted(TransportREST) {
+		putBack(UnsentRequest(http.MethodPost, traceModelPath("add_sub"), jsonHeader(), []byte(`{"trace_rate": null}`)))
+		return
+	}
+	putBack(UnsentCall("TraceSetting", grpcTraceRequest("add_sub", "trace_rate")))
 }
 
 var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func() {
@@ -251,7 +245,7 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 			return
 		}
 		if levels, jerr := json.Marshal(before["trace_level"]); err == nil && jerr == nil {
-			DeferCleanup(func(ctx SpecContext) { postTrace(ctx, traceGlobal, fmt.Sprintf(`{"trace_level": %s}`, levels)) })
+			putBack(UnsentRequest(http.MethodPost, traceGlobal, jsonHeader(), fmt.Appendf(nil, `{"trace_level": %s}`, levels)))
 		}
 		AfterNegative()
 		Verify(postTrace(ctx, traceGlobal, `{"trace_level": ["BOGUS"]}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
