@@ -139,6 +139,7 @@ var settingsBreakages = []breakage{
 		rest:    &restHook{in: rewriteSetting(isTraceSetting, `{"trace_level": "TIMESTAMPS"}`, `{"trace_level": ["TIMESTAMPS"]}`)},
 		lenient: []string{"OIP-EXT-TRACE-007"},
 	},
+	negativeFrequencyWraps,
 	{
 		name:   "rest-trace-number-rate-ignored",
 		rest:   &restHook{in: dropTraceUpdate(`{"trace_rate": 1000}`, false)},
@@ -190,4 +191,12 @@ func TestServerKilledBySettingSpelling(t *testing.T) {
 			return ok && wrong
 		}, "OIP-EXT-LOG-007", `RPC LogSettings with body {"settings":{"log_format":{"uint32Param":1}}}`)
 	})
+}
+
+// negativeFrequencyWraps keeps log_frequency "-1" as the largest
+// frequency it holds, as a server that parses it unsigned and clamps it.
+var negativeFrequencyWraps = breakage{
+	name:   "rest-trace-negative-frequency-wraps",
+	rest:   &restHook{in: rewriteSetting(isTraceSetting, `{"log_frequency": "-1"}`, `{"log_frequency": "2147483647"}`)},
+	failed: []string{"OIP-EXT-TRACE-003"},
 }

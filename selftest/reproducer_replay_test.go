@@ -97,6 +97,49 @@ func replaySharedMemoryFinding(t *testing.T, b breakage, grpc bool) {
 	}
 }
 
+// TestSettingsReproducerPutsBack: a finding on an update the server took
+// wrongly has a reproducer that sends the update, shows the recorded
+// answer, and then puts the setting back, as the spec did: pasted, it
+// leaves the server's settings as it found them.
+func TestSettingsReproducerPutsBack(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	httpURL, grpcAddr := brokenServer(t, negativeFrequencyWraps)
+	run := conform(t, "--http", httpURL, "--grpc", grpcAddr)
+	if run.report == nil {
+		t.Fatalf("no report (exit %d)\n%s", run.exit, run.output)
+	}
+	q, _ := run.report.Requirement("OIP-EXT-TRACE-003")
+	var f *report.Finding
+	for i := range q.Findings {
+		if ev := q.Findings[i].Evidence; ev != nil && ev.Request.Body == `{"log_frequency": "-1"}` {
+			f = &q.Findings[i]
+		}
+	}
+	if f == nil {
+		t.Fatalf("OIP-EXT-TRACE-003 has no finding on log_frequency \"-1\": %+v", q.Findings)
+	}
+	settings := func() string {
+		resp, err := http.Get(httpURL + "/v2/trace/setting")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return b.String()
+	}
+	before := settings()
+	out, rc := shell(t, f.Reproducer)
+	if status, body := curlAnswer(out); rc != 0 || status != f.Evidence.Response.Status || !sameJSON(body, f.Evidence.Response.Body) {
+		t.Errorf("the reproducer (exit %d) answered %q %s\nrecorded %q %s\n%s", rc, status, body, f.Evidence.Response.Status, f.Evidence.Response.Body, f.Reproducer)
+	}
+	if after := settings(); !sameJSON(after, before) {
+		t.Errorf("the trace settings were %s before the reproducer and %s after it: it did not put log_frequency back\n%s", before, after, f.Reproducer)
+	}
+}
+
 // shell runs script with bash from the repository's root, as a maintainer
 // pastes it: its standard output and exit status.
 func shell(t *testing.T, script string) (string, int) {
