@@ -60,7 +60,12 @@ var _ = RegisterProbe(specs.ExtLogging, func(ctx context.Context, p *Prober) Pro
 
 // postLog sends POST /v2/logging with body.
 func postLog(ctx context.Context, body string) *Exchange {
-	return Do(ctx, http.MethodPost, "/v2/logging", jsonHeader(), []byte(body))
+	return send(ctx, logUpdate([]byte(body))).(*Exchange)
+}
+
+// logUpdate is postLog's request, unsent.
+func logUpdate(body []byte) *Exchange {
+	return UnsentRequest(http.MethodPost, "/v2/logging", jsonHeader(), body)
 }
 
 // restoreLog puts setting back to value, read before the spec changed it,
@@ -70,7 +75,7 @@ func restoreLog(setting string, value any) {
 	if err != nil {
 		panic(fmt.Sprintf("conformance: encode log setting %s: %v", setting, err))
 	}
-	putBack(UnsentRequest(http.MethodPost, "/v2/logging", jsonHeader(), body))
+	putBack(logUpdate(body))
 }
 
 // logBefore reads the settings a spec puts back when it ends. ok is false

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 
 	"github.com/onsi/gomega/types"
@@ -208,11 +207,9 @@ type restLogValues struct {
 
 var restLogRoute = settingsRoute{
 	errReq: "OIP-EXT-LOG-006", stateReq: "OIP-EXT-LOG-003", clientReq: "OIP-EXT-LOG-008",
-	keys: logKeys,
-	get:  func(ctx context.Context) Evidencer { return Get(ctx, "/v2/logging") },
-	request: func(u any) Evidencer {
-		return UnsentRequest(http.MethodPost, "/v2/logging", jsonHeader(), []byte(u.(string)))
-	},
+	keys:    logKeys,
+	get:     func(ctx context.Context) Evidencer { return Get(ctx, "/v2/logging") },
+	request: func(u any) Evidencer { return logUpdate([]byte(u.(string))) },
 	values: func(c *Check) (map[string]string, bool) {
 		s, ok := ReadBody[restLogValues](c)
 		return map[string]string{
@@ -374,11 +371,9 @@ func grpcLogSpellings() []spelling {
 // as lists (restTrace: a string is a list of one).
 var restTraceRoute = settingsRoute{
 	errReq: "OIP-EXT-TRACE-005", stateReq: "OIP-EXT-TRACE-003", clientReq: "OIP-EXT-TRACE-007",
-	keys: traceKeys,
-	get:  func(ctx context.Context) Evidencer { return Get(ctx, traceGlobal) },
-	request: func(u any) Evidencer {
-		return UnsentRequest(http.MethodPost, traceGlobal, jsonHeader(), []byte(u.(string)))
-	},
+	keys:    traceKeys,
+	get:     func(ctx context.Context) Evidencer { return Get(ctx, traceGlobal) },
+	request: func(u any) Evidencer { return traceUpdate(traceGlobal, []byte(u.(string))) },
 	values: func(c *Check) (map[string]string, bool) {
 		s, ok := readTrace(c)
 		return traceValues(s), ok

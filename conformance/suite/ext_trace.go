@@ -98,7 +98,12 @@ func (v *traceValue) UnmarshalJSON(b []byte) error {
 }
 
 func postTrace(ctx context.Context, path, body string) *Exchange {
-	return Do(ctx, http.MethodPost, path, jsonHeader(), []byte(body))
+	return send(ctx, traceUpdate(path, []byte(body))).(*Exchange)
+}
+
+// traceUpdate is postTrace's request, unsent.
+func traceUpdate(path string, body []byte) *Exchange {
+	return UnsentRequest(http.MethodPost, path, jsonHeader(), body)
 }
 
 // readTrace reads the settings answer e for c, a check of e (ReadBody: a
@@ -141,7 +146,7 @@ func restoreGlobalRate(before traceSettings) {
 		return
 	}
 	if Targeted(TransportREST) {
-		putBack(UnsentRequest(http.MethodPost, traceGlobal, jsonHeader(), fmt.Appendf(nil, `{"trace_rate": %q}`, before["trace_rate"][0])))
+		putBack(traceUpdate(traceGlobal, fmt.Appendf(nil, `{"trace_rate": %q}`, before["trace_rate"][0])))
 		return
 	}
 	putBack(UnsentCall("TraceSetting", grpcTraceRequest("", "trace_rate", before["trace_rate"]...)))
@@ -151,7 +156,7 @@ func restoreGlobalRate(before traceSettings) {
 // the spec ends.
 func clearModelRate() {
 	if Targeted(TransportREST) {
-		putBack(UnsentRequest(http.MethodPost, traceModelPath("add_sub"), jsonHeader(), []byte(`{"trace_rate": null}`)))
+		putBack(traceUpdate(traceModelPath("add_sub"), []byte(`{"trace_rate": null}`)))
 		return
 	}
 	putBack(UnsentCall("TraceSetting", grpcTraceRequest("add_sub", "trace_rate")))
@@ -245,7 +250,7 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 			return
 		}
 		if levels, jerr := json.Marshal(before["trace_level"]); err == nil && jerr == nil {
-			putBack(UnsentRequest(http.MethodPost, traceGlobal, jsonHeader(), fmt.Appendf(nil, `{"trace_level": %s}`, levels)))
+			putBack(traceUpdate(traceGlobal, fmt.Appendf(nil, `{"trace_level": %s}`, levels)))
 		}
 		AfterNegative()
 		Verify(postTrace(ctx, traceGlobal, `{"trace_level": ["BOGUS"]}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
