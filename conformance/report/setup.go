@@ -5,11 +5,12 @@ import (
 	"strings"
 )
 
-// A SetupStep is state a finding's request relies on that the spec made
-// before sending it (a shared memory object, a region registered in it):
-// the reproducer makes it first and removes it after, both quietly, so
-// that pasted alone it still shows the defect. Make and Remove are shell
-// commands; Remove may be "".
+// A SetupStep is state around a finding's request: Make makes what the
+// request relies on and its spec made before sending it (a shared memory
+// object, a region registered in it), so that pasted alone the reproducer
+// still shows the defect; Remove removes it or puts back what the spec
+// changed (a setting), so that the reproducer leaves the server as it
+// found it. Both are shell commands, run quietly; either may be "".
 type SetupStep struct {
 	Make, Remove string
 }
@@ -23,12 +24,12 @@ func WithSetup(cmd string, steps []SetupStep) string {
 	var makes, removes []string
 	for _, s := range steps {
 		if s.Make != "" {
-			makes = append(makes, Quiet(s.Make))
+			makes = append(makes, quiet(s.Make))
 		}
 	}
 	for i := len(steps) - 1; i >= 0; i-- {
 		if steps[i].Remove != "" {
-			removes = append(removes, Quiet(steps[i].Remove))
+			removes = append(removes, quiet(steps[i].Remove))
 		}
 	}
 	if cmd == "" || len(makes)+len(removes) == 0 {
@@ -49,9 +50,9 @@ func WithSetup(cmd string, steps []SetupStep) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// Quiet is cmd with its output, standard and error, discarded. A brace
+// quiet is cmd with its output, standard and error, discarded. A brace
 // group holds any command, a here-document included.
-func Quiet(cmd string) string {
+func quiet(cmd string) string {
 	return "{ " + cmd + "\n} >/dev/null 2>&1"
 }
 
