@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,6 +121,46 @@ func TestSharedMemoryCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the object is still there: %v", err)
+	}
+}
+
+// TestSharedMemoryCommandRandom writes objects made of random stretches
+// of zeros, one repeated byte and random bytes, ending anywhere, and reads
+// each back.
+func TestSharedMemoryCommandRandom(t *testing.T) {
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm")
+	}
+	key := fmt.Sprintf("/oipkit_report_random_%d", os.Getpid())
+	path := "/dev/shm" + key
+	t.Cleanup(func() { os.Remove(path) })
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 30 {
+		var data []byte
+		for len(data) < 1+rng.IntN(3000) {
+			n := 1 + rng.IntN(80)
+			switch rng.IntN(3) {
+			case 0:
+				data = append(data, make([]byte, n)...)
+			case 1:
+				data = append(data, bytes.Repeat([]byte{byte(rng.IntN(256))}, n)...)
+			default:
+				for range n {
+					data = append(data, byte(rng.IntN(256)))
+				}
+			}
+		}
+		cmd := SharedMemoryCommand(key, data)
+		if _, rc := bash(t, cmd); rc != 0 {
+			t.Fatalf("object %d: exit %d:\n%s", i, rc, cmd)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("object %d: %d bytes read back, %d written, first difference at %d:\n%s", i, len(got), len(data), firstDiff(got, data), cmd)
+		}
 	}
 }
 
