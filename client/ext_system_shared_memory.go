@@ -144,6 +144,9 @@ func CreateSharedMemory(key string, size int) (*SharedMemory, error) {
 // Bytes is the mapped object; it is invalid after Close.
 func (m *SharedMemory) Bytes() []byte { return m.data }
 
+// Path is the object's file (/dev/shm/name); "" after Close.
+func (m *SharedMemory) Path() string { return m.path }
+
 // Close unmaps the object and removes it; it may be called more than once.
 func (m *SharedMemory) Close() error {
 	var errs []error

@@ -3,6 +3,7 @@ package selftest
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,26 +41,9 @@ func TestSharedMemoryReproducerReplays(t *testing.T) {
 }
 
 func replaySharedMemoryFinding(t *testing.T, b breakage, grpc bool) {
-	httpURL, grpcAddr := brokenServer(t, b)
-	run := conform(t, "--http", httpURL, "--grpc", grpcAddr)
-	if run.report == nil {
-		t.Fatalf("no report (exit %d)\n%s", run.exit, run.output)
-	}
-	q, _ := run.report.Requirement("OIP-EXT-SHM-007")
-	var f *report.Finding
-	for i := range q.Findings {
-		ev := q.Findings[i].Evidence
-		if ev == nil {
-			continue
-		}
-		if grpc && strings.HasSuffix(ev.Request.Target, "/ModelInfer") || !grpc && strings.HasSuffix(ev.Request.Target, "/infer") {
-			f = &q.Findings[i]
-			break
-		}
-	}
-	if f == nil {
-		t.Fatalf("OIP-EXT-SHM-007 has no finding on an inference: %+v", q.Findings)
-	}
+	httpURL, run, f := findingOn(t, b, "OIP-EXT-SHM-007", func(req report.Message) bool {
+		return grpc && strings.HasSuffix(req.Target, "/ModelInfer") || !grpc && strings.HasSuffix(req.Target, "/infer")
+	})
 	rep := f.Reproducer
 	keys := regexp.MustCompile(`/dev/shm/(oipkit_conform_[0-9_]+)`).FindAllStringSubmatch(rep, -1)
 	if len(keys) == 0 || !strings.Contains(rep, "egister") || !strings.Contains(rep, "nregister") {
@@ -69,14 +53,7 @@ func replaySharedMemoryFinding(t *testing.T, b breakage, grpc bool) {
 		t.Errorf("the reproducer is %d bytes: an object filled with one byte is not written out byte by byte:\n%s", len(rep), rep)
 	}
 
-	out, rc := shell(t, rep)
-	status, body := "gRPC OK", out
-	if !grpc {
-		status, body = curlAnswer(out)
-	}
-	if rc != 0 || status != f.Evidence.Response.Status || !sameJSON(body, f.Evidence.Response.Body) {
-		t.Errorf("the reproducer (exit %d) answered %q %s\nrecorded %q %s\n%s", rc, status, body, f.Evidence.Response.Status, f.Evidence.Response.Body, rep)
-	}
+	checkReplayed(t, f, grpc)
 	alone, rc := shell(t, report.Reproduce(f.Evidence, run.report.Targets))
 	if rc == 0 && (grpc || strings.HasPrefix(alone, "HTTP/1.1 200")) {
 		t.Errorf("the request alone, without the setup, succeeded too: the setup is not what makes it show the defect\n%s", alone)
@@ -86,13 +63,8 @@ func replaySharedMemoryFinding(t *testing.T, b breakage, grpc bool) {
 			t.Errorf("the reproducer left /dev/shm/%s behind (%v)", k[1], err)
 		}
 	}
-	resp, err := http.Get(httpURL + "/v2/systemsharedmemory/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var regions []map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&regions); err != nil || len(regions) != 0 {
+	if err := json.Unmarshal([]byte(getBody(t, httpURL+"/v2/systemsharedmemory/status")), &regions); err != nil || len(regions) != 0 {
 		t.Errorf("regions left registered after the reproducer: %v (%v)", regions, err)
 	}
 }
@@ -105,39 +77,63 @@ func TestSettingsReproducerPutsBack(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed")
 	}
-	httpURL, grpcAddr := brokenServer(t, negativeFrequencyWraps)
+	httpURL, _, f := findingOn(t, negativeFrequencyWraps, "OIP-EXT-TRACE-003", func(req report.Message) bool {
+		return req.Body == `{"log_frequency": "-1"}`
+	})
+	before := getBody(t, httpURL+"/v2/trace/setting")
+	checkReplayed(t, f, false)
+	if after := getBody(t, httpURL+"/v2/trace/setting"); !sameJSON(after, before) {
+		t.Errorf("the trace settings were %s before the reproducer and %s after it: it did not put log_frequency back\n%s", before, after, f.Reproducer)
+	}
+}
+
+// findingOn runs the suite against a server broken as b and returns the
+// server's REST URL, the run, and the first finding of requirement id on
+// a request that match accepts.
+func findingOn(t *testing.T, b breakage, id string, match func(report.Message) bool) (string, conformRun, report.Finding) {
+	t.Helper()
+	httpURL, grpcAddr := brokenServer(t, b)
 	run := conform(t, "--http", httpURL, "--grpc", grpcAddr)
 	if run.report == nil {
 		t.Fatalf("no report (exit %d)\n%s", run.exit, run.output)
 	}
-	q, _ := run.report.Requirement("OIP-EXT-TRACE-003")
-	var f *report.Finding
-	for i := range q.Findings {
-		if ev := q.Findings[i].Evidence; ev != nil && ev.Request.Body == `{"log_frequency": "-1"}` {
-			f = &q.Findings[i]
+	q, _ := run.report.Requirement(id)
+	for _, f := range q.Findings {
+		if f.Evidence != nil && match(f.Evidence.Request) {
+			return httpURL, run, f
 		}
 	}
-	if f == nil {
-		t.Fatalf("OIP-EXT-TRACE-003 has no finding on log_frequency \"-1\": %+v", q.Findings)
-	}
-	settings := func() string {
-		resp, err := http.Get(httpURL + "/v2/trace/setting")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		return b.String()
-	}
-	before := settings()
+	t.Fatalf("%s has no finding on the request looked for: %+v", id, q.Findings)
+	return "", run, report.Finding{}
+}
+
+// checkReplayed runs f's reproducer and checks that it answers what f
+// recorded: curl -i's status and JSON body, or grpcurl's OK message.
+func checkReplayed(t *testing.T, f report.Finding, grpc bool) {
+	t.Helper()
 	out, rc := shell(t, f.Reproducer)
-	if status, body := curlAnswer(out); rc != 0 || status != f.Evidence.Response.Status || !sameJSON(body, f.Evidence.Response.Body) {
+	status, body := "gRPC OK", out
+	if !grpc {
+		status, body = curlAnswer(out)
+	}
+	if rc != 0 || status != f.Evidence.Response.Status || !sameJSON(body, f.Evidence.Response.Body) {
 		t.Errorf("the reproducer (exit %d) answered %q %s\nrecorded %q %s\n%s", rc, status, body, f.Evidence.Response.Status, f.Evidence.Response.Body, f.Reproducer)
 	}
-	if after := settings(); !sameJSON(after, before) {
-		t.Errorf("the trace settings were %s before the reproducer and %s after it: it did not put log_frequency back\n%s", before, after, f.Reproducer)
+}
+
+// getBody is the body of GET url.
+func getBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // shell runs script with bash from the repository's root, as a maintainer

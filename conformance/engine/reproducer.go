@@ -13,14 +13,14 @@ import (
 // reproducer is the shell command that sends ev's request again, inside
 // the running spec's setup (setup.go). It is "" when ev has no request.
 func reproducer(ev Evidencer) string {
-	return report.WithSetup(requestReproducer(ev), setupFor(ev))
+	return report.WithSetup(Reproducer(ev), setupFor(ev))
 }
 
-// requestReproducer is the shell command that sends ev's request again,
-// built from the request exactly as it was sent: the evidence keeps only
-// a few KiB of a body, and a command built from that would not send the
-// same.
-func requestReproducer(ev Evidencer) string {
+// Reproducer is the shell command that sends ev's request again, without
+// the running spec's setup (a setup step's own request uses it), built
+// from the request exactly as it was sent: the evidence keeps only a few
+// KiB of a body, and a command built from that would not send the same.
+func Reproducer(ev Evidencer) string {
 	var targets report.Targets
 	if current != nil {
 		targets = report.Targets{HTTP: current.cfg.HTTPURL, GRPC: current.cfg.GRPCAddr}

@@ -1,9 +1,15 @@
 package engine
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"strings"
 
+	"github.com/onsi/ginkgo/v2"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/oipkit/oipkit/conformance/report"
 )
@@ -30,9 +36,15 @@ func ReplaySetup(origin Evidencer, prepare func() string, remove string) {
 	specState.setup = append(specState.setup, replayStep{origin: requestOf(origin), prepare: prepare, remove: remove})
 }
 
-// Reproducer is the shell command that sends ev's request again, without
-// the running spec's setup: for a setup step that sends a request.
-func Reproducer(ev Evidencer) string { return requestReproducer(ev) }
+// PutBack sends req, a request built unsent that puts back what the
+// running spec changed (a setting, a model it unloaded, a region it
+// registered), when the spec ends, and after the request of every finding
+// the spec records from now on: pasted, a reproducer too leaves the server
+// as it found it.
+func PutBack(req Evidencer) {
+	ginkgo.DeferCleanup(func(ctx ginkgo.SpecContext) { Send(ctx, req) })
+	ReplaySetup(nil, nil, Reproducer(req))
+}
 
 // setupFor is the running spec's setup for a finding on ev.
 func setupFor(ev Evidencer) []report.SetupStep {
@@ -81,4 +93,42 @@ func UnsentRequest(method, path string, header http.Header, body []byte) *Exchan
 // reproducer step.
 func UnsentCall(name string, req proto.Message) *Call {
 	return &Call{Method: methodPrefix + name, Req: req}
+}
+
+// Send sends req, a request built unsent ([UnsentRequest], [UnsentCall]),
+// as [Do] or [Invoke] would, and returns what was sent and came back.
+func Send(ctx context.Context, req Evidencer) Evidencer {
+	switch v := req.(type) {
+	case *Exchange:
+		return Do(ctx, v.Method, v.Path, v.ReqHeader, v.ReqBody)
+	case *Call:
+		c := &Call{Method: v.Method, Req: v.Req}
+		if resp, err := responseOf(v.Method); err != nil {
+			c.Err = err
+		} else {
+			c = current.call(ctx, v.Method, v.Req, resp)
+		}
+		sent(c)
+		current.specGate(c.Err, v.Method, true)
+		return c
+	}
+	panic(fmt.Sprintf("conformance: Send cannot send a %T", req))
+}
+
+// responseOf is a new, empty response message of the RPC method
+// ("/package.Service/Method"), as its registered descriptor gives it.
+func responseOf(method string) (proto.Message, error) {
+	service, name, ok := strings.Cut(strings.TrimPrefix(method, "/"), "/")
+	if ok {
+		if d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(service)); err == nil {
+			if sd, isService := d.(protoreflect.ServiceDescriptor); isService {
+				if md := sd.Methods().ByName(protoreflect.Name(name)); md != nil {
+					if mt, err := protoregistry.GlobalTypes.FindMessageByName(md.Output().FullName()); err == nil {
+						return mt.New().Interface(), nil
+					}
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("conformance: no registered RPC %s", method)
 }

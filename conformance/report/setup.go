@@ -56,32 +56,30 @@ func quiet(cmd string) string {
 	return "{ " + cmd + "\n} >/dev/null 2>&1"
 }
 
-// SharedMemoryCommand creates the POSIX shared memory object key ("/name",
-// as shm_open spells it; on Linux the file /dev/shm/name) holding data:
-// the file is cut to len(data) zero bytes, then each run of one repeated
-// byte is filled with tr and each other run of non-zero bytes written
-// with printf, so that a mostly empty or filled object stays a short
-// command. An object of that name that exists is overwritten.
-func SharedMemoryCommand(key string, data []byte) string {
-	path := shellQuote("/dev/shm/" + strings.TrimPrefix(key, "/"))
+// WriteFileCommand writes data to the file at path (a shared memory
+// object: on Linux, /dev/shm/name): the file is cut to len(data) zero
+// bytes, then each run of one repeated byte is filled with tr and each
+// other run of non-zero bytes written with printf, so that a mostly empty
+// or filled object stays a short command. A file that exists is
+// overwritten.
+func WriteFileCommand(path string, data []byte) string {
+	path = shellQuote(path)
 	var b strings.Builder
-	b.WriteString("# run on the server's host: the server maps the object by its name\n")
 	fmt.Fprintf(&b, "truncate -s 0 %s && truncate -s %d %s", path, len(data), path)
 	for off := 0; off < len(data); {
-		switch {
-		case data[off] == 0:
+		if data[off] == 0 {
 			off++
 			continue
-		case sameRun(data, off) >= minFill:
-			n := sameRun(data, off)
-			fmt.Fprintf(&b, " &&\n  head -c %d /dev/zero | tr '\\000' '\\%03o'", n, data[off])
-			fmt.Fprintf(&b, " | dd of=%s bs=1 seek=%d conv=notrunc status=none", path, off)
-			off += n
-		default:
-			end := literalEnd(data, off)
-			fmt.Fprintf(&b, " &&\n  %s | dd of=%s bs=1 seek=%d conv=notrunc status=none", printfCommand(data[off:end]), path, off)
-			off = end
 		}
+		end, write := runEnd(data, off), ""
+		if end-off >= minFill {
+			write = fmt.Sprintf("head -c %d /dev/zero | tr '\\000' '\\%03o'", end-off, data[off])
+		} else {
+			end = literalEnd(data, off)
+			write = printfCommand(data[off:end])
+		}
+		fmt.Fprintf(&b, " &&\n  %s | dd of=%s bs=1 seek=%d conv=notrunc status=none", write, path, off)
+		off = end
 	}
 	return b.String()
 }
@@ -89,13 +87,13 @@ func SharedMemoryCommand(key string, data []byte) string {
 // minFill is the shortest run of one byte filled rather than written out.
 const minFill = 32
 
-// sameRun is the length of the run of data[off]'s value from off.
-func sameRun(data []byte, off int) int {
-	n := 1
-	for off+n < len(data) && data[off+n] == data[off] {
-		n++
+// runEnd is the end of the run of data[off]'s value from off.
+func runEnd(data []byte, off int) int {
+	end := off + 1
+	for end < len(data) && data[end] == data[off] {
+		end++
 	}
-	return n
+	return end
 }
 
 // literalEnd is the end of the run of bytes from off worth one printf: it
@@ -124,7 +122,7 @@ func literalEnd(data []byte, off int) int {
 	return end
 }
 
-// RemoveSharedMemoryCommand removes what [SharedMemoryCommand] made.
-func RemoveSharedMemoryCommand(key string) string {
-	return "rm -f " + shellQuote("/dev/shm/"+strings.TrimPrefix(key, "/"))
+// RemoveFileCommand removes what [WriteFileCommand] wrote.
+func RemoveFileCommand(path string) string {
+	return "rm -f " + shellQuote(path)
 }

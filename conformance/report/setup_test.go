@@ -79,13 +79,28 @@ func TestWithSetup(t *testing.T) {
 	}
 }
 
-// TestSharedMemoryCommand writes an object with zero runs long and short,
-// bytes the shell quotes specially and bytes that are not text, and reads
-// the file back.
-func TestSharedMemoryCommand(t *testing.T) {
-	if _, err := os.Stat("/dev/shm"); err != nil {
-		t.Skip("no /dev/shm")
+// writeBack runs WriteFileCommand(path, data) with bash, checks that the
+// file then holds data, and returns the command.
+func writeBack(t *testing.T, path string, data []byte) string {
+	t.Helper()
+	cmd := WriteFileCommand(path, data)
+	if _, rc := bash(t, cmd); rc != 0 {
+		t.Fatalf("exit %d:\n%s", rc, cmd)
 	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("the file holds %d bytes, not the %d written (first difference at %d):\n%s", len(got), len(data), firstDiff(got, data), cmd)
+	}
+	return cmd
+}
+
+// TestWriteFileCommand writes an object with zero runs long and short,
+// bytes the shell quotes specially and bytes that are not text over a
+// longer file whose name needs quoting, reads it back and removes it.
+func TestWriteFileCommand(t *testing.T) {
 	data := make([]byte, 8192)
 	copy(data[3:], "it's 100% \\ \"text\"")
 	copy(data[100:1100], bytes.Repeat([]byte{0xa5}, 1000)) // a fill
@@ -96,27 +111,15 @@ func TestSharedMemoryCommand(t *testing.T) {
 	copy(data[5000:], []byte{1, 2, 3, 4, 5})
 	copy(data[5005:5100], bytes.Repeat([]byte{7}, 95)) // a fill right after a write
 	data[8191] = 0x80                                  // after a long gap: a write of its own
-	key := fmt.Sprintf("/oipkit_report_test_%d", os.Getpid())
-	path := "/dev/shm" + key
-	t.Cleanup(func() { os.Remove(path) })
+	path := filepath.Join(t.TempDir(), "it's an object")
 	if err := os.WriteFile(path, bytes.Repeat([]byte{9}, 10000), 0o600); err != nil {
-		t.Skip("cannot write /dev/shm: ", err)
-	}
-	cmd := SharedMemoryCommand(key, data)
-	if _, rc := bash(t, cmd); rc != 0 {
-		t.Fatalf("exit %d:\n%s", rc, cmd)
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, data) {
-		t.Errorf("the object holds %d bytes, not the %d written (first difference at %d):\n%s", len(got), len(data), firstDiff(got, data), cmd)
-	}
+	cmd := writeBack(t, path, data)
 	if n, fills := bytes.Count([]byte(cmd), []byte("| dd ")), bytes.Count([]byte(cmd), []byte("| tr ")); n != 6 || fills != 2 {
 		t.Errorf("%d writes, %d of them fills; want 6 and 2 (the text, a fill, the run with its short gap, five bytes and a fill, the last byte):\n%s", n, fills, cmd)
 	}
-	if _, rc := bash(t, RemoveSharedMemoryCommand(key)); rc != 0 {
+	if _, rc := bash(t, RemoveFileCommand(path)); rc != 0 {
 		t.Fatal("remove failed")
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
@@ -124,18 +127,13 @@ func TestSharedMemoryCommand(t *testing.T) {
 	}
 }
 
-// TestSharedMemoryCommandRandom writes objects made of random stretches
-// of zeros, one repeated byte and random bytes, ending anywhere, and reads
+// TestWriteFileCommandRandom writes objects made of random stretches of
+// zeros, one repeated byte and random bytes, ending anywhere, and reads
 // each back.
-func TestSharedMemoryCommandRandom(t *testing.T) {
-	if _, err := os.Stat("/dev/shm"); err != nil {
-		t.Skip("no /dev/shm")
-	}
-	key := fmt.Sprintf("/oipkit_report_random_%d", os.Getpid())
-	path := "/dev/shm" + key
-	t.Cleanup(func() { os.Remove(path) })
+func TestWriteFileCommandRandom(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "object")
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range 30 {
+	for range 30 {
 		var data []byte
 		for len(data) < 1+rng.IntN(3000) {
 			n := 1 + rng.IntN(80)
@@ -150,17 +148,7 @@ func TestSharedMemoryCommandRandom(t *testing.T) {
 				}
 			}
 		}
-		cmd := SharedMemoryCommand(key, data)
-		if _, rc := bash(t, cmd); rc != 0 {
-			t.Fatalf("object %d: exit %d:\n%s", i, rc, cmd)
-		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, data) {
-			t.Fatalf("object %d: %d bytes read back, %d written, first difference at %d:\n%s", i, len(got), len(data), firstDiff(got, data), cmd)
-		}
+		writeBack(t, path, data)
 	}
 }
 

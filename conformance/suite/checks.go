@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -327,43 +326,4 @@ func succeeded(x Evidencer) bool {
 		return v.Err == nil
 	}
 	return true
-}
-
-// send sends req, a request built unsent (UnsentRequest, UnsentCall), and
-// returns what was sent and came back. The RPCs are those that put back
-// what a spec changed (putBack).
-func send(ctx context.Context, req Evidencer) Evidencer {
-	switch v := req.(type) {
-	case *Exchange:
-		return Do(ctx, v.Method, v.Path, v.ReqHeader, v.ReqBody)
-	case *Call:
-		switch m := v.Req.(type) {
-		case *pb.TraceSettingRequest:
-			_, c := Invoke(ctx, "TraceSetting", m, Stub().TraceSetting)
-			return c
-		case *pb.LogSettingsRequest:
-			_, c := Invoke(ctx, "LogSettings", m, Stub().LogSettings)
-			return c
-		case *pb.SystemSharedMemoryUnregisterRequest:
-			_, c := Invoke(ctx, "SystemSharedMemoryUnregister", m, Stub().SystemSharedMemoryUnregister)
-			return c
-		case *pb.RepositoryModelLoadRequest:
-			_, c := Invoke(ctx, "RepositoryModelLoad", m, Stub().RepositoryModelLoad)
-			return c
-		case *pb.RepositoryModelUnloadRequest:
-			_, c := Invoke(ctx, "RepositoryModelUnload", m, Stub().RepositoryModelUnload)
-			return c
-		}
-	}
-	panic(fmt.Sprintf("conformance: send cannot send %T", req))
-}
-
-// putBack sends req, a request that puts back what the spec changed (a
-// setting, a model it unloaded, a region it registered), when the spec
-// ends, and has the reproducer of every finding the spec records after it
-// send req after its own request: pasted, it too leaves the server as it
-// found it.
-func putBack(req Evidencer) {
-	DeferCleanup(func(ctx SpecContext) { send(ctx, req) })
-	ReplaySetup(nil, nil, Reproducer(req))
 }

@@ -60,7 +60,7 @@ var _ = RegisterProbe(specs.ExtLogging, func(ctx context.Context, p *Prober) Pro
 
 // postLog sends POST /v2/logging with body.
 func postLog(ctx context.Context, body string) *Exchange {
-	return send(ctx, logUpdate([]byte(body))).(*Exchange)
+	return Send(ctx, logUpdate([]byte(body))).(*Exchange)
 }
 
 // logUpdate is postLog's request, unsent.
@@ -75,7 +75,7 @@ func restoreLog(setting string, value any) {
 	if err != nil {
 		panic(fmt.Sprintf("conformance: encode log setting %s: %v", setting, err))
 	}
-	putBack(logUpdate(body))
+	PutBack(logUpdate(body))
 }
 
 // logBefore reads the settings a spec puts back when it ends. ok is false
@@ -258,7 +258,7 @@ var _ = Describe("gRPC logging", Over(TransportGRPC), Needs(specs.ExtLogging), f
 		}), "an empty LogSettings request must answer the current settings") {
 			return
 		}
-		putBack(UnsentCall("LogSettings", grpcLogRequest("log_verbose_level", &pb.LogSettingsRequest_SettingValue{
+		PutBack(UnsentCall("LogSettings", grpcLogRequest("log_verbose_level", &pb.LogSettingsRequest_SettingValue{
 			ParameterChoice: &pb.LogSettingsRequest_SettingValue_Uint32Param{Uint32Param: before}})))
 		want := uint32(otherLevel(uint64(before)))
 		check := func(r *pb.LogSettingsResponse) error {

@@ -129,20 +129,20 @@ func needBrokenGRPC(ctx context.Context) {
 // a finding's reproducer).
 func restoreRepoTarget() {
 	if Targeted(TransportREST) {
-		putBack(UnsentRequest(http.MethodPost, loadPath("repo_target"), jsonHeader(), nil))
+		PutBack(UnsentRequest(http.MethodPost, loadPath("repo_target"), jsonHeader(), nil))
 		return
 	}
-	putBack(UnsentCall("RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "repo_target"}))
+	PutBack(UnsentCall("RepositoryModelLoad", &pb.RepositoryModelLoadRequest{ModelName: "repo_target"}))
 }
 
 // takeBackBroken unloads broken when the spec ends, taking back a load
 // the spec tried.
 func takeBackBroken() {
 	if Targeted(TransportREST) {
-		putBack(UnsentRequest(http.MethodPost, unloadPath("broken"), jsonHeader(), nil))
+		PutBack(UnsentRequest(http.MethodPost, unloadPath("broken"), jsonHeader(), nil))
 		return
 	}
-	putBack(UnsentCall("RepositoryModelUnload", &pb.RepositoryModelUnloadRequest{ModelName: "broken"}))
+	PutBack(UnsentCall("RepositoryModelUnload", &pb.RepositoryModelUnloadRequest{ModelName: "broken"}))
 }
 
 var _ = Describe("REST model repository", Over(TransportREST), Needs(specs.ExtModelRepository), func() {

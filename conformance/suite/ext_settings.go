@@ -88,7 +88,7 @@ type settingsRoute struct {
 
 // post sends update.
 func (r settingsRoute) post(ctx context.Context, update any) Evidencer {
-	return send(ctx, r.request(update))
+	return Send(ctx, r.request(update))
 }
 
 // try sends s and grades what the server did with it. Each spelling is a
@@ -101,7 +101,7 @@ func (r settingsRoute) try(ctx context.Context, s spelling) {
 	}
 	defined := slices.Contains(r.keys, s.key)
 	if v := before[s.key]; defined && v != "" && v != "null" {
-		putBack(r.request(r.form(s.key, before[s.key])))
+		PutBack(r.request(r.form(s.key, before[s.key])))
 	}
 	if defined && s.meant == before[s.key] && s.other != "" {
 		o := r.post(ctx, r.form(s.key, s.other))

@@ -71,13 +71,14 @@ func shmObject(size int) *client.SharedMemory {
 	// A finding's reproducer makes the object as it is when the finding is
 	// recorded; one recorded after the object is gone (a liveness check
 	// after the spec) gets it as it was last.
-	var last []byte
+	path, last := m.Path(), []byte(nil)
 	ReplaySetup(nil, func() string {
-		if b := m.Bytes(); b != nil {
-			return report.SharedMemoryCommand(key, b)
+		data := m.Bytes()
+		if data == nil {
+			data = last
 		}
-		return report.SharedMemoryCommand(key, last)
-	}, report.RemoveSharedMemoryCommand(key))
+		return "# run on the server's host: the server maps the object by its name\n" + report.WriteFileCommand(path, data)
+	}, report.RemoveFileCommand(path))
 	DeferCleanup(func() {
 		last = bytes.Clone(m.Bytes())
 		m.Close()
@@ -97,14 +98,14 @@ func shmRegister(ctx context.Context, name string, m *client.SharedMemory, offse
 	e := Do(ctx, http.MethodPost, "/v2/systemsharedmemory/region/"+PathEscape(name)+"/register", jsonHeader(), body)
 	if e.Status == http.StatusOK {
 		ReplaySetup(e, func() string { return Reproducer(e) }, "")
-		putBack(shmUnregisterRequest(name))
+		PutBack(shmUnregisterRequest(name))
 	}
 	return e
 }
 
 // shmUnregister unregisters region name ("" for all) with an empty body.
 func shmUnregister(ctx context.Context, name string) *Exchange {
-	return send(ctx, shmUnregisterRequest(name)).(*Exchange)
+	return Send(ctx, shmUnregisterRequest(name)).(*Exchange)
 }
 
 // shmUnregisterRequest is shmUnregister's request, unsent.
@@ -186,7 +187,7 @@ func shmInputs(ctx context.Context) (region string, in0, in1, out0, out1 tensor.
 func shmRegisterRaw(ctx context.Context, r string, body []byte) *Exchange {
 	e := Do(ctx, http.MethodPost, "/v2/systemsharedmemory/region/"+PathEscape(r)+"/register", jsonHeader(), body)
 	if e.Status == http.StatusOK {
-		putBack(shmUnregisterRequest(r))
+		PutBack(shmUnregisterRequest(r))
 	}
 	return e
 }
@@ -249,7 +250,7 @@ var _ = Describe("REST system shared memory", Over(TransportREST), Needs(specs.E
 		r := shmRegionName("bad")
 		e := Do(ctx, http.MethodPost, "/v2/systemsharedmemory/region/"+PathEscape(r)+"/register", jsonHeader(), body)
 		if e.Status == http.StatusOK {
-			putBack(shmUnregisterRequest(r))
+			PutBack(shmUnregisterRequest(r))
 		}
 		Verify(e).To(BeErrorResponse())
 		Verify(Get(ctx, "/v2/systemsharedmemory/region/"+PathEscape(shmRegionName("nope"))+"/status")).To(BeErrorResponse())
@@ -365,7 +366,7 @@ func grpcSHMRegister(ctx context.Context, name string, m *client.SharedMemory, o
 	_, c := Invoke(ctx, "SystemSharedMemoryRegister", &pb.SystemSharedMemoryRegisterRequest{Name: name, Key: m.Key, Offset: offset, ByteSize: size}, Stub().SystemSharedMemoryRegister)
 	if c.Err == nil {
 		ReplaySetup(c, func() string { return Reproducer(c) }, "")
-		putBack(UnsentCall("SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}))
+		PutBack(UnsentCall("SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}))
 	}
 	return c
 }

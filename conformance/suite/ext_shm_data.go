@@ -350,7 +350,7 @@ func shmReadRegisterOffset(ctx context.Context, grpc bool) {
 func grpcSHMRegisterRaw(ctx context.Context, name, key string, offset, size uint64) *Call {
 	_, c := Invoke(ctx, "SystemSharedMemoryRegister", &pb.SystemSharedMemoryRegisterRequest{Name: name, Key: key, Offset: offset, ByteSize: size}, Stub().SystemSharedMemoryRegister)
 	if c.Err == nil {
-		putBack(UnsentCall("SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}))
+		PutBack(UnsentCall("SystemSharedMemoryUnregister", &pb.SystemSharedMemoryUnregisterRequest{Name: name}))
 	}
 	return c
 }

@@ -98,7 +98,7 @@ func (v *traceValue) UnmarshalJSON(b []byte) error {
 }
 
 func postTrace(ctx context.Context, path, body string) *Exchange {
-	return send(ctx, traceUpdate(path, []byte(body))).(*Exchange)
+	return Send(ctx, traceUpdate(path, []byte(body))).(*Exchange)
 }
 
 // traceUpdate is postTrace's request, unsent.
@@ -146,20 +146,20 @@ func restoreGlobalRate(before traceSettings) {
 		return
 	}
 	if Targeted(TransportREST) {
-		putBack(traceUpdate(traceGlobal, fmt.Appendf(nil, `{"trace_rate": %q}`, before["trace_rate"][0])))
+		PutBack(traceUpdate(traceGlobal, fmt.Appendf(nil, `{"trace_rate": %q}`, before["trace_rate"][0])))
 		return
 	}
-	putBack(UnsentCall("TraceSetting", grpcTraceRequest("", "trace_rate", before["trace_rate"]...)))
+	PutBack(UnsentCall("TraceSetting", grpcTraceRequest("", "trace_rate", before["trace_rate"]...)))
 }
 
 // clearModelRate lets add_sub's trace_rate follow the server's again when
 // the spec ends.
 func clearModelRate() {
 	if Targeted(TransportREST) {
-		putBack(traceUpdate(traceModelPath("add_sub"), []byte(`{"trace_rate": null}`)))
+		PutBack(traceUpdate(traceModelPath("add_sub"), []byte(`{"trace_rate": null}`)))
 		return
 	}
-	putBack(UnsentCall("TraceSetting", grpcTraceRequest("add_sub", "trace_rate")))
+	PutBack(UnsentCall("TraceSetting", grpcTraceRequest("add_sub", "trace_rate")))
 }
 
 var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func() {
@@ -250,7 +250,7 @@ var _ = Describe("REST trace", Over(TransportREST), Needs(specs.ExtTrace), func(
 			return
 		}
 		if levels, jerr := json.Marshal(before["trace_level"]); err == nil && jerr == nil {
-			putBack(traceUpdate(traceGlobal, fmt.Appendf(nil, `{"trace_level": %s}`, levels)))
+			PutBack(traceUpdate(traceGlobal, fmt.Appendf(nil, `{"trace_level": %s}`, levels)))
 		}
 		AfterNegative()
 		Verify(postTrace(ctx, traceGlobal, `{"trace_level": ["BOGUS"]}`)).Soft("the catalog's test is soft").To(BeErrorResponse())
